@@ -1,0 +1,74 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Dependencies point one way (docs/architecture in ../shared/design/ARCHITECTURE.md):
+// executables → AccessDaemon / ControlSocket → AccessStore / AccessCore / BlueZ → CBlueZ.
+// AccessCore imports nothing of the project and performs no I/O.
+let package = Package(
+    name: "accessd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "accessd", targets: ["accessd"]),
+        .executable(name: "accessctl", targets: ["accessctl"]),
+        .executable(name: "readersim", targets: ["readersim"]),
+        .executable(name: "accessbench", targets: ["accessbench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
+    ],
+    targets: [
+        // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
+        .systemLibrary(
+            name: "CDBus",
+            path: "Sources/CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CBluetooth",
+            path: "Sources/CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
+        .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
+        .target(name: "BlueZ", dependencies: ["CBlueZ"]),
+
+        .target(
+            name: "AccessCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .target(name: "AccessStore", dependencies: ["AccessCore"]),
+        .target(name: "ControlSocket", dependencies: ["AccessCore"]),
+        .target(name: "AccessDaemon", dependencies: ["AccessCore", "AccessStore", "BlueZ", "ControlSocket"]),
+
+        .executableTarget(
+            name: "accessd",
+            dependencies: ["AccessDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "accessctl",
+            dependencies: ["ControlSocket", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "readersim",
+            dependencies: ["AccessCore", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "accessbench",
+            dependencies: [
+                "AccessCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ]
+        ),
+
+        .testTarget(name: "AccessCoreTests", dependencies: ["AccessCore"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

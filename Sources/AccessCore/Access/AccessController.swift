@@ -1,0 +1,124 @@
+/// The one value the daemon drives for access: it owns the exchange slots of the adapter
+/// and routes inputs to the auto-connect and manual-access machines, so that the two
+/// never start more exchanges than the adapter allows, nor two with one reader.
+public struct AccessController: Sendable {
+    public enum Timer: Hashable, Sendable {
+        case automatic(AutoConnectMachine.Timer)
+        case manual(RequestID)
+    }
+
+    public enum Input: Hashable, Sendable {
+        /// The registry's view after an observation (see `ReaderRegistry.Observation`).
+        case readerObserved(ReaderAttributes, isInAutoConnectRange: Bool)
+        case readerUnavailable(ReaderID)
+        case automaticAccessChanged(Bool)
+        case credentialsChanged(CredentialAvailability)
+        case request(RequestID, ReaderID, ExchangeOperation, reader: ReaderAttributes?)
+        /// The shell reports the end of every exchange it started, whatever its origin.
+        case exchangeEnded(ReaderID, ExchangeOutcome)
+        case timerFired(Timer)
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Connect and run the exchange. `access.started` is emitted by the shell here.
+        case startExchange(ReaderID, ExchangeOrigin, ExchangeOperation)
+        case abortExchange(ReaderID)
+        case startTimer(Timer, after: Duration)
+        case cancelTimer(Timer)
+        /// A manual request refused before any exchange.
+        case refuse(RequestID, ReaderConnectionError)
+        /// An exchange finished: `access.completed` for automatic ones, and the answer to
+        /// the request for manual ones.
+        case completed(ReaderID, ExchangeOrigin, ExchangeOutcome)
+        /// A manual request failed after it started (its timeout).
+        case failed(ReaderID, ExchangeOrigin, ReaderConnectionError)
+    }
+
+    public private(set) var slots: ExchangeSlots
+    public private(set) var automatic: AutoConnectMachine
+    public private(set) var manual: ManualAccessMachine
+    public private(set) var credentials: CredentialAvailability
+
+    public init(
+        slotLimit: Int = 1,
+        automatic: AutoConnectMachine.Configuration = .init(),
+        manual: ManualAccessMachine.Configuration = .init(),
+        automaticAccessEnabled: Bool = false,
+        credentials: CredentialAvailability = .none
+    ) {
+        self.slots = ExchangeSlots(limit: slotLimit)
+        self.automatic = AutoConnectMachine(configuration: automatic, automaticAccessEnabled: automaticAccessEnabled,
+                                            credentials: credentials)
+        self.manual = ManualAccessMachine(configuration: manual)
+        self.credentials = credentials
+    }
+
+    public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
+        switch input {
+        case let .readerObserved(attributes, inRange):
+            let autoInput: AutoConnectMachine.Input = inRange
+                ? .readerInRange(.init(attributes)) : .readerLeftRange(attributes.id)
+            return runAutomatic(autoInput, now: now)
+        case let .readerUnavailable(id):
+            return runAutomatic(.readerLeftRange(id), now: now)
+        case let .automaticAccessChanged(enabled):
+            return runAutomatic(.automaticAccessChanged(enabled), now: now)
+        case let .credentialsChanged(availability):
+            credentials = availability
+            return runAutomatic(.credentialsChanged(availability), now: now)
+        case let .request(request, reader, operation, attributes):
+            return runManual(.request(request, reader, operation, reader: attributes), now: now)
+        case let .exchangeEnded(reader, outcome):
+            guard let origin = slots.end(reader) else { return [] }
+            switch origin {
+            case .automatic:
+                return [.completed(reader, .automatic, outcome)]
+                    + runAutomatic(.exchangeEnded(reader, outcome), now: now)
+            case let .manual(request):
+                return runManual(.exchangeEnded(request, outcome), now: now)
+                    + runAutomatic(.slotFreed, now: now)
+            }
+        case let .timerFired(.automatic(timer)):
+            return runAutomatic(.timerFired(timer), now: now)
+        case let .timerFired(.manual(request)):
+            return runManual(.timerFired(request), now: now)
+        }
+    }
+
+    private mutating func runAutomatic(_ input: AutoConnectMachine.Input, now: Timestamp) -> [Action] {
+        automatic.handle(input, at: now, slots: slots).map { action in
+            switch action {
+            case let .startExchange(reader):
+                slots.begin(reader, origin: .automatic)
+                return .startExchange(reader, .automatic, .access)
+            case let .startTimer(timer, delay):
+                return .startTimer(.automatic(timer), after: delay)
+            case let .cancelTimer(timer):
+                return .cancelTimer(.automatic(timer))
+            }
+        }
+    }
+
+    private mutating func runManual(_ input: ManualAccessMachine.Input, now: Timestamp) -> [Action] {
+        manual.handle(input, slots: slots, credentials: credentials).map { action in
+            switch action {
+            case let .startExchange(reader, request, operation):
+                slots.begin(reader, origin: .manual(request))
+                return .startExchange(reader, .manual(request), operation)
+            case let .abortExchange(reader, _):
+                // The slot stays taken until the shell reports the aborted exchange ended.
+                return .abortExchange(reader)
+            case let .startTimer(request, delay):
+                return .startTimer(.manual(request), after: delay)
+            case let .cancelTimer(request):
+                return .cancelTimer(.manual(request))
+            case let .refuse(request, error):
+                return .refuse(request, error)
+            case let .complete(request, reader, outcome):
+                return .completed(reader, .manual(request), outcome)
+            case let .fail(request, reader, error):
+                return .failed(reader, .manual(request), error)
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+/// Decides when to connect to a reader on its own: once per approach.
+///
+/// A reader becomes a candidate ("armed") when it enters auto-connect range with
+/// `isBleAutoConnectEnabled`. Candidates wait a short selection window so that, when two
+/// readers come into range together, the nearer one is chosen. An exchange starts when
+/// automatic access is on, a matching credential is held and a slot is free on the
+/// adapter. When it ends the reader is "spent": blocked for `cooldown` and re-armed only
+/// after it has left range. Transient failures retry with backoff while the reader stays
+/// in range; permanent ones end the approach.
+public struct AutoConnectMachine: Sendable {
+    public struct Configuration: Hashable, Sendable {
+        public var cooldown: Duration
+        public var selectionWindow: Duration
+        public var retry: RetryPolicy
+
+        public init(cooldown: Duration = .seconds(10), selectionWindow: Duration = .milliseconds(200),
+                    retry: RetryPolicy = RetryPolicy()) {
+            self.cooldown = cooldown
+            self.selectionWindow = selectionWindow
+            self.retry = retry
+        }
+    }
+
+    /// A reader in auto-connect range, as the registry sees it.
+    public struct Candidate: Hashable, Sendable {
+        public var id: ReaderID
+        public var kind: ReaderKind
+        public var siteTag: SiteTag
+        public var isBleAutoConnectEnabled: Bool
+        public var measuredPathLoss: Double
+
+        public init(id: ReaderID, kind: ReaderKind, siteTag: SiteTag, isBleAutoConnectEnabled: Bool,
+                    measuredPathLoss: Double) {
+            self.id = id
+            self.kind = kind
+            self.siteTag = siteTag
+            self.isBleAutoConnectEnabled = isBleAutoConnectEnabled
+            self.measuredPathLoss = measuredPathLoss
+        }
+
+        public init(_ attributes: ReaderAttributes) {
+            self.init(id: attributes.id, kind: attributes.kind, siteTag: attributes.siteTag,
+                      isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled,
+                      measuredPathLoss: attributes.measuredPathLoss)
+        }
+    }
+
+    public enum Timer: Hashable, Sendable {
+        case selection
+        case retry(ReaderID)
+        case cooldown(ReaderID)
+    }
+
+    public enum Input: Hashable, Sendable {
+        /// Sent for every observation while the reader is in auto-connect range.
+        case readerInRange(Candidate)
+        /// The reader left auto-connect range or became unavailable.
+        case readerLeftRange(ReaderID)
+        case automaticAccessChanged(Bool)
+        case credentialsChanged(CredentialAvailability)
+        /// An automatic exchange with this reader ended.
+        case exchangeEnded(ReaderID, ExchangeOutcome)
+        /// A slot was freed by an exchange of another origin.
+        case slotFreed
+        case timerFired(Timer)
+    }
+
+    public enum Action: Hashable, Sendable {
+        case startExchange(ReaderID)
+        case startTimer(Timer, after: Duration)
+        case cancelTimer(Timer)
+    }
+
+    private enum Phase: Hashable, Sendable {
+        /// In range, waiting for selection; `retries` made so far in this approach.
+        case armed(retries: Int)
+        case exchanging(retries: Int)
+        case waitingToRetry(retries: Int)
+        /// After an exchange: blocked until `until`, and until it has left range.
+        case spent(until: Timestamp, hasLeftRange: Bool)
+    }
+
+    private struct Tracked: Hashable, Sendable {
+        var phase: Phase
+        var candidate: Candidate
+        var isInRange: Bool
+    }
+
+    public var configuration: Configuration
+    public private(set) var isAutomaticAccessEnabled: Bool
+    public private(set) var credentials: CredentialAvailability
+    private var tracked: [ReaderID: Tracked] = [:]
+    private var selectionPending = false
+
+    public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
+                credentials: CredentialAvailability = .none) {
+        self.configuration = configuration
+        self.isAutomaticAccessEnabled = automaticAccessEnabled
+        self.credentials = credentials
+    }
+
+    /// Readers waiting for an automatic exchange, for diagnostics.
+    public var armedReaders: [ReaderID] {
+        tracked.filter { if case .armed = $0.value.phase { true } else { false } }.keys.sorted()
+    }
+
+    /// Whether this reader is blocked from auto-connect until it leaves range or the cooldown ends.
+    public func isSpent(_ reader: ReaderID) -> Bool {
+        if case .spent = tracked[reader]?.phase { return true }
+        return false
+    }
+
+    public mutating func handle(_ input: Input, at now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        switch input {
+        case let .readerInRange(candidate):
+            return readerInRange(candidate, now: now, slots: slots)
+        case let .readerLeftRange(id):
+            return readerLeftRange(id, now: now)
+        case let .automaticAccessChanged(enabled):
+            isAutomaticAccessEnabled = enabled
+            return enabled ? select(now: now, slots: slots) : []
+        case let .credentialsChanged(availability):
+            credentials = availability
+            return select(now: now, slots: slots)
+        case let .exchangeEnded(id, outcome):
+            return exchangeEnded(id, outcome: outcome, now: now, slots: slots)
+        case .slotFreed:
+            return select(now: now, slots: slots)
+        case let .timerFired(timer):
+            return timerFired(timer, now: now, slots: slots)
+        }
+    }
+
+    private mutating func readerInRange(_ candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        guard var entry = tracked[candidate.id] else {
+            tracked[candidate.id] = Tracked(phase: .armed(retries: 0), candidate: candidate, isInRange: true)
+            return scheduleSelection(now: now, slots: slots)
+        }
+        let wasInRange = entry.isInRange
+        entry.candidate = candidate
+        entry.isInRange = true
+        if case let .spent(until, hasLeftRange) = entry.phase, !wasInRange, hasLeftRange, now >= until {
+            entry.phase = .armed(retries: 0)
+            tracked[candidate.id] = entry
+            return scheduleSelection(now: now, slots: slots)
+        }
+        tracked[candidate.id] = entry
+        return []
+    }
+
+    private mutating func readerLeftRange(_ id: ReaderID, now: Timestamp) -> [Action] {
+        guard var entry = tracked[id] else { return [] }
+        entry.isInRange = false
+        switch entry.phase {
+        case .armed:
+            tracked[id] = nil
+            return []
+        case .exchanging:
+            tracked[id] = entry
+            return []
+        case .waitingToRetry:
+            // The approach is over: no retries for a reader that walked away.
+            tracked[id] = nil
+            return [.cancelTimer(.retry(id))]
+        case let .spent(until, _):
+            if now >= until {
+                tracked[id] = nil
+                return [.cancelTimer(.cooldown(id))]
+            }
+            entry.phase = .spent(until: until, hasLeftRange: true)
+            tracked[id] = entry
+            return []
+        }
+    }
+
+    private mutating func exchangeEnded(_ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
+                                        slots: ExchangeSlots) -> [Action] {
+        guard var entry = tracked[id], case let .exchanging(retries) = entry.phase else {
+            return select(now: now, slots: slots)
+        }
+        var actions: [Action] = []
+        if case let .failed(failure) = outcome, failure.isTransient, entry.isInRange,
+           retries < configuration.retry.maximumRetries {
+            entry.phase = .waitingToRetry(retries: retries + 1)
+            actions.append(.startTimer(.retry(id), after: configuration.retry.delay(after: failure, retry: retries + 1)))
+        } else {
+            entry.phase = .spent(until: now + configuration.cooldown, hasLeftRange: !entry.isInRange)
+            actions.append(.startTimer(.cooldown(id), after: configuration.cooldown))
+        }
+        tracked[id] = entry
+        return actions + select(now: now, slots: slots)
+    }
+
+    private mutating func timerFired(_ timer: Timer, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        switch timer {
+        case .selection:
+            selectionPending = false
+            return select(now: now, slots: slots)
+        case let .retry(id):
+            guard var entry = tracked[id], case let .waitingToRetry(retries) = entry.phase else { return [] }
+            entry.phase = .armed(retries: retries)
+            tracked[id] = entry
+            return select(now: now, slots: slots)
+        case let .cooldown(id):
+            guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
+            guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
+            if entry.isInRange {
+                entry.phase = .armed(retries: 0)
+                tracked[id] = entry
+                return scheduleSelection(now: now, slots: slots)
+            }
+            tracked[id] = nil
+            return []
+        }
+    }
+
+    private mutating func scheduleSelection(now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        if configuration.selectionWindow <= .zero { return select(now: now, slots: slots) }
+        if selectionPending { return [] }
+        selectionPending = true
+        return [.startTimer(.selection, after: configuration.selectionWindow)]
+    }
+
+    /// Starts exchanges with the nearest eligible armed readers while slots are free.
+    private mutating func select(now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        guard isAutomaticAccessEnabled, !selectionPending else { return [] }
+        var free = slots.freeCount
+        var actions: [Action] = []
+        while free > 0 {
+            var best: Tracked?
+            for entry in tracked.values {
+                guard case .armed = entry.phase, entry.isInRange, entry.candidate.isBleAutoConnectEnabled,
+                      credentials.canPresent(to: entry.candidate.kind, site: entry.candidate.siteTag),
+                      !slots.isBusy(entry.candidate.id)
+                else { continue }
+                if let current = best {
+                    let nearer = entry.candidate.measuredPathLoss < current.candidate.measuredPathLoss
+                    let tie = entry.candidate.measuredPathLoss == current.candidate.measuredPathLoss
+                    if nearer || (tie && entry.candidate.id < current.candidate.id) { best = entry }
+                } else {
+                    best = entry
+                }
+            }
+            guard var chosen = best, case let .armed(retries) = chosen.phase else { break }
+            chosen.phase = .exchanging(retries: retries)
+            tracked[chosen.candidate.id] = chosen
+            actions.append(.startExchange(chosen.candidate.id))
+            free -= 1
+        }
+        return actions
+    }
+}

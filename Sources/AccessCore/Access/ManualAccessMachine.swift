@@ -1,0 +1,77 @@
+/// Handles `requestAccess(reader)` and reader actions asked for by a client: refuses what
+/// cannot be done with the SDK's errors, and bounds every accepted request with its own
+/// timeout.
+public struct ManualAccessMachine: Sendable {
+    public struct Configuration: Hashable, Sendable {
+        /// From the request to the decision, connection included.
+        public var timeout: Duration
+
+        public init(timeout: Duration = .seconds(15)) {
+            self.timeout = timeout
+        }
+    }
+
+    public enum Input: Hashable, Sendable {
+        /// `reader` is the registry's current view (nil when unknown or unavailable).
+        case request(RequestID, ReaderID, ExchangeOperation, reader: ReaderAttributes?)
+        case exchangeEnded(RequestID, ExchangeOutcome)
+        case timerFired(RequestID)
+    }
+
+    public enum Action: Hashable, Sendable {
+        case startExchange(ReaderID, RequestID, ExchangeOperation)
+        case abortExchange(ReaderID, RequestID)
+        case startTimer(RequestID, after: Duration)
+        case cancelTimer(RequestID)
+        case refuse(RequestID, ReaderConnectionError)
+        case complete(RequestID, ReaderID, ExchangeOutcome)
+        case fail(RequestID, ReaderID, ReaderConnectionError)
+    }
+
+    public var configuration: Configuration
+    private var inFlight: [RequestID: ReaderID] = [:]
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    public var pendingRequests: Int { inFlight.count }
+
+    public mutating func handle(_ input: Input, slots: ExchangeSlots, credentials: CredentialAvailability) -> [Action] {
+        switch input {
+        case let .request(request, readerID, operation, reader):
+            if let error = refusal(readerID, operation, reader: reader, slots: slots, credentials: credentials,
+                                   request: request) {
+                return [.refuse(request, error)]
+            }
+            inFlight[request] = readerID
+            return [.startExchange(readerID, request, operation), .startTimer(request, after: configuration.timeout)]
+
+        case let .exchangeEnded(request, outcome):
+            // An exchange that ends after its request timed out is not reported twice.
+            guard let reader = inFlight.removeValue(forKey: request) else { return [] }
+            return [.cancelTimer(request), .complete(request, reader, outcome)]
+
+        case let .timerFired(request):
+            guard let reader = inFlight.removeValue(forKey: request) else { return [] }
+            return [.abortExchange(reader, request), .fail(request, reader, .timeout)]
+        }
+    }
+
+    private func refusal(
+        _ readerID: ReaderID, _ operation: ExchangeOperation, reader: ReaderAttributes?, slots: ExchangeSlots,
+        credentials: CredentialAvailability, request: RequestID
+    ) -> ReaderConnectionError? {
+        if inFlight[request] != nil { return .transactionInProgress }
+        guard let reader, reader.id == readerID else { return .readerUnavailable }
+        switch operation {
+        case .access:
+            guard reader.isBleManualConnectEnabled else { return .forbidden }
+        case .enumerateActions, .performAction:
+            guard reader.isBleActionsEnabled else { return .forbidden }
+        }
+        guard credentials.canPresent(to: reader.kind, site: reader.siteTag) else { return .forbidden }
+        if slots.isBusy(readerID) || slots.freeCount == 0 { return .transactionInProgress }
+        return nil
+    }
+}

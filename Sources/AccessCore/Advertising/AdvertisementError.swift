@@ -1,0 +1,50 @@
+/// Why an advertisement was refused. Every case has a stable `code` for logs and the socket.
+public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertible {
+    case truncated(expected: Int, actual: Int)
+    case oversized(limit: Int, actual: Int)
+    case unsupportedVersion(UInt8)
+    case unknownReaderKind(UInt8)
+    case reservedFlagsSet(UInt8)
+    case zeroReaderID
+    case txPowerOutOfRange(Int8)
+    /// `autoConnectPathLoss` must be non-zero and not above `manualConnectPathLoss`.
+    case inconsistentPathLoss(autoConnect: UInt8, manualConnect: UInt8)
+    /// An AD structure's length byte runs past the end of the advertising data.
+    case malformedADStructure(offset: Int)
+    /// The advertising data carries no service data for the reader service UUID.
+    case missingServiceData
+    /// The advertising data (flags included) does not fit one legacy advertising PDU.
+    case exceedsLegacyPDU(length: Int)
+
+    public var code: String {
+        switch self {
+        case .truncated: "truncated"
+        case .oversized: "oversized"
+        case .unsupportedVersion: "unsupportedVersion"
+        case .unknownReaderKind: "unknownReaderKind"
+        case .reservedFlagsSet: "reservedFlagsSet"
+        case .zeroReaderID: "zeroReaderId"
+        case .txPowerOutOfRange: "txPowerOutOfRange"
+        case .inconsistentPathLoss: "inconsistentPathLoss"
+        case .malformedADStructure: "malformedAdStructure"
+        case .missingServiceData: "missingServiceData"
+        case .exceedsLegacyPDU: "exceedsLegacyPdu"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .truncated(expected, actual): "advertisement truncated: \(actual) bytes, need \(expected)"
+        case let .oversized(limit, actual): "advertisement oversized: \(actual) bytes, at most \(limit)"
+        case let .unsupportedVersion(version): "unsupported advertisement version \(version)"
+        case let .unknownReaderKind(kind): "unknown reader kind \(kind)"
+        case let .reservedFlagsSet(flags): "reserved flag bits set: 0x\(String(flags, radix: 16))"
+        case .zeroReaderID: "reader id 0 is not valid"
+        case let .txPowerOutOfRange(power): "TX power \(power) dBm outside -100...20"
+        case let .inconsistentPathLoss(auto, manual): "autoConnectPathLoss \(auto) must be 1...manualConnectPathLoss (\(manual))"
+        case let .malformedADStructure(offset): "malformed AD structure at offset \(offset)"
+        case .missingServiceData: "no reader service data in advertising data"
+        case let .exceedsLegacyPDU(length): "advertising data is \(length) bytes, a legacy PDU holds 31"
+        }
+    }
+}

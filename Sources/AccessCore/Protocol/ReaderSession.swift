@@ -1,0 +1,301 @@
+import Crypto
+
+/// The reader side of one exchange: readersim's half of the protocol, and the reference a
+/// reader implementer can read next to docs/reader-protocol.md.
+public struct ReaderSession: Sendable {
+    /// How the reader decides once a credential has proven itself.
+    public enum DecisionPolicy: Hashable, Sendable {
+        case grant
+        case deny(AccessDecision)
+        /// Grant active credentials, deny suspended ones (`deniedAuth`), refuse revoked
+        /// and unknown ones with an error.
+        case fromSite
+    }
+
+    /// What the site told the reader about a mobile credential.
+    public struct CredentialRecord: Sendable {
+        public var id: CredentialID
+        public var publicKey: P256.Signing.PublicKey
+        public var secondFactorPublicKey: P256.Signing.PublicKey?
+        public var state: CredentialState
+
+        public init(id: CredentialID, publicKey: P256.Signing.PublicKey,
+                    secondFactorPublicKey: P256.Signing.PublicKey? = nil, state: CredentialState = .active) {
+            self.id = id
+            self.publicKey = publicKey
+            self.secondFactorPublicKey = secondFactorPublicKey
+            self.state = state
+        }
+    }
+
+    /// What the site told an Aperio-style lock about an Aperio credential.
+    public struct AperioRecord: Sendable {
+        public var secret: AperioSecret
+        public var state: CredentialState
+
+        public init(secret: AperioSecret, state: CredentialState = .active) {
+            self.secret = secret
+            self.state = state
+        }
+    }
+
+    public struct Configuration: Sendable {
+        public var readerID: ReaderID
+        public var siteTag: SiteTag
+        public var kind: ReaderKind
+        public var siteKey: P256.Signing.PrivateKey
+        public var policy: DecisionPolicy
+        public var mode: AccessMode
+        public var secondFactorRequired: Bool
+        public var actions: [ReaderAction]
+        /// Decision per action id; actions not listed are granted.
+        public var actionOutcomes: [Int8: AccessDecision]
+        public var credentials: [CredentialID: CredentialRecord]
+        public var aperioCredentials: [[UInt8]: AperioRecord]
+        public var timeouts: ProtocolTimeouts
+
+        public init(
+            readerID: ReaderID, siteTag: SiteTag, kind: ReaderKind = .gallagherStyle,
+            siteKey: P256.Signing.PrivateKey, policy: DecisionPolicy = .fromSite, mode: AccessMode = .access,
+            secondFactorRequired: Bool = false, actions: [ReaderAction] = [],
+            actionOutcomes: [Int8: AccessDecision] = [:], credentials: [CredentialRecord] = [],
+            aperioCredentials: [AperioRecord] = [], timeouts: ProtocolTimeouts = ProtocolTimeouts()
+        ) {
+            self.readerID = readerID
+            self.siteTag = siteTag
+            self.kind = kind
+            self.siteKey = siteKey
+            self.policy = policy
+            self.mode = mode
+            self.secondFactorRequired = secondFactorRequired
+            self.actions = actions
+            self.actionOutcomes = actionOutcomes
+            self.credentials = Dictionary(credentials.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            self.aperioCredentials = Dictionary(aperioCredentials.map { ($0.secret.identifier, $0) },
+                                                uniquingKeysWith: { _, last in last })
+            self.timeouts = timeouts
+        }
+    }
+
+    /// What the reader did, for readersim's JSON lines.
+    public struct Report: Hashable, Sendable {
+        public enum Outcome: Hashable, Sendable {
+            case decided(AccessResult)
+            case actionsListed([ReaderAction])
+            case actionPerformed(Int8, AccessResult)
+            /// The reader refused with an error message (unknown or revoked credential, ...).
+            case refused(ProtocolErrorCode)
+            /// The exchange broke (malformed input, bad signature, timeout).
+            case failed(ProtocolError)
+            /// The central dropped the link before the exchange ended.
+            case disconnected
+        }
+
+        /// The presented credential (mobile id in UUID form, or Aperio id in hex), once known.
+        public var credential: String?
+        public var operation: ExchangeOperation?
+        public var outcome: Outcome
+    }
+
+    public enum Input: Sendable {
+        /// A central subscribed to the control point. Nonces come from the shell's CSPRNG.
+        case connected(nonce: [UInt8], secondFactorNonce: [UInt8])
+        case fragmentReceived([UInt8])
+        case mtuChanged(Int)
+        case timerFired
+        case disconnected
+    }
+
+    public enum Action: Sendable {
+        case send([[UInt8]])
+        case startTimer(after: Duration)
+        case cancelTimer
+        case finish(Report)
+    }
+
+    private enum State: Sendable {
+        case idle
+        case awaitingResponse(nonce: [UInt8], secondNonce: [UInt8])
+        case awaitingSecondFactor(nonce: [UInt8], secondNonce: [UInt8], record: CredentialRecord,
+                                  operation: ExchangeOperation)
+        case finished
+    }
+
+    public let configuration: Configuration
+    public private(set) var mtu: Int
+    private var state: State = .idle
+    private var reassembler = FrameReassembler()
+    private var presented: String?
+    private var operation: ExchangeOperation?
+
+    public init(configuration: Configuration, mtu: Int = ReaderGATT.minimumMTU) {
+        self.configuration = configuration
+        self.mtu = mtu
+    }
+
+    public mutating func handle(_ input: Input) -> [Action] {
+        switch (state, input) {
+        case (.finished, _):
+            return []
+        case let (_, .mtuChanged(value)):
+            mtu = max(value, ReaderGATT.minimumMTU)
+            return []
+        case let (.idle, .connected(nonce, secondNonce)):
+            guard nonce.count == ProtocolMessage.nonceLength, secondNonce.count == ProtocolMessage.nonceLength else {
+                return fail(.invalidField("nonce"))
+            }
+            let c = configuration
+            let signature = ProtocolCrypto.sign(
+                SignedContent.challenge(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce), with: c.siteKey)
+            state = .awaitingResponse(nonce: nonce, secondNonce: secondNonce)
+            return [send(.challenge(.init(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, signature: signature))),
+                    .startTimer(after: c.timeouts.step)]
+        case (_, .connected):
+            return []
+        case (_, .timerFired):
+            return fail(.timeout)
+        case (_, .disconnected):
+            state = .finished
+            return [.cancelTimer, .finish(Report(credential: presented, operation: operation,
+                                                 outcome: .disconnected))]
+        case let (_, .fragmentReceived(fragment)):
+            do {
+                guard let bytes = try reassembler.feed(fragment) else { return [] }
+                return try receive(ProtocolMessage(decoding: bytes))
+            } catch {
+                return fail(error)
+            }
+        }
+    }
+
+    private mutating func receive(_ message: ProtocolMessage) throws(ProtocolError) -> [Action] {
+        if case let .error(code) = message { throw .remoteError(code) }
+        switch (state, message) {
+        case let (.awaitingResponse(nonce, secondNonce), .response(response)):
+            guard configuration.kind == .gallagherStyle else { throw .unexpectedMessage(message.typeCode) }
+            presented = response.credentialID.description
+            operation = response.operation
+            guard let record = configuration.credentials[response.credentialID] else {
+                return refuse(.unknownCredential)
+            }
+            let content = SignedContent.response(nonce: nonce, readerID: configuration.readerID,
+                                                 credentialID: response.credentialID, operation: response.operation)
+            guard ProtocolCrypto.verify(response.signature, over: content, with: record.publicKey) else {
+                throw .badSignature
+            }
+            return try respond(to: response.operation, record: record, nonce: nonce, secondNonce: secondNonce)
+
+        case let (.awaitingResponse(nonce, _), .aperioResponse(response)):
+            guard configuration.kind == .aperioStyle else { throw .unexpectedMessage(message.typeCode) }
+            presented = response.aperioID.hexString
+            operation = .access
+            guard let record = configuration.aperioCredentials[response.aperioID] else {
+                return refuse(.unknownCredential)
+            }
+            let content = SignedContent.aperio(nonce: nonce, readerID: configuration.readerID, aperioID: response.aperioID)
+            guard ProtocolCrypto.verifyMAC(response.mac, over: content, key: record.secret.key) else {
+                throw .badSignature
+            }
+            if record.state == .revoked { return refuse(.credentialRevoked) }
+            let decision = decide(state: record.state)
+            return decided(decision, actionID: nil, nonce: nonce, credential: response.aperioID)
+
+        case let (.awaitingSecondFactor(nonce, secondNonce, record, operation), .secondFactorResponse(signature)):
+            let content = SignedContent.secondFactorResponse(secondNonce: secondNonce, readerID: configuration.readerID,
+                                                             credentialID: record.id)
+            guard let key = record.secondFactorPublicKey,
+                  ProtocolCrypto.verify(signature, over: content, with: key) else {
+                return refuse(.secondFactorFailed)
+            }
+            return try finishOperation(operation, record: record, nonce: nonce)
+
+        default:
+            throw .unexpectedMessage(message.typeCode)
+        }
+    }
+
+    private mutating func respond(to operation: ExchangeOperation, record: CredentialRecord, nonce: [UInt8],
+                                  secondNonce: [UInt8]) throws(ProtocolError) -> [Action] {
+        if record.state == .revoked { return refuse(.credentialRevoked) }
+        // A second factor is asked for only where the reader would otherwise grant.
+        if operation == .access, configuration.secondFactorRequired, decide(state: record.state).decision.isGranted {
+            guard record.secondFactorPublicKey != nil else {
+                // The credential cannot give a second factor: the reader denies.
+                return decided(AccessResult(decision: .deniedAuth, mode: configuration.mode), actionID: nil,
+                               nonce: nonce, credential: record.id.bytes)
+            }
+            let content = SignedContent.secondFactorChallenge(nonce: nonce, secondNonce: secondNonce,
+                                                              readerID: configuration.readerID, credentialID: record.id)
+            state = .awaitingSecondFactor(nonce: nonce, secondNonce: secondNonce, record: record, operation: operation)
+            return [.cancelTimer,
+                    send(.secondFactorChallenge(.init(nonce: secondNonce,
+                                                      signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))),
+                    .startTimer(after: configuration.timeouts.secondFactor)]
+        }
+        return try finishOperation(operation, record: record, nonce: nonce)
+    }
+
+    private mutating func finishOperation(_ operation: ExchangeOperation, record: CredentialRecord,
+                                          nonce: [UInt8]) throws(ProtocolError) -> [Action] {
+        switch operation {
+        case .access:
+            return decided(decide(state: record.state), actionID: nil, nonce: nonce, credential: record.id.bytes)
+        case .enumerateActions:
+            guard !configuration.actions.isEmpty else { return refuse(.unsupportedOperation) }
+            let list = ProtocolMessage.ActionList(actions: configuration.actions, signature: [])
+            let content = SignedContent.actionList(nonce: nonce, readerID: configuration.readerID,
+                                                   credentialID: record.id, body: list.actionsBody)
+            let signed = ProtocolMessage.ActionList(actions: configuration.actions,
+                                                    signature: ProtocolCrypto.sign(content, with: configuration.siteKey))
+            state = .finished
+            return [.cancelTimer, send(.actionList(signed)),
+                    .finish(Report(credential: presented, operation: operation, outcome: .actionsListed(signed.actions)))]
+        case let .performAction(id):
+            guard configuration.actions.contains(where: { $0.id == id }) else { return refuse(.unsupportedOperation) }
+            var result = decide(state: record.state)
+            if result.decision.isGranted, let outcome = configuration.actionOutcomes[id] {
+                result.decision = outcome
+            }
+            return decided(result, actionID: id, nonce: nonce, credential: record.id.bytes)
+        }
+    }
+
+    private func decide(state credentialState: CredentialState) -> AccessResult {
+        let decision: AccessDecision
+        switch configuration.policy {
+        case .grant: decision = .granted
+        case let .deny(code): decision = code
+        case .fromSite: decision = credentialState == .active ? .granted : .deniedAuth
+        }
+        return AccessResult(decision: decision, mode: configuration.mode)
+    }
+
+    private mutating func decided(_ result: AccessResult, actionID: Int8?, nonce: [UInt8],
+                                  credential: [UInt8]) -> [Action] {
+        let content = SignedContent.decision(nonce: nonce, readerID: configuration.readerID, credential: credential,
+                                             result: result, actionID: actionID)
+        let message = ProtocolMessage.decision(.init(result: result, actionID: actionID,
+                                                     signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))
+        state = .finished
+        let outcome: Report.Outcome = actionID.map { .actionPerformed($0, result) } ?? .decided(result)
+        return [.cancelTimer, send(message), .finish(Report(credential: presented, operation: operation, outcome: outcome))]
+    }
+
+    private mutating func refuse(_ code: ProtocolErrorCode) -> [Action] {
+        state = .finished
+        return [.cancelTimer, send(.error(code)),
+                .finish(Report(credential: presented, operation: operation, outcome: .refused(code)))]
+    }
+
+    private mutating func fail(_ error: ProtocolError) -> [Action] {
+        state = .finished
+        var actions: [Action] = [.cancelTimer]
+        if case .remoteError = error {} else { actions.append(send(.error(error.wireCode))) }
+        actions.append(.finish(Report(credential: presented, operation: operation, outcome: .failed(error))))
+        return actions
+    }
+
+    private func send(_ message: ProtocolMessage) -> Action {
+        .send(Fragmentation.fragments(of: message.encoded, mtu: mtu))
+    }
+}

@@ -1,0 +1,46 @@
+/// Parameters of range estimation (docs/reader-protocol.md §3 explains each choice).
+public struct RangeConfiguration: Hashable, Sendable {
+    /// dB added to every measured path loss, like the SDK's `BluetoothConnectionSensitivity`:
+    /// negative values make readers seem nearer (more eager), positive ones further.
+    public var sensitivityOffset: Double
+    /// Weight of a new median in the exponential moving average (0 < α ≤ 1).
+    public var smoothingFactor: Double
+    /// How far (dB) the smoothed path loss must rise above `autoConnectPathLoss` before a
+    /// reader counts as having left auto-connect range: the hysteresis against flapping.
+    public var autoRangeExitMargin: Double
+    /// How long the smoothed path loss must stay above `manualConnectPathLoss` before the
+    /// reader expires (becomes unavailable).
+    public var expiryDelay: Duration
+    /// A reader not heard for this long is unavailable.
+    public var staleTimeout: Duration
+
+    public init(
+        sensitivityOffset: Double = 0,
+        smoothingFactor: Double = 0.2,
+        autoRangeExitMargin: Double = 8,
+        expiryDelay: Duration = .seconds(5),
+        staleTimeout: Duration = .seconds(10)
+    ) {
+        self.sensitivityOffset = sensitivityOffset
+        self.smoothingFactor = smoothingFactor
+        self.autoRangeExitMargin = autoRangeExitMargin
+        self.expiryDelay = expiryDelay
+        self.staleTimeout = staleTimeout
+    }
+
+    public static let `default` = RangeConfiguration()
+}
+
+/// Named sensitivity presets, as the SDK's Android `BluetoothConnectionSensitivity`.
+public enum ConnectionSensitivity: String, Sendable, CaseIterable {
+    case high, medium, low
+
+    /// dB added to the measured path loss.
+    public var pathLossOffset: Double {
+        switch self {
+        case .high: -5
+        case .medium: -2.5
+        case .low: 0
+        }
+    }
+}

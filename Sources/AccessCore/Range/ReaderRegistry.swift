@@ -1,0 +1,237 @@
+/// All readers currently heard, keyed by reader id.
+///
+/// `observe` is called for every advertisement (thousands a second), so it neither
+/// allocates nor reports every RSSI tick: it returns an update only when something a client
+/// cares about changed (see `ReportingPolicy`), and the auto-connect range transitions.
+/// `expire` is called periodically (about once a second) and reports readers that went
+/// stale or stayed beyond manual range.
+public struct ReaderRegistry: Sendable {
+    /// When a changed path loss alone is worth a `reader.updated`.
+    public struct ReportingPolicy: Hashable, Sendable {
+        /// Smallest change in measured path loss (dB) worth reporting on its own.
+        public var pathLossChange: Double
+        /// Smallest interval between two reports caused by path loss alone.
+        public var minimumInterval: Duration
+
+        public init(pathLossChange: Double = 2, minimumInterval: Duration = .seconds(1)) {
+            self.pathLossChange = pathLossChange
+            self.minimumInterval = minimumInterval
+        }
+    }
+
+    /// The outcome of one observation.
+    public struct Observation: Sendable {
+        /// Attributes to publish, when anything worth a `reader.updated` changed.
+        public var update: ReaderAttributes?
+        /// Whether the reader is now in auto-connect range (with hysteresis applied).
+        public var isInAutoConnectRange: Bool
+        /// Whether `isInAutoConnectRange` changed with this observation.
+        public var autoConnectRangeChanged: Bool
+        /// Whether the reader just expired (stayed beyond manual range for `expiryDelay`).
+        public var becameUnavailable: Bool
+        /// Smoothed path loss after this observation.
+        public var measuredPathLoss: Double
+    }
+
+    private struct Entry: Sendable {
+        var attributes: ReaderAttributes
+        var estimator = RangeEstimator()
+        var beyondManualSince: Timestamp?
+        var isAvailable = true
+        var reportedPathLoss: Double
+        var reportedAt: Timestamp
+    }
+
+    public var range: RangeConfiguration
+    public var reporting: ReportingPolicy
+    private var index: [ReaderID: Int] = [:]
+    private var entries: [Entry] = []
+
+    public init(range: RangeConfiguration = .default, reporting: ReportingPolicy = ReportingPolicy()) {
+        self.range = range
+        self.reporting = reporting
+    }
+
+    public var count: Int { entries.lazy.filter(\.isAvailable).count }
+
+    public func reader(_ id: ReaderID) -> ReaderAttributes? {
+        guard let position = index[id], entries[position].isAvailable else { return nil }
+        return entries[position].attributes
+    }
+
+    /// Available readers, ordered by reader id.
+    public var readers: [ReaderAttributes] {
+        entries.filter(\.isAvailable).map(\.attributes).sorted { $0.id < $1.id }
+    }
+
+    /// Feeds one advertisement. `name` is nil when this report carried none (the last
+    /// known name is kept).
+    public mutating func observe(
+        _ advertisement: ReaderAdvertisement,
+        rssi: Int,
+        address: DeviceAddress,
+        name: String?,
+        at now: Timestamp
+    ) -> Observation {
+        let pathLoss = Double(Int(advertisement.txPower) - rssi) + range.sensitivityOffset
+
+        guard let position = index[advertisement.readerID] else {
+            var estimator = RangeEstimator()
+            let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor)
+            let inRange = smoothed < Double(advertisement.autoConnectPathLoss)
+            let attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
+                                            smoothed: smoothed, inRange: inRange, now: now)
+            index[advertisement.readerID] = entries.count
+            entries.append(Entry(attributes: attributes, estimator: estimator,
+                                 reportedPathLoss: smoothed, reportedAt: now))
+            return Observation(update: attributes, isInAutoConnectRange: inRange,
+                               autoConnectRangeChanged: inRange, becameUnavailable: false,
+                               measuredPathLoss: smoothed)
+        }
+        return Self.update(&entries[position], advertisement, rssi: rssi, address: address, name: name,
+                           pathLoss: pathLoss, now: now, range: range, reporting: reporting)
+    }
+
+    private static func update(
+        _ entry: inout Entry,
+        _ advertisement: ReaderAdvertisement,
+        rssi: Int,
+        address: DeviceAddress,
+        name: String?,
+        pathLoss: Double,
+        now: Timestamp,
+        range: RangeConfiguration,
+        reporting: ReportingPolicy
+    ) -> Observation {
+        let wasAvailable = entry.isAvailable
+        if !wasAvailable {
+            // Back from expiry: a new approach starts from fresh samples.
+            entry.estimator.reset()
+            entry.beyondManualSince = nil
+        }
+        let smoothed = entry.estimator.add(pathLoss, smoothingFactor: range.smoothingFactor)
+        var attributes = entry.attributes
+        let before = attributes
+
+        let auto = Double(advertisement.autoConnectPathLoss)
+        let wasInRange = wasAvailable && before.isInAutoConnectRange
+        let inRange = wasInRange ? smoothed < auto + range.autoRangeExitMargin : smoothed < auto
+
+        // Expiry: beyond manual range for long enough.
+        var expired = false
+        if smoothed > Double(advertisement.manualConnectPathLoss) {
+            let since = entry.beyondManualSince ?? now
+            entry.beyondManualSince = since
+            expired = now - since >= range.expiryDelay
+        } else {
+            entry.beyondManualSince = nil
+        }
+
+        attributes.kind = advertisement.kind
+        attributes.siteTag = advertisement.siteTag
+        attributes.flags = advertisement.flags
+        attributes.txPower = Int(advertisement.txPower)
+        attributes.autoConnectPathLoss = Int(advertisement.autoConnectPathLoss)
+        attributes.manualConnectPathLoss = Int(advertisement.manualConnectPathLoss)
+        attributes.address = address
+        if let name { attributes.name = name }
+        attributes.rssi = rssi
+        attributes.measuredPathLoss = smoothed
+        attributes.distance = ReaderDistance.calculate(
+            measuredPathLoss: smoothed, autoConnectPathLoss: auto,
+            manualConnectPathLoss: Double(advertisement.manualConnectPathLoss),
+            txPower: Double(advertisement.txPower))
+        attributes.isInAutoConnectRange = inRange && !expired
+        attributes.lastSeen = now
+        entry.attributes = attributes
+
+        if expired {
+            guard wasAvailable else {
+                return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
+                                   becameUnavailable: false, measuredPathLoss: smoothed)
+            }
+            entry.isAvailable = false
+            return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: wasInRange,
+                               becameUnavailable: true, measuredPathLoss: smoothed)
+        }
+        if !wasAvailable && smoothed > Double(advertisement.manualConnectPathLoss) {
+            // Still beyond manual range: stays unavailable until it comes closer.
+            return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
+                               becameUnavailable: false, measuredPathLoss: smoothed)
+        }
+        entry.isAvailable = true
+
+        let significant = !wasAvailable
+            || before.kind != attributes.kind || before.siteTag != attributes.siteTag
+            || before.flags != attributes.flags || before.txPower != attributes.txPower
+            || before.autoConnectPathLoss != attributes.autoConnectPathLoss
+            || before.manualConnectPathLoss != attributes.manualConnectPathLoss
+            || before.address != attributes.address || before.name != attributes.name
+            || before.isInAutoConnectRange != attributes.isInAutoConnectRange
+            || before.distance != attributes.distance
+        let drifted = abs(smoothed - entry.reportedPathLoss) >= reporting.pathLossChange
+            && now - entry.reportedAt >= reporting.minimumInterval
+        var update: ReaderAttributes?
+        if significant || drifted {
+            update = attributes
+            entry.reportedPathLoss = smoothed
+            entry.reportedAt = now
+        }
+        return Observation(update: update, isInAutoConnectRange: attributes.isInAutoConnectRange,
+                           autoConnectRangeChanged: wasInRange != attributes.isInAutoConnectRange,
+                           becameUnavailable: false, measuredPathLoss: smoothed)
+    }
+
+    /// Reports readers that became unavailable by `now`: stale ones (not heard for
+    /// `staleTimeout`) are forgotten; expired ones were reported by `observe` already.
+    public mutating func expire(at now: Timestamp) -> [ReaderID] {
+        var gone: [ReaderID] = []
+        var position = 0
+        while position < entries.count {
+            let entry = entries[position]
+            if now - entry.attributes.lastSeen >= range.staleTimeout {
+                if entry.isAvailable { gone.append(entry.attributes.id) }
+                remove(at: position)
+            } else {
+                position += 1
+            }
+        }
+        return gone.sorted()
+    }
+
+    /// Forgets every reader (the adapter went away, or scanning stopped): returns the ids
+    /// that were available, each of which is now unavailable.
+    public mutating func removeAll() -> [ReaderID] {
+        let gone = entries.filter(\.isAvailable).map(\.attributes.id).sorted()
+        entries.removeAll()
+        index.removeAll()
+        return gone
+    }
+
+    private mutating func remove(at position: Int) {
+        let id = entries[position].attributes.id
+        let last = entries.count - 1
+        if position != last {
+            entries.swapAt(position, last)
+            index[entries[position].attributes.id] = position
+        }
+        entries.removeLast()
+        index[id] = nil
+    }
+
+    private func makeAttributes(
+        _ advertisement: ReaderAdvertisement, rssi: Int, address: DeviceAddress, name: String?,
+        smoothed: Double, inRange: Bool, now: Timestamp
+    ) -> ReaderAttributes {
+        ReaderAttributes(
+            id: advertisement.readerID, name: name, kind: advertisement.kind, siteTag: advertisement.siteTag,
+            address: address, rssi: rssi, txPower: Int(advertisement.txPower), measuredPathLoss: smoothed,
+            distance: ReaderDistance.calculate(
+                measuredPathLoss: smoothed, autoConnectPathLoss: Double(advertisement.autoConnectPathLoss),
+                manualConnectPathLoss: Double(advertisement.manualConnectPathLoss),
+                txPower: Double(advertisement.txPower)),
+            autoConnectPathLoss: Int(advertisement.autoConnectPathLoss),
+            manualConnectPathLoss: Int(advertisement.manualConnectPathLoss),
+            flags: advertisement.flags, isInAutoConnectRange: inRange, lastSeen: now)
+    }
+}

@@ -1,0 +1,101 @@
+/// A condition that stops accessd from doing its job, named as the SDK's `MobileAccessState`
+/// where one maps, and with Linux names where none does. Raw values are the wire names.
+public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
+    /// bluetoothd is not on the bus.
+    case bluetoothServiceUnavailable
+    /// No Bluetooth adapter (the SDK's `errorNoBleFeature`).
+    case errorNoBleFeature
+    /// The adapter is powered off or blocked by rfkill.
+    case bleErrorDisabled
+    /// BlueZ refuses us (D-Bus access denied).
+    case bleErrorUnauthorized
+    case errorNoCredentials
+    /// A credential needs a second factor and no PIN has been set for it.
+    case errorNoSecondFactorSet
+    /// Too many wrong PINs: the second factor is locked.
+    case secondFactorLockedOut
+
+    public static func < (lhs: MobileAccessState, rhs: MobileAccessState) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// Everything the SDK state is derived from. The shell fills it from BlueZ, the store and
+/// the settings; the core derives the rest.
+public struct SdkStateInputs: Hashable, Sendable {
+    public var bluetoothServicePresent = false
+    public var adapterPresent = false
+    public var adapterPowered = false
+    /// rfkill soft or hard block.
+    public var adapterBlocked = false
+    /// False when BlueZ answered AccessDenied / NotPermitted.
+    public var permissionGranted = true
+    public var usableCredentialCount = 0
+    /// Credentials that require a second factor but have no PIN set.
+    public var credentialsMissingSecondFactor = 0
+    public var secondFactorLockedOut = false
+    /// The operator asked for scanning (`scanning.set`).
+    public var scanningEnabled = false
+    /// BlueZ confirmed discovery is running (`Discovering` is true).
+    public var discoveryRunning = false
+    /// Features whose last sync failed, by wire name (e.g. "aperio", "cloud").
+    public var featureSyncErrors: Set<String> = []
+
+    public init() {}
+}
+
+/// The SDK's `onStateChange(isScanning:, states:)`, plus the features in error.
+public struct SdkState: Hashable, Sendable {
+    public var isScanning: Bool
+    public var states: [MobileAccessState]
+    public var featureSyncErrors: [String]
+
+    /// Derives the state. Bluetooth states hide each other in order of cause: with no
+    /// bluetoothd there is no adapter to speak of, and so on.
+    public init(_ inputs: SdkStateInputs) {
+        var states: [MobileAccessState] = []
+        if !inputs.bluetoothServicePresent {
+            states.append(.bluetoothServiceUnavailable)
+        } else if !inputs.permissionGranted {
+            states.append(.bleErrorUnauthorized)
+        } else if !inputs.adapterPresent {
+            states.append(.errorNoBleFeature)
+        } else if !inputs.adapterPowered || inputs.adapterBlocked {
+            states.append(.bleErrorDisabled)
+        }
+        if inputs.usableCredentialCount == 0 { states.append(.errorNoCredentials) }
+        if inputs.credentialsMissingSecondFactor > 0 { states.append(.errorNoSecondFactorSet) }
+        if inputs.secondFactorLockedOut { states.append(.secondFactorLockedOut) }
+        self.states = states
+        let radioReady = !states.contains { $0 < .errorNoCredentials }
+        self.isScanning = inputs.scanningEnabled && radioReady && inputs.discoveryRunning
+        self.featureSyncErrors = inputs.featureSyncErrors.sorted()
+    }
+
+    /// Whether the preconditions for starting discovery hold (the SDK's `setScanning`
+    /// starts only once they do): bluetoothd present, permitted, an adapter powered.
+    public static func canScan(_ inputs: SdkStateInputs) -> Bool {
+        inputs.bluetoothServicePresent && inputs.permissionGranted && inputs.adapterPresent
+            && inputs.adapterPowered && !inputs.adapterBlocked
+    }
+}
+
+/// Emits the SDK state only when it changes, as `SdkStateDelegate` does.
+public struct SdkStateTracker: Sendable {
+    public private(set) var inputs: SdkStateInputs
+    public private(set) var current: SdkState
+
+    public init(_ inputs: SdkStateInputs = SdkStateInputs()) {
+        self.inputs = inputs
+        self.current = SdkState(inputs)
+    }
+
+    /// Applies a change to the inputs; returns the new state when it differs.
+    public mutating func update(_ change: (inout SdkStateInputs) -> Void) -> SdkState? {
+        change(&inputs)
+        let next = SdkState(inputs)
+        guard next != current else { return nil }
+        current = next
+        return next
+    }
+}
