@@ -1,0 +1,236 @@
+import Testing
+@testable import AccessCore
+
+/// Stories of a person walking up to doors, told to the access controller with a virtual clock.
+@Suite("Auto-connect")
+struct AutoConnectTests {
+    var controller = AccessController(
+        automaticAccessEnabled: true,
+        credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+    var clock = VirtualClock()
+    /// Timers the controller asked for and has not cancelled, with their deadlines.
+    var timers: [AccessController.Timer: Timestamp] = [:]
+    var started: [ReaderID] = []
+
+    static func reader(_ id: UInt32 = 0x2A01, pathLoss: Double = 10, flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled],
+                       kind: ReaderKind = .gallagherStyle) -> ReaderAttributes {
+        ReaderAttributes(id: ReaderID(id), name: nil, kind: kind, siteTag: Fixtures.siteTag, address: Fixtures.address,
+                         rssi: -69, txPower: -59, measuredPathLoss: pathLoss, distance: .near, autoConnectPathLoss: 20,
+                         manualConnectPathLoss: 40, flags: flags, isInAutoConnectRange: true, lastSeen: .zero)
+    }
+
+    @discardableResult
+    mutating func send(_ input: AccessController.Input) -> [AccessController.Action] {
+        let actions = controller.handle(input, at: clock.now)
+        for action in actions {
+            switch action {
+            case let .startTimer(timer, delay): timers[timer] = clock.now + delay
+            case let .cancelTimer(timer): timers[timer] = nil
+            case let .startExchange(reader, _, _): started.append(reader)
+            default: break
+            }
+        }
+        return actions
+    }
+
+    /// Moves the clock, firing due timers in deadline order.
+    mutating func wait(_ duration: Duration) {
+        let end = clock.now + duration
+        while let (timer, deadline) = timers.filter({ $0.value <= end }).min(by: { $0.value < $1.value }) {
+            clock.advance(deadline - clock.now)
+            timers[timer] = nil
+            send(.timerFired(timer))
+        }
+        clock.advance(end - clock.now)
+    }
+
+    mutating func approach(_ reader: ReaderAttributes = reader()) {
+        send(.readerObserved(reader, isInAutoConnectRange: true))
+    }
+
+    mutating func leave(_ id: UInt32 = 0x2A01) {
+        send(.readerObserved(Self.reader(id, pathLoss: 35), isInAutoConnectRange: false))
+    }
+
+    mutating func finish(_ id: UInt32 = 0x2A01, _ outcome: ExchangeOutcome = .decided(AccessResult(decision: .granted, mode: .access))) {
+        send(.exchangeEnded(ReaderID(id), outcome))
+    }
+
+    @Test mutating func firesOnceAfterTheSelectionWindow() {
+        approach()
+        #expect(started.isEmpty)
+        wait(.milliseconds(200))
+        #expect(started == [Fixtures.readerID])
+        // More reports while still in range: nothing new.
+        for _ in 0..<20 { approach(); wait(.milliseconds(100)) }
+        #expect(started == [Fixtures.readerID])
+    }
+
+    @Test mutating func completionIsReported() {
+        approach()
+        wait(.milliseconds(200))
+        let actions = send(.exchangeEnded(Fixtures.readerID, .decided(AccessResult(decision: .granted, mode: .access))))
+        #expect(actions.contains(.completed(Fixtures.readerID, .automatic,
+                                            .decided(AccessResult(decision: .granted, mode: .access)))))
+    }
+
+    @Test mutating func staysSpentWhileInRangeAfterAnExchange() {
+        approach()
+        wait(.milliseconds(200))
+        finish()
+        for _ in 0..<300 { approach(); wait(.milliseconds(100)) }  // 30 s standing at the door
+        #expect(started.count == 1)
+    }
+
+    @Test mutating func leavingAndReturningWithinTheCooldownDoesNotFire() {
+        approach()
+        wait(.milliseconds(200))
+        finish()
+        wait(.seconds(2))
+        leave()
+        wait(.seconds(2))
+        approach()
+        wait(.seconds(1))
+        #expect(started.count == 1)
+        // Still in range when the cooldown ends: a new approach began after leaving, so it fires.
+        wait(.seconds(5))
+        approach()
+        wait(.milliseconds(300))
+        #expect(started.count == 2)
+    }
+
+    @Test mutating func walkingAwayAndBackAfterTheCooldownFiresAgain() {
+        approach()
+        wait(.milliseconds(200))
+        finish()
+        leave()
+        wait(.seconds(11))
+        approach()
+        wait(.milliseconds(200))
+        #expect(started == [Fixtures.readerID, Fixtures.readerID])
+    }
+
+    @Test mutating func needsAutomaticAccessEnabled() {
+        send(.automaticAccessChanged(false))
+        approach()
+        wait(.seconds(1))
+        #expect(started.isEmpty)
+        send(.automaticAccessChanged(true))
+        #expect(started == [Fixtures.readerID])
+    }
+
+    @Test mutating func needsAMatchingCredential() {
+        send(.credentialsChanged(.none))
+        approach()
+        wait(.seconds(1))
+        #expect(started.isEmpty)
+        // An Aperio credential does not open a Gallagher-style reader.
+        send(.credentialsChanged(CredentialAvailability(aperioSites: [Fixtures.siteTag])))
+        #expect(started.isEmpty)
+        send(.credentialsChanged(CredentialAvailability(mobileSites: [Fixtures.siteTag])))
+        #expect(started == [Fixtures.readerID])
+    }
+
+    @Test mutating func aperioLockNeedsTheAperioCredential() {
+        approach(Self.reader(kind: .aperioStyle))
+        wait(.seconds(1))
+        #expect(started.isEmpty)
+        send(.credentialsChanged(CredentialAvailability(mobileSites: [Fixtures.siteTag], aperioSites: [Fixtures.siteTag])))
+        #expect(started == [Fixtures.readerID])
+    }
+
+    @Test mutating func needsTheReaderToAllowAutoConnect() {
+        approach(Self.reader(flags: [.manualConnectEnabled]))
+        wait(.seconds(1))
+        #expect(started.isEmpty)
+    }
+
+    @Test mutating func theNearerOfTwoReadersIsChosen() {
+        approach(Self.reader(1, pathLoss: 15))
+        wait(.milliseconds(100))
+        approach(Self.reader(2, pathLoss: 8))
+        wait(.milliseconds(100))
+        #expect(started == [ReaderID(2)])
+        // One exchange per adapter: the other waits for the slot, then goes.
+        approach(Self.reader(1, pathLoss: 15))
+        #expect(started == [ReaderID(2)])
+        finish(2)
+        #expect(started == [ReaderID(2), ReaderID(1)])
+    }
+
+    @Test mutating func transientFailuresBackOffByClassWithACap() {
+        approach()
+        wait(.milliseconds(200))
+        var retryTimes: [Duration] = []
+        var last = clock.now
+        for _ in 0..<4 {
+            finish(0x2A01, .failed(.connectionAborted))
+            let before = started.count
+            while started.count == before {
+                approach()
+                wait(.milliseconds(10))
+            }
+            retryTimes.append(clock.now - last)
+            last = clock.now
+        }
+        // 250 ms doubling: 250, 500, 1000, 2000 (to the 10 ms step of the loop).
+        let expected: [Duration] = [.milliseconds(250), .milliseconds(500), .milliseconds(1000), .milliseconds(2000)]
+        for (measured, wanted) in zip(retryTimes, expected) {
+            #expect(measured >= wanted && measured <= wanted + .milliseconds(10), "\(measured) vs \(wanted)")
+        }
+        // The fifth failure exhausts the retries: spent until the reader leaves.
+        finish(0x2A01, .failed(.connectionAborted))
+        for _ in 0..<100 { approach(); wait(.milliseconds(100)) }
+        #expect(started.count == 5)
+    }
+
+    @Test func backoffDelaysAreCapped() {
+        let policy = RetryPolicy(maximumRetries: 10, maximumDelay: .seconds(8))
+        #expect(policy.delay(after: .adapterBusy, retry: 1) == .seconds(1))
+        #expect(policy.delay(after: .adapterBusy, retry: 3) == .seconds(4))
+        #expect(policy.delay(after: .adapterBusy, retry: 4) == .seconds(8))
+        #expect(policy.delay(after: .adapterBusy, retry: 9) == .seconds(8))
+    }
+
+    @Test(arguments: [ExchangeFailure.badReaderSignature, .invalidatedCredential, .secondFactorRequired])
+    mutating func permanentFailuresWaitForANewApproach(_ failure: ExchangeFailure) {
+        approach()
+        wait(.milliseconds(200))
+        finish(0x2A01, .failed(failure))
+        for _ in 0..<150 { approach(); wait(.milliseconds(100)) }
+        #expect(started.count == 1)
+        leave()
+        wait(.seconds(1))
+        approach()
+        wait(.milliseconds(200))
+        #expect(started.count == 2)
+    }
+
+    @Test mutating func deniedIsFinalForTheApproach() {
+        approach()
+        wait(.milliseconds(200))
+        finish(0x2A01, .decided(AccessResult(decision: .deniedZone, mode: .access)))
+        for _ in 0..<150 { approach(); wait(.milliseconds(100)) }
+        #expect(started.count == 1)
+    }
+
+    @Test mutating func leavingDuringBackoffCancelsTheRetry() {
+        approach()
+        wait(.milliseconds(200))
+        finish(0x2A01, .failed(.timedOut))
+        leave()
+        #expect(timers.isEmpty)
+        wait(.seconds(5))
+        #expect(started.count == 1)
+    }
+
+    @Test mutating func aManualExchangeHoldsTheSlot() {
+        send(.request(RequestID(1), ReaderID(9), .access, reader: Self.reader(9)))
+        #expect(started == [ReaderID(9)])
+        approach()
+        wait(.seconds(1))
+        #expect(started == [ReaderID(9)])
+        send(.exchangeEnded(ReaderID(9), .decided(AccessResult(decision: .granted, mode: .access))))
+        #expect(started == [ReaderID(9), Fixtures.readerID])
+    }
+}
