@@ -45,8 +45,18 @@ public struct FrameReassembler: Sendable {
 
     public init() {}
 
-    /// Feeds one fragment; returns a whole message when this fragment completes one.
+    /// Feeds one fragment; returns a whole message when this fragment completes one. After
+    /// an error the partial message is dropped, so the next first fragment starts afresh.
     public mutating func feed(_ fragment: [UInt8]) throws(ProtocolError) -> [UInt8]? {
+        do {
+            return try accept(fragment)
+        } catch {
+            reset()
+            throw error
+        }
+    }
+
+    private mutating func accept(_ fragment: [UInt8]) throws(ProtocolError) -> [UInt8]? {
         guard let header = fragment.first else { throw .emptyFragment }
         let isFirst = header & Fragmentation.firstBit != 0
         let isLast = header & Fragmentation.lastBit != 0
@@ -67,24 +77,13 @@ public struct FrameReassembler: Sendable {
             nextIndex = 0
         } else {
             guard inProgress else { throw .continuationWithoutStart }
-            guard index == nextIndex else {
-                reset()
-                throw .fragmentOutOfOrder(expected: nextIndex, actual: index)
-            }
+            guard index == nextIndex else { throw .fragmentOutOfOrder(expected: nextIndex, actual: index) }
         }
         buffer.append(contentsOf: body)
         nextIndex = (nextIndex &+ 1) & Fragmentation.indexMask
-        guard buffer.count <= declaredLength else {
-            let actual = buffer.count
-            reset()
-            throw .lengthMismatch(declared: declaredLength, actual: actual)
-        }
+        guard buffer.count <= declaredLength else { throw .lengthMismatch(declared: declaredLength, actual: buffer.count) }
         guard isLast else { return nil }
-        guard buffer.count == declaredLength else {
-            let actual = buffer.count
-            reset()
-            throw .lengthMismatch(declared: declaredLength, actual: actual)
-        }
+        guard buffer.count == declaredLength else { throw .lengthMismatch(declared: declaredLength, actual: buffer.count) }
         let message = buffer
         reset()
         return message
