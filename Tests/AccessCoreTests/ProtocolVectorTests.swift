@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import Testing
+@testable import AccessCore
+
+/// Checks docs/reader-protocol.md §9 against the implementation, line by line, so the
+/// document an outside team builds from cannot drift from the code.
+@Suite("Protocol test vectors")
+struct ProtocolVectorTests {
+    let vectors: [String: [UInt8]]
+
+    init() throws {
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/reader-protocol.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let block = try #require(text.components(separatedBy: "```vectors\n").dropFirst().first?
+            .components(separatedBy: "```").first)
+        var vectors: [String: [UInt8]] = [:]
+        for line in block.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            try #require(parts.count == 2, "bad vector line \(line)")
+            vectors[parts[0]] = try #require([UInt8](hexString: parts[1]), "bad hex in \(line)")
+        }
+        self.vectors = vectors
+    }
+
+    func vector(_ name: String) throws -> [UInt8] {
+        try #require(vectors[name], "missing vector \(name)")
+    }
+
+    @Test func keysMatch() throws {
+        for (name, key) in [("site", Fixtures.siteKey), ("credential", Fixtures.credentialKey),
+                            ("secondFactor", Fixtures.secondFactorKey)] {
+            #expect(try vector("\(name).privateKey") == Array(key.rawRepresentation))
+            #expect(try vector("\(name).publicKey") == Array(key.publicKey.x963Representation))
+        }
+    }
+
+    @Test func advertisementMatches() throws {
+        let advertisement = Fixtures.advertisement()
+        #expect(try vector("advertisement.serviceData") == advertisement.serviceData)
+        #expect(try vector("advertisement.legacyAdvertisingData") == advertisement.legacyAdvertisingData)
+        #expect(try ReaderAdvertisement(advertisingData: vector("advertisement.legacyAdvertisingData")) == advertisement)
+    }
+
+    @Test func challengeMatchesAndVerifies() throws {
+        let content = SignedContent.challenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+                                              nonce: ExchangeHarness.nonce)
+        #expect(try vector("challenge.signedContent") == content)
+        let signature = try vector("challenge.signature")
+        let sitePublic = try P256.Signing.PublicKey(x963Representation: vector("site.publicKey"))
+        #expect(ProtocolCrypto.verify(signature, over: content, with: sitePublic))
+        let message = try vector("challenge.message")
+        #expect(try ProtocolMessage(decoding: message) == .challenge(.init(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: ExchangeHarness.nonce, signature: signature)))
+        let fragments = Fragmentation.fragments(of: message, mtu: 23)
+        #expect(fragments.count == 5)
+        for (index, fragment) in fragments.enumerated() {
+            #expect(try vector("challenge.fragment\(index)") == fragment)
+        }
+    }
+
+    @Test func responseMatchesAndVerifies() throws {
+        let content = SignedContent.response(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+                                             credentialID: Fixtures.credentialID, operation: .access)
+        #expect(try vector("response.signedContent") == content)
+        let credentialPublic = try P256.Signing.PublicKey(x963Representation: vector("credential.publicKey"))
+        #expect(ProtocolCrypto.verify(try vector("response.signature"), over: content, with: credentialPublic))
+        #expect(try ProtocolMessage(decoding: vector("response.message")) == .response(.init(
+            credentialID: Fixtures.credentialID, operation: .access, signature: vector("response.signature"))))
+    }
+
+    @Test func decisionMatchesAndVerifies() throws {
+        let result = AccessResult(decision: .granted, mode: .access)
+        let content = SignedContent.decision(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+                                             credential: Fixtures.credentialID.bytes, result: result, actionID: nil)
+        #expect(try vector("decision.signedContent") == content)
+        #expect(ProtocolCrypto.verify(try vector("decision.signature"), over: content, with: Fixtures.siteKey.publicKey))
+        #expect(try ProtocolMessage(decoding: vector("decision.message")) == .decision(.init(
+            result: result, actionID: nil, signature: vector("decision.signature"))))
+    }
+
+    @Test func aperioMACIsExact() throws {
+        let content = SignedContent.aperio(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+                                           aperioID: Fixtures.aperio.identifier)
+        #expect(try vector("aperio.signedContent") == content)
+        let key = SymmetricKey(data: try vector("aperio.key"))
+        #expect(try vector("aperio.mac") == ProtocolCrypto.mac(content, key: key))
+    }
+
+    @Test func sealedKeyIsExactAndOpensWithThePIN() throws {
+        let sealed = try SealedSecondFactorKey.seal(
+            Fixtures.secondFactorKey, pin: "482916", credential: Fixtures.credentialID,
+            parameters: .init(log2N: 10, r: 8, p: 1), salt: Array(0x00...0x0F), nonce: Array(0xA0...0xAB))
+        #expect(try vector("sealed.encoded") == sealed.encoded)
+        let opened = try SealedSecondFactorKey(encoded: vector("sealed.encoded"))
+            .unseal(pin: "482916", credential: Fixtures.credentialID)
+        #expect(Array(opened.rawRepresentation) == (try vector("secondFactor.privateKey")))
+    }
+}
