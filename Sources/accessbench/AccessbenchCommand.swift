@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct AccessbenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accessbench",
+        abstract: "Benchmarks that print figures. Build with -c release; numbers from debug builds mean little.",
+        discussion: """
+            Every suite prints a human summary, or with --json one object: \
+            {"suite":NAME,"results":[...]}.
+            """,
+        subcommands: [CoreBenchmark.self]
+    )
+}
