@@ -2,7 +2,7 @@ import Testing
 @testable import AccessCore
 
 /// Every parser of outside input, fed random and mutated bytes: each answers with a value
-/// or a typed error and never traps. (The libFuzzer harnesses in Tests/Fuzz go further.)
+/// or a typed error and never traps.
 @Suite("Fuzzed parsers")
 struct FuzzTests {
     @Test func messageDecoderNeverTraps() {
