@@ -33,7 +33,7 @@ let package = Package(
             providers: [.apt(["libbluetooth-dev"])]
         ),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
-        .target(name: "BlueZ", dependencies: ["CBlueZ"]),
+        .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus"]),
 
         .target(
             name: "AccessCore",

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "cbluez_bus.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

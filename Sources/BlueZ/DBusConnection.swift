@@ -1,0 +1,322 @@
+import CBlueZ
+import CDBus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to a D-Bus bus, driven by the C shim's own thread.
+///
+/// Calls are async and never block the caller. Signals are delivered to every subscription
+/// whose rule matches; each subscription adds its match rule on the bus and removes it when
+/// its stream ends, so no rule outlives its user. Method calls to paths registered with
+/// `export` go to their handler.
+///
+/// `@unchecked Sendable`: the two raw pointers are handed only to the shim, whose entry
+/// points are thread-safe (cbluez_bus.h); all mutable Swift state sits behind the router's Mutex.
+public final class DBusConnection: @unchecked Sendable {
+    public typealias MethodHandler = @Sendable (DBusMessage) -> Void
+
+    struct Subscription {
+        var rule: DBusMatchRule
+        var continuation: AsyncStream<DBusMessage>.Continuation
+    }
+
+    struct State {
+        var subscriptions: [UInt64: Subscription] = [:]
+        var nextSubscription: UInt64 = 0
+        var exported: [String: MethodHandler] = [:]
+        var disconnectWaiters: [AsyncStream<Void>.Continuation] = []
+        var closed = false
+    }
+
+    /// Shared with the C callbacks through an unmanaged pointer.
+    final class Router: Sendable {
+        let state = Mutex(State())
+        let inFlight = CallLimiter(limit: 64)
+    }
+
+    private let bus: OpaquePointer
+    private let router: Router
+    private let routerPointer: UnsafeMutableRawPointer
+    /// This connection's unique bus name.
+    public let uniqueName: String
+
+    /// Connects to the system bus, or to `address` (a private bus in tests).
+    public init(address: String? = nil) throws(DBusError) {
+        let router = Router()
+        let pointer = Unmanaged.passRetained(router).toOpaque()
+        var failure: UnsafeMutablePointer<CChar>?
+        let opened: OpaquePointer? = if let address {
+            address.withCString { cbz_bus_open($0, onMessage, onDisconnect, pointer, &failure) }
+        } else {
+            cbz_bus_open(nil, onMessage, onDisconnect, pointer, &failure)
+        }
+        guard let opened else {
+            Unmanaged<Router>.fromOpaque(pointer).release()
+            let reason = failure.map { String(cString: $0) } ?? "unknown error"
+            free(failure)
+            throw .connectionFailed(reason)
+        }
+        self.bus = opened
+        self.router = router
+        self.routerPointer = pointer
+        self.uniqueName = cbz_bus_unique_name(opened).map { String(cString: $0) } ?? ""
+    }
+
+    deinit {
+        close()
+        Unmanaged<Router>.fromOpaque(routerPointer).release()
+    }
+
+    /// Stops the bus thread and closes the connection; calls still waiting fail with
+    /// `.disconnected`, subscriptions finish. Idempotent.
+    public func close() {
+        let (wasClosed, subscriptions, waiters) = router.state.withLock { state in
+            defer {
+                state.closed = true
+                state.subscriptions.removeAll()
+                state.disconnectWaiters.removeAll()
+            }
+            return (state.closed, Array(state.subscriptions.values), state.disconnectWaiters)
+        }
+        guard !wasClosed else { return }
+        cbz_bus_close(bus)
+        for subscription in subscriptions { subscription.continuation.finish() }
+        for waiter in waiters { waiter.finish() }
+    }
+
+    public var isConnected: Bool {
+        !router.state.withLock(\.closed) && cbz_bus_is_connected(bus) != 0
+    }
+
+    /// Ends when the connection is lost (the bus daemon went away) or closed.
+    public func disconnection() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream()
+        let closed = router.state.withLock { state in
+            if !state.closed { state.disconnectWaiters.append(continuation) }
+            return state.closed
+        }
+        if closed || cbz_bus_is_connected(bus) == 0 { continuation.finish() }
+        return stream
+    }
+
+    // MARK: Calls
+
+    /// Calls a method and returns its reply's arguments.
+    public func call(
+        destination: String, path: String, interface: String, method: String, arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25)
+    ) async throws(DBusError) -> [DBusValue] {
+        guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
+        guard let message = destination.withCString({ destination in
+            path.withCString { path in
+                interface.withCString { interface in
+                    method.withCString { dbus_message_new_method_call(destination, path, interface, $0) }
+                }
+            }
+        }) else { throw .invalidArgument("cannot build a call to \(interface).\(method)") }
+        defer { dbus_message_unref(message) }
+        try DBusMessageCodec.append(arguments, to: message)
+
+        await router.inFlight.acquire()
+        defer { router.inFlight.release() }
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let result: Result<[DBusValue], DBusError> = await withCheckedContinuation { continuation in
+            let box = Unmanaged.passRetained(ReplyBox(continuation)).toOpaque()
+            if cbz_bus_call(bus, message, milliseconds, onReply, box) != 0 {
+                Unmanaged<ReplyBox>.fromOpaque(box).release()
+                continuation.resume(returning: .failure(.disconnected))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Sends a signal.
+    public func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue]) throws(DBusError) {
+        guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
+        guard let message = path.withCString({ path in
+            interface.withCString { interface in name.withCString { dbus_message_new_signal(path, interface, $0) } }
+        }) else { throw .invalidArgument("cannot build signal \(interface).\(name)") }
+        defer { dbus_message_unref(message) }
+        try DBusMessageCodec.append(arguments, to: message)
+        guard cbz_bus_send(bus, message) == 0 else { throw .disconnected }
+    }
+
+    // MARK: Signals
+
+    /// Signals matching `rule`, until the returned stream is dropped or the connection closes.
+    /// The match rule is added before this returns, so no signal sent after it is missed.
+    public func signals(matching rule: DBusMatchRule) async throws(DBusError) -> AsyncStream<DBusMessage> {
+        let (stream, continuation) = AsyncStream<DBusMessage>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let id: UInt64? = router.state.withLock { state in
+            guard !state.closed else { return nil }
+            let id = state.nextSubscription
+            state.nextSubscription += 1
+            state.subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+            return id
+        }
+        guard let id else { throw .disconnected }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            let removed = self.router.state.withLock { $0.subscriptions.removeValue(forKey: id) } != nil
+            guard removed, self.isConnected else { return }
+            Task {
+                _ = try? await self.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                         interface: "org.freedesktop.DBus", method: "RemoveMatch",
+                                         arguments: [.string(rule.description)])
+            }
+        }
+        do {
+            _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                               interface: "org.freedesktop.DBus", method: "AddMatch",
+                               arguments: [.string(rule.description)])
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    /// The number of live signal subscriptions (each holds one match rule on the bus).
+    public var subscriptionCount: Int { router.state.withLock { $0.subscriptions.count } }
+
+    // MARK: Exported objects
+
+    /// Routes method calls to `path` to `handler`, which must answer each with `reply` or
+    /// `replyError`.
+    public func export(path: String, handler: @escaping MethodHandler) throws(DBusError) {
+        guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
+        router.state.withLock { $0.exported[path] = handler }
+    }
+
+    public func unexport(path: String) {
+        router.state.withLock { $0.exported[path] = nil }
+    }
+
+    public func reply(to call: DBusMessage, with arguments: [DBusValue] = []) throws(DBusError) {
+        guard let original = call.reference?.message, let message = dbus_message_new_method_return(original) else {
+            throw .invalidArgument("not a method call")
+        }
+        defer { dbus_message_unref(message) }
+        try DBusMessageCodec.append(arguments, to: message)
+        guard cbz_bus_send(bus, message) == 0 else { throw .disconnected }
+    }
+
+    public func replyError(to call: DBusMessage, name: String, message text: String) throws(DBusError) {
+        guard let original = call.reference?.message,
+              let message = name.withCString({ name in text.withCString { dbus_message_new_error(original, name, $0) } })
+        else { throw .invalidArgument("not a method call") }
+        defer { dbus_message_unref(message) }
+        guard cbz_bus_send(bus, message) == 0 else { throw .disconnected }
+    }
+
+    // MARK: Delivery (bus thread)
+
+    fileprivate static func deliver(_ raw: OpaquePointer, router: Router) -> Int32 {
+        let type = dbus_message_get_type(raw)
+        if type == CBZ_MESSAGE_TYPE_SIGNAL {
+            let message = DBusMessage(raw, keepReference: false)
+            let targets = router.state.withLock { state in
+                state.subscriptions.values.filter { $0.rule.matches(message) }.map(\.continuation)
+            }
+            for continuation in targets { continuation.yield(message) }
+            return 0
+        }
+        guard type == CBZ_MESSAGE_TYPE_METHOD_CALL, let path = dbus_message_get_path(raw) else { return 0 }
+        let handler = router.state.withLock { $0.exported[String(cString: path)] }
+        guard let handler else { return 0 }
+        handler(DBusMessage(raw, keepReference: true))
+        return 1
+    }
+
+    fileprivate static func lost(router: Router) {
+        let waiters = router.state.withLock { state in
+            defer { state.disconnectWaiters.removeAll() }
+            return state.disconnectWaiters
+        }
+        for waiter in waiters { waiter.finish() }
+    }
+}
+
+/// Carries a call's continuation through the C shim.
+private final class ReplyBox {
+    let continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
+    init(_ continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>) {
+        self.continuation = continuation
+    }
+}
+
+private func onReply(_ context: UnsafeMutableRawPointer?, _ reply: OpaquePointer?) {
+    guard let context else { return }
+    let box = Unmanaged<ReplyBox>.fromOpaque(context).takeRetainedValue()
+    guard let reply else {
+        box.continuation.resume(returning: .failure(.disconnected))
+        return
+    }
+    defer { dbus_message_unref(reply) }
+    if dbus_message_get_type(reply) == CBZ_MESSAGE_TYPE_ERROR {
+        let name = dbus_message_get_error_name(reply).map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+        let text = DBusMessageCodec.arguments(of: reply).first?.string ?? ""
+        box.continuation.resume(returning: .failure(.remote(name: name, message: text)))
+    } else {
+        box.continuation.resume(returning: .success(DBusMessageCodec.arguments(of: reply)))
+    }
+}
+
+private func onMessage(_ context: UnsafeMutableRawPointer?, _ message: OpaquePointer?) -> Int32 {
+    guard let context, let message else { return 0 }
+    return DBusConnection.deliver(message, router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
+}
+
+private func onDisconnect(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    DBusConnection.lost(router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
+}
+
+/// Bounds the calls in flight on one connection: the bus daemon's default limit of pending
+/// replies per connection is about 128 (BLUEZ-NOTES.md).
+final class CallLimiter: Sendable {
+    struct State {
+        var available: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(limit: Int) {
+        state = Mutex(State(available: limit))
+    }
+
+    func acquire() async {
+        let acquired = state.withLock { state in
+            guard state.available > 0 else { return false }
+            state.available -= 1
+            return true
+        }
+        if acquired { return }
+        await withCheckedContinuation { continuation in
+            let immediate = state.withLock { state in
+                if state.available > 0 {
+                    state.available -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if immediate { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.available += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}

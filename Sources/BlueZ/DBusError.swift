@@ -1,0 +1,30 @@
+/// A failed D-Bus call or a refused message, with the D-Bus error name when there is one.
+public enum DBusError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The peer answered with an error message.
+    case remote(name: String, message: String)
+    /// Could not connect to the bus.
+    case connectionFailed(String)
+    /// The connection was closed before the reply came.
+    case disconnected
+    /// A value we were asked to send is not valid D-Bus (bad object path, NUL in a string, ...).
+    case invalidArgument(String)
+    /// The reply did not have the expected arguments.
+    case unexpectedReply(String)
+    case outOfMemory
+
+    public var name: String? {
+        if case let .remote(name, _) = self { return name }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case let .remote(name, message): "\(name): \(message)"
+        case let .connectionFailed(reason): "cannot connect to D-Bus: \(reason)"
+        case .disconnected: "D-Bus connection closed"
+        case let .invalidArgument(reason): "invalid D-Bus argument: \(reason)"
+        case let .unexpectedReply(reason): "unexpected D-Bus reply: \(reason)"
+        case .outOfMemory: "out of memory building a D-Bus message"
+        }
+    }
+}
