@@ -19,7 +19,7 @@ public final class DBusConnection: @unchecked Sendable {
     public typealias MethodHandler = @Sendable (DBusMessage) -> Void
 
     struct Subscription {
-        var rule: DBusMatchRule
+        var rules: [DBusMatchRule]
         var continuation: AsyncStream<DBusMessage>.Continuation
     }
 
@@ -146,15 +146,16 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: Signals
 
-    /// Signals matching `rule`, until the returned stream is dropped or the connection closes.
-    /// The match rule is added before this returns, so no signal sent after it is missed.
-    public func signals(matching rule: DBusMatchRule) async throws(DBusError) -> AsyncStream<DBusMessage> {
+    /// Signals matching any of `rules`, in the order the bus delivered them, until the
+    /// returned stream is dropped or the connection closes. The match rules are added before
+    /// this returns, so no signal sent after it is missed.
+    public func signals(matching rules: [DBusMatchRule]) async throws(DBusError) -> AsyncStream<DBusMessage> {
         let (stream, continuation) = AsyncStream<DBusMessage>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let id: UInt64? = router.state.withLock { state in
             guard !state.closed else { return nil }
             let id = state.nextSubscription
             state.nextSubscription += 1
-            state.subscriptions[id] = Subscription(rule: rule, continuation: continuation)
+            state.subscriptions[id] = Subscription(rules: rules, continuation: continuation)
             return id
         }
         guard let id else { throw .disconnected }
@@ -163,15 +164,19 @@ public final class DBusConnection: @unchecked Sendable {
             let removed = self.router.state.withLock { $0.subscriptions.removeValue(forKey: id) } != nil
             guard removed, self.isConnected else { return }
             Task {
-                _ = try? await self.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                         interface: "org.freedesktop.DBus", method: "RemoveMatch",
-                                         arguments: [.string(rule.description)])
+                for rule in rules {
+                    _ = try? await self.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                             interface: "org.freedesktop.DBus", method: "RemoveMatch",
+                                             arguments: [.string(rule.description)])
+                }
             }
         }
         do {
-            _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                               interface: "org.freedesktop.DBus", method: "AddMatch",
-                               arguments: [.string(rule.description)])
+            for rule in rules {
+                _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                   interface: "org.freedesktop.DBus", method: "AddMatch",
+                                   arguments: [.string(rule.description)])
+            }
         } catch {
             continuation.finish()
             throw error
@@ -219,7 +224,7 @@ public final class DBusConnection: @unchecked Sendable {
         if type == CBZ_MESSAGE_TYPE_SIGNAL {
             let message = DBusMessage(raw, keepReference: false)
             let targets = router.state.withLock { state in
-                state.subscriptions.values.filter { $0.rule.matches(message) }.map(\.continuation)
+                state.subscriptions.values.filter { $0.rules.contains { $0.matches(message) } }.map(\.continuation)
             }
             for continuation in targets { continuation.yield(message) }
             return 0

@@ -32,7 +32,12 @@ typedef struct job {
     void *context;
 } job;
 
+/* A call sent and not yet answered. Kept in a list so that closing the bus can answer
+ * it: libdbus does not complete pending calls when a private connection is closed. */
 typedef struct reply_box {
+    struct reply_box *prev, *next;
+    struct cbz_bus *bus;
+    DBusPendingCall *pending;
     cbz_reply_callback on_reply;
     void *context;
 } reply_box;
@@ -52,6 +57,7 @@ struct cbz_bus {
      * watches from whichever thread holds its connection lock. */
     pthread_mutex_t lock;
     job *queue_head, *queue_tail;
+    reply_box *outstanding; /* only touched on the bus thread, or after it has stopped */
     DBusWatch **watches;
     size_t watch_count, watch_capacity;
     DBusTimeout **timeouts;
@@ -189,9 +195,22 @@ static DBusHandlerResult filter(DBusConnection *connection, DBusMessage *message
     return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
 }
 
+static void unlink_box(cbz_bus *bus, reply_box *box)
+{
+    if (box->prev)
+        box->prev->next = box->next;
+    else if (bus->outstanding == box)
+        bus->outstanding = box->next;
+    if (box->next)
+        box->next->prev = box->prev;
+    box->prev = box->next = NULL;
+}
+
 static void reply_arrived(DBusPendingCall *pending, void *data)
 {
     reply_box *box = data;
+    unlink_box(box->bus, box);
+    box->pending = NULL;
     DBusMessage *reply = dbus_pending_call_steal_reply(pending);
     box->on_reply(box->context, reply);
     dbus_pending_call_unref(pending);
@@ -206,12 +225,20 @@ static void run_job(cbz_bus *bus, job *work)
     DBusPendingCall *pending = NULL;
     reply_box *box = malloc(sizeof *box);
     if (box && dbus_connection_send_with_reply(bus->connection, work->message, &pending, work->timeout_ms) && pending) {
+        box->bus = bus;
+        box->pending = pending;
         box->on_reply = work->on_reply;
         box->context = work->context;
+        box->prev = NULL;
+        box->next = bus->outstanding;
         /* Safe without a race: only this thread reads the socket, so the reply cannot
          * complete the pending call before the notify function is set. */
-        if (dbus_pending_call_set_notify(pending, reply_arrived, box, free))
+        if (dbus_pending_call_set_notify(pending, reply_arrived, box, free)) {
+            if (bus->outstanding)
+                bus->outstanding->prev = box;
+            bus->outstanding = box;
             return;
+        }
         dbus_pending_call_cancel(pending);
         dbus_pending_call_unref(pending);
         work->on_reply(work->context, NULL);
@@ -480,9 +507,19 @@ void cbz_bus_close(cbz_bus *bus)
     atomic_store(&bus->stopping, 1);
     wake(bus);
     pthread_join(bus->thread, NULL);
-    /* Calls queued but never sent are answered now; pending calls are answered by libdbus
-     * with NoReply while the connection closes (their notify runs here, on this thread). */
+    /* Calls queued but never sent, and calls sent but not answered, are answered now with
+     * NULL (the Swift side reports `disconnected`). */
     finish_jobs(take_jobs(bus), 0, bus);
+    while (bus->outstanding) {
+        reply_box *box = bus->outstanding;
+        DBusPendingCall *pending = box->pending;
+        cbz_reply_callback on_reply = box->on_reply;
+        void *context = box->context;
+        unlink_box(bus, box);
+        dbus_pending_call_cancel(pending);
+        on_reply(context, NULL);
+        dbus_pending_call_unref(pending); /* frees box through the notify's free function */
+    }
     dbus_connection_flush(bus->connection);
     dbus_connection_remove_filter(bus->connection, filter, bus);
     dbus_connection_close(bus->connection);

@@ -1,0 +1,105 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with posix_spawn and a clean signal mask: children spawned
+/// from a Swift concurrency thread otherwise inherit its blocked signals and ignore SIGTERM
+/// (BLUEZ-NOTES.md). `stop` sends SIGTERM, then SIGKILL after a grace period; `deinit`
+/// stops it too, so a failing test leaves nothing running.
+final class ChildProcess: @unchecked Sendable {
+    let pid: pid_t
+    let name: String
+    private var reaped = false
+    private let lock = NSLock()
+
+    init(_ arguments: [String], environment: [String: String] = [:], output: String? = nil) throws {
+        name = arguments.first ?? "?"
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let log = output ?? "/dev/null"
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, arguments[0], &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            throw TestEnvironmentError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        }
+        pid = child
+    }
+
+    var isRunning: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if reaped { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid {
+            reaped = true
+            return false
+        }
+        return true
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; waits for the child to end.
+    func stop(grace: TimeInterval = 2) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !reaped else { return }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        var status: Int32 = 0
+        while Date() < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                reaped = true
+                return
+            }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+        reaped = true
+    }
+
+    /// SIGKILL at once: bluetoothd crashing.
+    func kill9() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !reaped else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        reaped = true
+    }
+
+    deinit {
+        stop(grace: 0.5)
+    }
+}
+
+struct TestEnvironmentError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
