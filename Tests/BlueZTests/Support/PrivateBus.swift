@@ -130,7 +130,7 @@ final class BlueZMock: @unchecked Sendable {
 
     /// What the client called on an object, as dbusmock recorded it.
     func calls(_ path: String) async throws -> [String] {
-        let reply = try await mock("GetMethodCalls", [], path: path, interface: "org.freedesktop.DBus.Mock")
+        let reply = try await mock("GetCalls", [], path: path, interface: "org.freedesktop.DBus.Mock")
         guard case let .array(_, items)? = reply.first else { return [] }
         return items.compactMap { item in
             guard case let .structure(fields) = item, fields.count >= 2 else { return nil }

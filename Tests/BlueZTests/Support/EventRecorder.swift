@@ -1,0 +1,37 @@
+import BlueZ
+import Foundation
+
+/// Records a client's events as they come, so a test can wait for one with a deadline.
+final class EventRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [BlueZEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ events: AsyncStream<BlueZEvent>) {
+        task = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                self.lock.withLock { self.recorded.append(event) }
+            }
+        }
+    }
+
+    var events: [BlueZEvent] {
+        lock.withLock { recorded }
+    }
+
+    /// Waits until an event matching `predicate` has been recorded after position `from`;
+    /// returns it, or nil after `timeout`.
+    func wait(from: Int = 0, timeout: Duration = .seconds(5), for predicate: (BlueZEvent) -> Bool) async -> BlueZEvent? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = events.dropFirst(from).first(where: predicate) { return found }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+
+    deinit {
+        task?.cancel()
+    }
+}
