@@ -34,6 +34,8 @@ let package = Package(
         ),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
         .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus"]),
+        // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
+        .target(name: "BlueZTestSupport", dependencies: ["BlueZ"]),
 
         .target(
             name: "AccessCore",
@@ -62,13 +64,15 @@ let package = Package(
             name: "accessbench",
             dependencies: [
                 "AccessCore",
+                "BlueZ",
+                "BlueZTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
 
         .testTarget(name: "AccessCoreTests", dependencies: ["AccessCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

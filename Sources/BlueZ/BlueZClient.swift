@@ -18,7 +18,12 @@ public actor BlueZClient {
     private var owner: String?
     public private(set) var adapters: [String: AdapterState] = [:]
     public private(set) var devices: [String: DeviceState] = [:]
+    public private(set) var gattServices: [String: GattServiceState] = [:]
+    public private(set) var gattCharacteristics: [String: GattCharacteristicState] = [:]
     private var signalTask: Task<Void, Never>?
+    private var notificationSubscribers: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
+    private var resolvedWaiters: [String: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
+    private var nextWaiter: UInt64 = 0
 
     public init(connection: DBusConnection) {
         self.connection = connection
@@ -113,11 +118,24 @@ public actor BlueZClient {
             let device = DeviceState(path: path, properties: properties)
             devices[path] = device
             continuation.yield(.deviceAdvertised(device))
+            if device.servicesResolved { wakeResolvedWaiters(device: path, resolved: true) }
+        }
+        if let properties = interfaces["org.bluez.GattService1"]?.stringKeyed {
+            gattServices[path] = GattServiceState(path: path, properties: properties)
+        }
+        if let properties = interfaces["org.bluez.GattCharacteristic1"]?.stringKeyed {
+            gattCharacteristics[path] = GattCharacteristicState(path: path, properties: properties)
         }
     }
 
     private func remove(path: String, interfaces: [String]) {
+        if interfaces.contains("org.bluez.GattCharacteristic1"), gattCharacteristics.removeValue(forKey: path) != nil {
+            finishNotifications(path)
+        }
+        if interfaces.contains("org.bluez.GattService1") { gattServices[path] = nil }
         if interfaces.contains("org.bluez.Device1"), devices.removeValue(forKey: path) != nil {
+            forgetGatt(below: path)
+            wakeResolvedWaiters(device: path, resolved: false)
             continuation.yield(.deviceRemoved(path: path))
         }
         if interfaces.contains("org.bluez.Adapter1"), adapters.removeValue(forKey: path) != nil {
@@ -125,6 +143,8 @@ public actor BlueZClient {
             // template reproduces this): they go with it.
             for devicePath in devices.keys.sorted() where devices[devicePath]?.adapterPath == path {
                 devices[devicePath] = nil
+                forgetGatt(below: devicePath)
+                wakeResolvedWaiters(device: devicePath, resolved: false)
                 continuation.yield(.deviceRemoved(path: devicePath))
             }
             continuation.yield(.adapterRemoved(path: path))
@@ -147,6 +167,15 @@ public actor BlueZClient {
             if before.connected != device.connected || before.servicesResolved != device.servicesResolved {
                 continuation.yield(.deviceConnectionChanged(device))
             }
+            if device.servicesResolved { wakeResolvedWaiters(device: path, resolved: true) }
+            if !device.connected { wakeResolvedWaiters(device: path, resolved: false) }
+        case "org.bluez.GattCharacteristic1":
+            guard var characteristic = gattCharacteristics[path] else { return }
+            characteristic.apply(changed)
+            gattCharacteristics[path] = characteristic
+            if let value = changed["Value"]?.bytes {
+                for subscriber in (notificationSubscribers[path] ?? [:]).values { subscriber.yield(value) }
+            }
         default:
             return
         }
@@ -154,6 +183,10 @@ public actor BlueZClient {
 
     private func vanish() {
         owner = nil
+        for path in Array(notificationSubscribers.keys) { finishNotifications(path) }
+        for path in Array(resolvedWaiters.keys) { wakeResolvedWaiters(device: path, resolved: false) }
+        gattServices.removeAll()
+        gattCharacteristics.removeAll()
         for path in devices.keys.sorted() { continuation.yield(.deviceRemoved(path: path)) }
         for path in adapters.keys.sorted() { continuation.yield(.adapterRemoved(path: path)) }
         devices.removeAll()
@@ -228,5 +261,110 @@ public actor BlueZClient {
     /// Forgets a device (bluetoothd drops its object and cache).
     public nonisolated func removeDevice(adapter: String, device: String) async throws(BlueZError) {
         _ = try await call(adapter, "org.bluez.Adapter1", "RemoveDevice", [.objectPath(device)])
+    }
+
+    // MARK: GATT client
+
+    private func forgetGatt(below devicePath: String) {
+        let prefix = devicePath + "/"
+        for path in gattCharacteristics.keys where path.hasPrefix(prefix) {
+            gattCharacteristics[path] = nil
+            finishNotifications(path)
+        }
+        for path in gattServices.keys where path.hasPrefix(prefix) { gattServices[path] = nil }
+    }
+
+    private func wakeResolvedWaiters(device: String, resolved: Bool) {
+        guard let waiters = resolvedWaiters.removeValue(forKey: device) else { return }
+        for waiter in waiters.values { waiter.resume(returning: resolved) }
+    }
+
+    private func finishNotifications(_ path: String) {
+        guard let subscribers = notificationSubscribers.removeValue(forKey: path) else { return }
+        for subscriber in subscribers.values { subscriber.finish() }
+    }
+
+    /// Connects and waits until BlueZ has resolved the device's GATT services.
+    public func connectAndResolve(device: String, timeout: Duration = .seconds(10)) async throws(BlueZError) {
+        let deadline = ContinuousClock.now + timeout
+        try await connect(device: device, timeout: timeout)
+        try await waitForServicesResolved(device: device, timeout: deadline - ContinuousClock.now)
+    }
+
+    /// Waits for `ServicesResolved` to become true. Fails with `.doesNotExist` when the
+    /// device disconnects or vanishes first, `.timeout` after `timeout`.
+    public func waitForServicesResolved(device: String, timeout: Duration) async throws(BlueZError) {
+        guard let state = devices[device] else { throw .doesNotExist }
+        if state.servicesResolved { return }
+        let id = nextWaiter
+        nextWaiter += 1
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: max(timeout, .zero))
+            await self?.expireWaiter(device: device, id: id)
+        }
+        let resolved = await withCheckedContinuation { continuation in
+            resolvedWaiters[device, default: [:]][id] = continuation
+        }
+        timer.cancel()
+        guard resolved else {
+            throw devices[device]?.servicesResolved == false && devices[device]?.connected == true ? .timeout : .doesNotExist
+        }
+    }
+
+    private func expireWaiter(device: String, id: UInt64) {
+        guard let waiter = resolvedWaiters[device]?.removeValue(forKey: id) else { return }
+        waiter.resume(returning: false)
+    }
+
+    /// The path of a characteristic of a connected device, by service and characteristic UUID.
+    public func characteristic(device: String, service: String, characteristic: String) -> GattCharacteristicState? {
+        let serviceUUID = service.lowercased(), characteristicUUID = characteristic.lowercased()
+        let services = Set(gattServices.values.filter { $0.devicePath == device && $0.uuid == serviceUUID }.map(\.path))
+        return gattCharacteristics.values
+            .filter { services.contains($0.servicePath) && $0.uuid == characteristicUUID }
+            .min { $0.path < $1.path }
+    }
+
+    public nonisolated func readValue(characteristic: String, timeout: Duration = .seconds(5)) async throws(BlueZError) -> [UInt8] {
+        let reply = try await call(characteristic, "org.bluez.GattCharacteristic1", "ReadValue", [.properties([:])],
+                                   timeout: timeout)
+        guard let value = reply.first?.bytes else { throw .invalidArguments("ReadValue returned \(reply)") }
+        return value
+    }
+
+    public nonisolated func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType = .withResponse,
+                                       timeout: Duration = .seconds(5)) async throws(BlueZError) {
+        _ = try await call(characteristic, "org.bluez.GattCharacteristic1", "WriteValue",
+                           [.bytes(value), .properties(["type": .string(type.rawValue)])], timeout: timeout)
+    }
+
+    /// Enables notifications and returns them as a stream, which ends when the
+    /// characteristic (or its device, or bluetoothd) goes away. Subscribe before the peer
+    /// can send: the stream exists before StartNotify is called.
+    public func notifications(characteristic: String) async throws(BlueZError) -> AsyncStream<[UInt8]> {
+        guard gattCharacteristics[characteristic] != nil else { throw .doesNotExist }
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let id = nextWaiter
+        nextWaiter += 1
+        notificationSubscribers[characteristic, default: [:]][id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(characteristic: characteristic, id: id) }
+        }
+        do {
+            _ = try await call(characteristic, "org.bluez.GattCharacteristic1", "StartNotify")
+        } catch {
+            notificationSubscribers[characteristic]?[id] = nil
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    private func unsubscribe(characteristic: String, id: UInt64) async {
+        guard notificationSubscribers[characteristic]?.removeValue(forKey: id) != nil else { return }
+        if notificationSubscribers[characteristic]?.isEmpty == true {
+            notificationSubscribers[characteristic] = nil
+            _ = try? await call(characteristic, "org.bluez.GattCharacteristic1", "StopNotify")
+        }
     }
 }

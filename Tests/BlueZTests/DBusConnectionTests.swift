@@ -1,3 +1,4 @@
+import BlueZTestSupport
 import Foundation
 import Testing
 @testable import BlueZ

@@ -8,13 +8,13 @@ import Glibc
 /// from a Swift concurrency thread otherwise inherit its blocked signals and ignore SIGTERM
 /// (BLUEZ-NOTES.md). `stop` sends SIGTERM, then SIGKILL after a grace period; `deinit`
 /// stops it too, so a failing test leaves nothing running.
-final class ChildProcess: @unchecked Sendable {
-    let pid: pid_t
-    let name: String
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
+    public let name: String
     private var reaped = false
     private let lock = NSLock()
 
-    init(_ arguments: [String], environment: [String: String] = [:], output: String? = nil) throws {
+    public init(_ arguments: [String], environment: [String: String] = [:], output: String? = nil) throws {
         name = arguments.first ?? "?"
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -51,7 +51,7 @@ final class ChildProcess: @unchecked Sendable {
         pid = child
     }
 
-    var isRunning: Bool {
+    public var isRunning: Bool {
         lock.lock()
         defer { lock.unlock() }
         if reaped { return false }
@@ -64,7 +64,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// SIGTERM, then SIGKILL after `grace`; waits for the child to end.
-    func stop(grace: TimeInterval = 2) {
+    public func stop(grace: TimeInterval = 2) {
         lock.lock()
         defer { lock.unlock() }
         guard !reaped else { return }
@@ -84,7 +84,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// SIGKILL at once: bluetoothd crashing.
-    func kill9() {
+    public func kill9() {
         lock.lock()
         defer { lock.unlock() }
         guard !reaped else { return }
@@ -99,7 +99,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 }
 
-struct TestEnvironmentError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestEnvironmentError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

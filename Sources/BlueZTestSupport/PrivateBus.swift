@@ -3,12 +3,12 @@ import Foundation
 
 /// A dbus-daemon of the test's own, on a socket in a temporary directory, with a policy that
 /// allows everything: the stand-in for the system bus.
-final class PrivateBus: @unchecked Sendable {
-    let directory: URL
-    let address: String
+public final class PrivateBus: @unchecked Sendable {
+    public let directory: URL
+    public let address: String
     private let daemon: ChildProcess
 
-    init() throws {
+    public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
@@ -47,7 +47,7 @@ final class PrivateBus: @unchecked Sendable {
         }
     }
 
-    func log(_ name: String) -> String {
+    public func log(_ name: String) -> String {
         (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "(no \(name))"
     }
 
@@ -58,13 +58,13 @@ final class PrivateBus: @unchecked Sendable {
 }
 
 /// python-dbusmock's bluez5 template on a private bus: bluetoothd for the tests.
-final class BlueZMock: @unchecked Sendable {
-    let bus: PrivateBus
-    private(set) var process: ChildProcess
+public final class BlueZMock: @unchecked Sendable {
+    public let bus: PrivateBus
+    public private(set) var process: ChildProcess
     /// A connection of the test's own, to drive the mock.
-    let control: DBusConnection
+    public let control: DBusConnection
 
-    init(bus: PrivateBus) async throws {
+    public init(bus: PrivateBus) async throws {
         self.bus = bus
         control = try DBusConnection(address: bus.address)
         process = try Self.spawn(bus)
@@ -78,7 +78,7 @@ final class BlueZMock: @unchecked Sendable {
                          output: bus.directory.appendingPathComponent("dbusmock.log").path)
     }
 
-    func waitForOwner(present: Bool) async throws {
+    public func waitForOwner(present: Bool) async throws {
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             let reply = try await control.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -94,42 +94,42 @@ final class BlueZMock: @unchecked Sendable {
     }
 
     /// bluetoothd crashes.
-    func kill() async throws {
+    public func kill() async throws {
         process.kill9()
         try await waitForOwner(present: false)
     }
 
     /// bluetoothd starts again (with no adapters, as after a crash).
-    func restart() async throws {
+    public func restart() async throws {
         process = try Self.spawn(bus)
         try await waitForOwner(present: true)
     }
 
     @discardableResult
-    func mock(_ method: String, _ arguments: [DBusValue], path: String = "/org/bluez",
+    public func mock(_ method: String, _ arguments: [DBusValue], path: String = "/org/bluez",
               interface: String = "org.bluez.Mock") async throws -> [DBusValue] {
         try await control.call(destination: "org.bluez", path: path, interface: interface, method: method,
                                arguments: arguments)
     }
 
-    func addAdapter(_ name: String = "hci0") async throws {
+    public func addAdapter(_ name: String = "hci0") async throws {
         try await mock("AddAdapter", [.string(name), .string("kiosk")])
     }
 
     @discardableResult
-    func addDevice(_ address: String, adapter: String = "hci0", alias: String = "reader") async throws -> String {
+    public func addDevice(_ address: String, adapter: String = "hci0", alias: String = "reader") async throws -> String {
         try await mock("AddDevice", [.string(adapter), .string(address), .string(alias)]).first?.string ?? ""
     }
 
     /// Sets a property the way bluetoothd changes it: the mock's Properties.Set emits
     /// PropertiesChanged. Values take BlueZ's real types (see BLUEZ-NOTES.md).
-    func set(_ path: String, _ interface: String, _ property: String, _ value: DBusValue) async throws {
+    public func set(_ path: String, _ interface: String, _ property: String, _ value: DBusValue) async throws {
         try await mock("Set", [.string(interface), .string(property), .variant(value)], path: path,
                        interface: "org.freedesktop.DBus.Properties")
     }
 
     /// What the client called on an object, as dbusmock recorded it.
-    func calls(_ path: String) async throws -> [String] {
+    public func calls(_ path: String) async throws -> [String] {
         let reply = try await mock("GetCalls", [], path: path, interface: "org.freedesktop.DBus.Mock")
         guard case let .array(_, items)? = reply.first else { return [] }
         return items.compactMap { item in

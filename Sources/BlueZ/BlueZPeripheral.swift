@@ -1,0 +1,239 @@
+import Synchronization
+
+/// The peripheral role, for readersim: an LE advertisement registered with
+/// `LEAdvertisingManager1` and a GATT application (one service, one write + notify
+/// characteristic) registered with `GattManager1`, both exported on our connection.
+///
+/// Object layout under `root` (e.g. `/org/accessd/readersim/reader0`):
+/// `root/advertisement` (LEAdvertisement1), `root` (ObjectManager of the application),
+/// `root/service0` (GattService1), `root/service0/char0` (GattCharacteristic1).
+public final class BlueZPeripheral: Sendable {
+    public struct Advertisement: Sendable {
+        /// 16-bit or 128-bit UUID string → bytes.
+        public var serviceData: [String: [UInt8]]
+        public var serviceUUIDs: [String]
+        public var localName: String?
+        /// Advertising interval; bluetoothd 5.66 honours it only with `-E` (experimental).
+        public var intervalMilliseconds: UInt32?
+        public var includeTxPower: Bool
+
+        public init(serviceData: [String: [UInt8]], serviceUUIDs: [String] = [], localName: String? = nil,
+                    intervalMilliseconds: UInt32? = nil, includeTxPower: Bool = false) {
+            self.serviceData = serviceData
+            self.serviceUUIDs = serviceUUIDs
+            self.localName = localName
+            self.intervalMilliseconds = intervalMilliseconds
+            self.includeTxPower = includeTxPower
+        }
+    }
+
+    /// A write from a central: its device path (from the `device` option) and the MTU when
+    /// BlueZ reports it.
+    public struct Write: Sendable {
+        public var central: String?
+        public var mtu: Int?
+        public var value: [UInt8]
+    }
+
+    public let connection: DBusConnection
+    public let adapter: String
+    public let root: String
+    public let serviceUUID: String
+    public let characteristicUUID: String
+    private let advertisement: Advertisement
+    private let onWrite: @Sendable (Write) -> Void
+    private let state = Mutex<(notifying: Bool, value: [UInt8], registered: Bool)>((false, [], false))
+
+    public var advertisementPath: String { root + "/advertisement" }
+    public var servicePath: String { root + "/service0" }
+    public var characteristicPath: String { root + "/service0/char0" }
+
+    public init(connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
+                serviceUUID: String, characteristicUUID: String, onWrite: @escaping @Sendable (Write) -> Void) {
+        self.connection = connection
+        self.adapter = adapter
+        self.root = root
+        self.advertisement = advertisement
+        self.serviceUUID = serviceUUID.lowercased()
+        self.characteristicUUID = characteristicUUID.lowercased()
+        self.onWrite = onWrite
+    }
+
+    /// Exports the objects and registers the application, then the advertisement.
+    public func register() async throws(BlueZError) {
+        do {
+            try connection.export(path: root) { [weak self] in self?.handleApplication($0) }
+            try connection.export(path: servicePath) { [weak self] in self?.handleService($0) }
+            try connection.export(path: characteristicPath) { [weak self] in self?.handleCharacteristic($0) }
+            try connection.export(path: advertisementPath) { [weak self] in self?.handleAdvertisement($0) }
+        } catch {
+            throw BlueZError(error)
+        }
+        do {
+            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
+                                          interface: "org.bluez.GattManager1", method: "RegisterApplication",
+                                          arguments: [.objectPath(root), .properties([:])])
+            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
+                                          interface: "org.bluez.LEAdvertisingManager1", method: "RegisterAdvertisement",
+                                          arguments: [.objectPath(advertisementPath), .properties([:])])
+        } catch {
+            await unregister()
+            throw BlueZError(error)
+        }
+        state.withLock { $0.registered = true }
+    }
+
+    /// Unregisters from BlueZ (best effort: bluetoothd may be gone) and unexports everything.
+    public func unregister() async {
+        let wasRegistered = state.withLock { state in
+            defer { state.registered = false }
+            return state.registered
+        }
+        if wasRegistered {
+            _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                           interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                           arguments: [.objectPath(advertisementPath)])
+            _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                           interface: "org.bluez.GattManager1", method: "UnregisterApplication",
+                                           arguments: [.objectPath(root)])
+        }
+        for path in [advertisementPath, characteristicPath, servicePath, root] { connection.unexport(path: path) }
+    }
+
+    /// Sends a notification to subscribed centrals: a PropertiesChanged of `Value`.
+    public func notify(_ value: [UInt8]) throws(BlueZError) {
+        let notifying = state.withLock { state in
+            state.value = value
+            return state.notifying
+        }
+        guard notifying else { throw .notReady }
+        do {
+            try connection.emitSignal(path: characteristicPath, interface: "org.freedesktop.DBus.Properties",
+                                      name: "PropertiesChanged",
+                                      arguments: [.string("org.bluez.GattCharacteristic1"),
+                                                  .properties(["Value": .bytes(value)]), .strings([])])
+        } catch {
+            throw BlueZError(error)
+        }
+    }
+
+    public var isNotifying: Bool { state.withLock(\.notifying) }
+
+    // MARK: Properties of each object
+
+    var advertisementProperties: [String: DBusValue] {
+        var values: [String: DBusValue] = [
+            "Type": .string("peripheral"),
+            "ServiceData": .dictionary(keySignature: "s", valueSignature: "v",
+                                       advertisement.serviceData.sorted { $0.key < $1.key }
+                                           .map { .init(.string($0.key), .variant(.bytes($0.value))) }),
+        ]
+        if !advertisement.serviceUUIDs.isEmpty { values["ServiceUUIDs"] = .strings(advertisement.serviceUUIDs) }
+        if let name = advertisement.localName { values["LocalName"] = .string(name) }
+        if let interval = advertisement.intervalMilliseconds {
+            values["MinInterval"] = .uint32(interval)
+            values["MaxInterval"] = .uint32(interval)
+        }
+        if advertisement.includeTxPower { values["Includes"] = .strings(["tx-power"]) }
+        return values
+    }
+
+    var serviceProperties: [String: DBusValue] {
+        ["UUID": .string(serviceUUID), "Primary": .bool(true),
+         "Characteristics": .array(elementSignature: "o", [.objectPath(characteristicPath)])]
+    }
+
+    var characteristicProperties: [String: DBusValue] {
+        let (notifying, value) = state.withLock { ($0.notifying, $0.value) }
+        return ["UUID": .string(characteristicUUID), "Service": .objectPath(servicePath),
+                "Flags": .strings(["write", "notify"]), "Notifying": .bool(notifying), "Value": .bytes(value)]
+    }
+
+    // MARK: Method calls (bus thread: quick, no waiting)
+
+    private func handleApplication(_ call: DBusMessage) {
+        switch (call.interface, call.member) {
+        case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+            let objects: [(String, String, [String: DBusValue])] = [
+                (servicePath, "org.bluez.GattService1", serviceProperties),
+                (characteristicPath, "org.bluez.GattCharacteristic1", characteristicProperties),
+            ]
+            let value = DBusValue.dictionary(
+                keySignature: "o", valueSignature: "a{sa{sv}}",
+                objects.map { path, interface, properties in
+                    .init(.objectPath(path), .dictionary(keySignature: "s", valueSignature: "a{sv}",
+                                                         [.init(.string(interface), .properties(properties))]))
+                })
+            try? connection.reply(to: call, with: [value])
+        default:
+            unknown(call)
+        }
+    }
+
+    private func handleService(_ call: DBusMessage) {
+        properties(call, interface: "org.bluez.GattService1", values: serviceProperties)
+    }
+
+    private func handleAdvertisement(_ call: DBusMessage) {
+        if call.interface == "org.bluez.LEAdvertisement1", call.member == "Release" {
+            // bluetoothd dropped the advertisement (adapter gone or powered off).
+            state.withLock { $0.registered = false }
+            try? connection.reply(to: call)
+            return
+        }
+        properties(call, interface: "org.bluez.LEAdvertisement1", values: advertisementProperties)
+    }
+
+    private func handleCharacteristic(_ call: DBusMessage) {
+        guard call.interface == "org.bluez.GattCharacteristic1" else {
+            properties(call, interface: "org.bluez.GattCharacteristic1", values: characteristicProperties)
+            return
+        }
+        switch call.member {
+        case "WriteValue":
+            guard call.arguments.count == 2, let value = call.arguments[0].bytes else {
+                try? connection.replyError(to: call, name: "org.bluez.Error.InvalidArguments", message: "expected ay a{sv}")
+                return
+            }
+            let options = call.arguments[1].stringKeyed ?? [:]
+            try? connection.reply(to: call)
+            onWrite(Write(central: options["device"]?.string, mtu: options["mtu"]?.integer, value: value))
+        case "ReadValue":
+            try? connection.reply(to: call, with: [.bytes(state.withLock(\.value))])
+        case "StartNotify":
+            state.withLock { $0.notifying = true }
+            try? connection.reply(to: call)
+        case "StopNotify":
+            state.withLock { $0.notifying = false }
+            try? connection.reply(to: call)
+        default:
+            unknown(call)
+        }
+    }
+
+    private func properties(_ call: DBusMessage, interface: String, values: [String: DBusValue]) {
+        guard call.interface == "org.freedesktop.DBus.Properties" else { return unknown(call) }
+        switch call.member {
+        case "GetAll":
+            guard call.arguments.first?.string == interface else {
+                try? connection.reply(to: call, with: [.properties([:])])
+                return
+            }
+            try? connection.reply(to: call, with: [.properties(values)])
+        case "Get":
+            guard call.arguments.count == 2, call.arguments[0].string == interface,
+                  let name = call.arguments[1].string, let value = values[name] else {
+                try? connection.replyError(to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
+                return
+            }
+            try? connection.reply(to: call, with: [.variant(value)])
+        default:
+            unknown(call)
+        }
+    }
+
+    private func unknown(_ call: DBusMessage) {
+        try? connection.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownMethod",
+                                   message: "\(call.interface ?? "").\(call.member ?? "") not handled here")
+    }
+}
