@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "cbluez_bus.h"
+#include "cbluez_hci.h"
 
 #ifdef __cplusplus
 extern "C" {
