@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct AccessbenchCommand: ParsableCommand {
+struct AccessbenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accessbench",
         abstract: "Benchmarks that print figures. Build with -c release; numbers from debug builds mean little.",
@@ -9,6 +9,6 @@ struct AccessbenchCommand: ParsableCommand {
             Every suite prints a human summary, or with --json one object: \
             {"suite":NAME,"results":[...]}.
             """,
-        subcommands: [CoreBenchmark.self]
+        subcommands: [CoreBenchmark.self, BlueZBenchmark.self]
     )
 }
