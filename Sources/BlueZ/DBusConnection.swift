@@ -67,6 +67,8 @@ public final class DBusConnection: @unchecked Sendable {
 
     deinit {
         close()
+        // Nothing else can reach the bus now: free it, then the router its callbacks used.
+        cbz_bus_free(bus)
         Unmanaged<Router>.fromOpaque(routerPointer).release()
     }
 

@@ -38,8 +38,14 @@ public final class PrivateBus: @unchecked Sendable {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         daemon = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile"],
                                   output: directory.appendingPathComponent("dbus-daemon.log").path)
+        // The socket file appears at bind(), a moment before listen(): wait until a
+        // connection is accepted, not just for the file.
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socket) {
+        while true {
+            if FileManager.default.fileExists(atPath: socket), let probe = try? DBusConnection(address: address) {
+                probe.close()
+                break
+            }
             guard Date() < deadline, daemon.isRunning else {
                 throw TestEnvironmentError("dbus-daemon did not start: \(log("dbus-daemon.log"))")
             }

@@ -463,8 +463,6 @@ const char *cbz_bus_unique_name(cbz_bus *bus)
 
 static int enqueue(cbz_bus *bus, DBusMessage *message, int timeout_ms, cbz_reply_callback on_reply, void *context)
 {
-    if (atomic_load(&bus->stopping))
-        return -1;
     job *work = calloc(1, sizeof *work);
     if (!work)
         return -1;
@@ -473,6 +471,14 @@ static int enqueue(cbz_bus *bus, DBusMessage *message, int timeout_ms, cbz_reply
     work->on_reply = on_reply;
     work->context = context;
     pthread_mutex_lock(&bus->lock);
+    /* Checked under the lock that cbz_bus_close sets it under: a job is either refused
+     * here or queued before close collects the queue, never lost in between. */
+    if (atomic_load(&bus->stopping)) {
+        pthread_mutex_unlock(&bus->lock);
+        dbus_message_unref(work->message);
+        free(work);
+        return -1;
+    }
     if (bus->queue_tail)
         bus->queue_tail->next = work;
     else
@@ -497,14 +503,19 @@ int cbz_bus_send(cbz_bus *bus, DBusMessage *message)
 
 int cbz_bus_is_connected(cbz_bus *bus)
 {
-    return atomic_load(&bus->connected) && dbus_connection_get_is_connected(bus->connection);
+    return !atomic_load(&bus->stopping) && atomic_load(&bus->connected) &&
+           dbus_connection_get_is_connected(bus->connection);
 }
 
 void cbz_bus_close(cbz_bus *bus)
 {
     if (!bus)
         return;
-    atomic_store(&bus->stopping, 1);
+    pthread_mutex_lock(&bus->lock);
+    int already = atomic_exchange(&bus->stopping, 1);
+    pthread_mutex_unlock(&bus->lock);
+    if (already)
+        return;
     wake(bus);
     pthread_join(bus->thread, NULL);
     /* Calls queued but never sent, and calls sent but not answered, are answered now with
@@ -527,6 +538,13 @@ void cbz_bus_close(cbz_bus *bus)
     }
     dbus_connection_set_watch_functions(bus->connection, NULL, NULL, NULL, NULL, NULL);
     dbus_connection_set_timeout_functions(bus->connection, NULL, NULL, NULL, NULL, NULL);
+}
+
+void cbz_bus_free(cbz_bus *bus)
+{
+    if (!bus)
+        return;
+    cbz_bus_close(bus);
     dbus_connection_unref(bus->connection);
     close(bus->wake_fd);
     pthread_mutex_destroy(&bus->lock);

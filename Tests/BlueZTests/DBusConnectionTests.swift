@@ -143,7 +143,8 @@ final class DBusConnectionTests {
         } catch {
             #expect(error.name == "org.freedesktop.DBus.Error.NoReply")
         }
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // Not a timing test: the bound only tells a timeout from a hang.
+        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     @Test func closingFailsWaitingCallsAndLaterOnes() async throws {

@@ -83,7 +83,8 @@ final class GattTests: Sendable {
         await #expect(throws: BlueZError.timeout) {
             try await self.client.waitForServicesResolved(device: Self.device, timeout: .milliseconds(300))
         }
-        #expect(ContinuousClock.now - start < .seconds(3))
+        // Not a timing test: the bound only tells a timeout from a hang.
+        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     @Test func deviceVanishingMidConnectEndsTheWait() async throws {

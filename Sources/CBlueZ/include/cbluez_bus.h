@@ -51,9 +51,13 @@ int cbz_bus_send(cbz_bus *bus, DBusMessage *message);
 /* Whether the connection is still up. */
 int cbz_bus_is_connected(cbz_bus *bus);
 
-/* Stops the bus thread, answers every queued call with NULL, closes and frees the
- * connection. Not to be called from a callback. */
+/* Stops the bus thread, answers every queued or unanswered call with NULL and closes the
+ * connection. Later calls and sends fail with -1. Idempotent; safe while other threads
+ * call or send. Not to be called from a callback (it joins the bus thread). */
 void cbz_bus_close(cbz_bus *bus);
+
+/* Closes if needed and frees everything. Only when no other thread can use bus any more. */
+void cbz_bus_free(cbz_bus *bus);
 
 /* DBUS_TYPE_* are macros of the form ((int) 's'), which Swift cannot import. */
 extern const int CBZ_TYPE_INVALID, CBZ_TYPE_BYTE, CBZ_TYPE_BOOLEAN, CBZ_TYPE_INT16, CBZ_TYPE_UINT16,
