@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The peripheral role, for readersim: an LE advertisement registered with
 /// `LEAdvertisingManager1` and a GATT application (one service, one write + notify
@@ -42,7 +41,7 @@ public final class BlueZPeripheral: Sendable {
     public let characteristicUUID: String
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
-    private let state = Mutex<(notifying: Bool, value: [UInt8], registered: Bool)>((false, [], false))
+    private let state = LockedState<(notifying: Bool, value: [UInt8], registered: Bool)>((false, [], false))
 
     public var advertisementPath: String { root + "/advertisement" }
     public var servicePath: String { root + "/service0" }
@@ -117,7 +116,7 @@ public final class BlueZPeripheral: Sendable {
         }
     }
 
-    public var isNotifying: Bool { state.withLock(\.notifying) }
+    public var isNotifying: Bool { state.withLock { $0.notifying } }
 
     // MARK: Properties of each object
 
@@ -199,7 +198,7 @@ public final class BlueZPeripheral: Sendable {
             try? connection.reply(to: call)
             onWrite(Write(central: options["device"]?.string, mtu: options["mtu"]?.integer, value: value))
         case "ReadValue":
-            try? connection.reply(to: call, with: [.bytes(state.withLock(\.value))])
+            try? connection.reply(to: call, with: [.bytes(state.withLock { $0.value })])
         case "StartNotify":
             state.withLock { $0.notifying = true }
             try? connection.reply(to: call)

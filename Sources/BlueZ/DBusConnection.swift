@@ -1,6 +1,5 @@
 import CBlueZ
 import CDBus
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +13,7 @@ import Glibc
 /// `export` go to their handler.
 ///
 /// `@unchecked Sendable`: the two raw pointers are handed only to the shim, whose entry
-/// points are thread-safe (cbluez_bus.h); all mutable Swift state sits behind the router's Mutex.
+/// points are thread-safe (cbluez_bus.h); all mutable Swift state sits behind the router's lock.
 public final class DBusConnection: @unchecked Sendable {
     public typealias MethodHandler = @Sendable (DBusMessage) -> Void
 
@@ -33,7 +32,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Shared with the C callbacks through an unmanaged pointer.
     final class Router: Sendable {
-        let state = Mutex(State())
+        let state = LockedState(State())
         let inFlight = CallLimiter(limit: 64)
     }
 
@@ -90,7 +89,7 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     public var isConnected: Bool {
-        !router.state.withLock(\.closed) && cbz_bus_is_connected(bus) != 0
+        !router.state.withLock { $0.closed } && cbz_bus_is_connected(bus) != 0
     }
 
     /// Ends when the connection is lost (the bus daemon went away) or closed.
@@ -290,10 +289,10 @@ final class CallLimiter: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     init(limit: Int) {
-        state = Mutex(State(available: limit))
+        state = LockedState(State(available: limit))
     }
 
     func acquire() async {

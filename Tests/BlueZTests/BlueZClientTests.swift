@@ -162,6 +162,17 @@ final class BlueZClientTests {
         #expect(await client.devices.keys.sorted() == [Self.readerPath])
     }
 
+    @Test func stoppingReleasesItsMatchRules() async throws {
+        #expect(connection.subscriptionCount == 1)
+        await client.stop()
+        var released = false
+        for _ in 0..<300 where !released {
+            released = connection.subscriptionCount == 0
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(released)
+    }
+
     @Test func errorsAreTyped() async throws {
         await #expect(throws: BlueZError.doesNotExist) {
             try await self.client.startDiscovery(adapter: "/org/bluez/hci9")
