@@ -17,6 +17,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
@@ -44,9 +49,25 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .target(name: "AccessStore", dependencies: ["AccessCore"]),
-        .target(name: "ControlSocket", dependencies: ["AccessCore"]),
-        .target(name: "AccessDaemon", dependencies: ["AccessCore", "AccessStore", "BlueZ", "ControlSocket"]),
+        .target(name: "AccessStore", dependencies: ["AccessCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "ControlSocket",
+            dependencies: [
+                "AccessCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "AccessDaemon",
+            dependencies: [
+                "AccessCore", "AccessStore", "BlueZ", "ControlSocket",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
 
         .executableTarget(
             name: "accessd",
@@ -73,6 +94,8 @@ let package = Package(
 
         .testTarget(name: "AccessCoreTests", dependencies: ["AccessCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport"]),
+        .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore"]),
+        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessDaemon", "ControlSocket", "BlueZTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,136 @@
-/// AccessStore keeps what must survive a restart: credentials, settings changed at run
-/// time, and the append-only event journal (SQLite, WAL). It is built with the daemon
-/// (issue 4); until then this module holds only its namespace.
-public enum AccessStore {}
+import Foundation
+import GRDB
+
+/// What accessd keeps across restarts, in one SQLite database (WAL) in the state directory:
+/// settings changed at run time, and the append-only event journal whose sequence numbers
+/// only ever grow (AUTOINCREMENT: a number is never reused, even after retention deletes
+/// old events or the process is killed).
+public final class AccessStore: Sendable {
+    /// One journal entry. `data` is the event's JSON object, as clients receive it.
+    public struct Event: Hashable, Sendable {
+        public var sequence: Int64
+        /// Seconds since 1970 (wall clock, for people; ordering is by `sequence`).
+        public var time: Double
+        public var kind: String
+        public var data: String
+
+        public init(sequence: Int64, time: Double, kind: String, data: String) {
+            self.sequence = sequence
+            self.time = time
+            self.kind = kind
+            self.data = data
+        }
+    }
+
+    public let path: String
+    private let database: DatabasePool
+
+    /// Opens (creating when needed) `directory/accessd.sqlite`. The directory is created
+    /// with mode 0700: the database will hold credentials.
+    public init(directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        path = directory + "/accessd.sqlite"
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        database = try DatabasePool(path: path, configuration: configuration)
+        chmod(path, 0o600)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "setting") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .text).notNull()
+            }
+            try db.create(table: "event") { t in
+                t.autoIncrementedPrimaryKey("sequence")
+                t.column("time", .double).notNull()
+                t.column("kind", .text).notNull()
+                t.column("data", .text).notNull()
+            }
+            try db.create(index: "event_time", on: "event", columns: ["time"])
+        }
+        try migrator.migrate(database)
+    }
+
+    // MARK: Settings
+
+    public func setting(_ key: String) throws -> String? {
+        try database.read { db in try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key]) }
+    }
+
+    public func setSetting(_ key: String, _ value: String) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, value])
+        }
+    }
+
+    public func boolSetting(_ key: String) throws -> Bool? {
+        try setting(key).map { $0 == "true" }
+    }
+
+    public func setBoolSetting(_ key: String, _ value: Bool) throws {
+        try setSetting(key, value ? "true" : "false")
+    }
+
+    // MARK: Journal
+
+    /// Appends an event and returns it with its sequence number.
+    @discardableResult
+    public func append(kind: String, data: String, time: Double) throws -> Event {
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO event(time, kind, data) VALUES (?, ?, ?)", arguments: [time, kind, data])
+            return Event(sequence: db.lastInsertedRowID, time: time, kind: kind, data: data)
+        }
+    }
+
+    /// Events after `sequence` (exclusive), oldest first, optionally only of `kinds`.
+    public func events(after sequence: Int64, kinds: Set<String>? = nil, limit: Int = 10_000) throws -> [Event] {
+        try database.read { db in
+            let rows: [Row]
+            if let kinds, !kinds.isEmpty {
+                let placeholders = Array(repeating: "?", count: kinds.count).joined(separator: ",")
+                var arguments: [any DatabaseValueConvertible] = [sequence]
+                arguments += kinds.sorted() as [any DatabaseValueConvertible]
+                arguments.append(limit)
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT sequence, time, kind, data FROM event WHERE sequence > ? AND kind IN (\(placeholders))
+                    ORDER BY sequence LIMIT ?
+                    """, arguments: StatementArguments(arguments))
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT sequence, time, kind, data FROM event WHERE sequence > ? ORDER BY sequence LIMIT ?",
+                                        arguments: [sequence, limit])
+            }
+            return rows.map { Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"]) }
+        }
+    }
+
+    /// The highest sequence number ever given (0 before the first event), deleted events included.
+    public func lastSequence() throws -> Int64 {
+        try database.read { db in
+            let assigned = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0
+            let present = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM event") ?? 0
+            return max(assigned, present)
+        }
+    }
+
+    /// The oldest sequence still in the journal, or nil when it is empty.
+    public func firstSequence() throws -> Int64? {
+        try database.read { db in try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event") }
+    }
+
+    /// Retention: keeps at most `maxEvents` events, none older than `maxAge` seconds before `now`.
+    /// Returns how many were deleted.
+    @discardableResult
+    public func prune(maxEvents: Int, maxAge: Double, now: Double) throws -> Int {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM event WHERE time < ?", arguments: [now - maxAge])
+            var deleted = db.changesCount
+            try db.execute(sql: """
+                DELETE FROM event WHERE sequence <= (SELECT sequence FROM event ORDER BY sequence DESC LIMIT 1 OFFSET ?)
+                """, arguments: [maxEvents])
+            deleted += db.changesCount
+            return deleted
+        }
+    }
+}

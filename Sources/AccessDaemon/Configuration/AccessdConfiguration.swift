@@ -1,0 +1,72 @@
+import AccessCore
+
+/// Everything accessd reads from `/etc/accessd/accessd.toml` (config/accessd.toml documents
+/// each setting). Every field has a default, so an absent file means the defaults.
+public struct AccessdConfiguration: Hashable, Sendable {
+    public enum LogLevel: String, Sendable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+    }
+
+    // [bluetooth]
+    /// Adapter name ("hci0"); nil: the first powered adapter BlueZ offers.
+    public var adapter: String? = nil
+    public var scanningOnStart = true
+    /// Restart discovery when no advertisement arrived for this long (scanners go deaf).
+    public var discoveryWatchdog: Duration = .seconds(60)
+
+    // [access]
+    public var automaticAccessOnStart = false
+    public var connectionLimit = 1
+    public var manualTimeout: Duration = .seconds(15)
+    public var cooldown: Duration = .seconds(10)
+    public var selectionWindow: Duration = .milliseconds(200)
+    public var maximumRetries = 4
+    public var stepTimeout: Duration = .seconds(5)
+    public var secondFactorTimeout: Duration = .seconds(30)
+
+    // [range]
+    public var sensitivity: ConnectionSensitivity = .low
+    public var smoothingFactor = 0.2
+    public var autoRangeExitMargin = 8.0
+    public var expiryDelay: Duration = .seconds(5)
+    public var staleTimeout: Duration = .seconds(10)
+
+    // [features]
+    public var features: Set<String> = []
+
+    // [prompts]
+    public var secondFactorPrompt = "Enter your PIN to open the door"
+
+    // [socket]
+    public var socketPath = "/run/accessd/accessd.sock"
+    /// Group owning the socket (mode 0660); nil: the daemon's own group.
+    public var socketGroup: String? = nil
+    /// Members may trigger access, actions and settings.
+    public var operatorGroup = "accessd-operator"
+    /// Members (and root) may manage credentials.
+    public var adminGroup = "accessd-admin"
+    /// Events a slow subscriber may have queued before it is told it missed some.
+    public var subscriberQueueLimit = 1024
+
+    // [store]
+    public var stateDirectory = "/var/lib/accessd"
+    public var journalMaxEvents = 100_000
+    public var journalMaxAge: Duration = .seconds(30 * 24 * 3600)
+
+    // [log]
+    public var logLevel: LogLevel = .info
+
+    public static let supportedFeatures: Set<String> = ["aperio", "salto", "digitalId"]
+
+    public init() {}
+
+    public var rangeConfiguration: RangeConfiguration {
+        RangeConfiguration(sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
+                           autoRangeExitMargin: autoRangeExitMargin, expiryDelay: expiryDelay, staleTimeout: staleTimeout)
+    }
+
+    public var autoConnectConfiguration: AutoConnectMachine.Configuration {
+        AutoConnectMachine.Configuration(cooldown: cooldown, selectionWindow: selectionWindow,
+                                         retry: RetryPolicy(maximumRetries: maximumRetries))
+    }
+}

@@ -1,0 +1,192 @@
+import AccessCore
+import Foundation
+import TOMLKit
+
+/// Reads accessd.toml. Refuses what it does not understand (unknown sections and keys,
+/// wrong types, out-of-range values) with the file, the line and the reason, so a typo is
+/// found at start and not at the first door.
+public enum ConfigurationLoader {
+    /// Loads `path`; a missing file means the built-in defaults when `mayBeAbsent`.
+    public static func load(path: String, mayBeAbsent: Bool) throws(ConfigurationError) -> AccessdConfiguration {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if mayBeAbsent { return AccessdConfiguration() }
+            throw ConfigurationError(file: path, line: nil, reason: "no such file")
+        }
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(file: path, line: nil, reason: "cannot read: \(error.localizedDescription)")
+        }
+        return try parse(text, file: path)
+    }
+
+    public static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessdConfiguration {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigurationError(file: file, line: error.source.begin.line, reason: error.description)
+        } catch {
+            throw ConfigurationError(file: file, line: nil, reason: "\(error)")
+        }
+        var reader = Reader(table: table, lines: KeyLines(text), file: file)
+        return try reader.read()
+    }
+
+    private struct Reader {
+        let table: TOMLTable
+        let lines: KeyLines
+        let file: String
+        var configuration = AccessdConfiguration()
+
+        func fail(_ section: String, _ key: String?, _ reason: String) -> ConfigurationError {
+            let line = key.map { lines.line(section: section, key: $0) } ?? lines.line(section: section)
+            return ConfigurationError(file: file, line: line, reason: reason)
+        }
+
+        mutating func read() throws(ConfigurationError) -> AccessdConfiguration {
+            let sections: [String: [String]] = [
+                "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
+                "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window",
+                           "max_retries", "step_timeout", "second_factor_timeout"],
+                "range": ["sensitivity", "smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
+                "features": ["enabled"],
+                "prompts": ["second_factor"],
+                "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue"],
+                "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
+                "log": ["level"],
+            ]
+            for key in table.keys {
+                guard let known = sections[key] else {
+                    throw ConfigurationError(file: file, line: lines.line(section: key) ?? lines.line(section: "", key: key),
+                                             reason: "unknown section or key '\(key)' (sections: \(sections.keys.sorted().joined(separator: ", ")))")
+                }
+                guard let section = table[key]?.table else { throw fail(key, nil, "'\(key)' must be a section ([\(key)])") }
+                for name in section.keys where !known.contains(name) {
+                    throw fail(key, name, "unknown key '\(name)' in [\(key)] (known: \(known.joined(separator: ", ")))")
+                }
+            }
+            var c = AccessdConfiguration()
+            if let v = try string("bluetooth", "adapter") {
+                guard v.hasPrefix("hci"), Int(v.dropFirst(3)) != nil else { throw fail("bluetooth", "adapter", "adapter must look like hci0") }
+                c.adapter = v
+            }
+            c.scanningOnStart = try bool("bluetooth", "scanning") ?? c.scanningOnStart
+            c.discoveryWatchdog = try seconds("bluetooth", "discovery_watchdog", 5...3600) ?? c.discoveryWatchdog
+            c.automaticAccessOnStart = try bool("access", "automatic") ?? c.automaticAccessOnStart
+            c.connectionLimit = try int("access", "connection_limit", 1...8) ?? c.connectionLimit
+            c.manualTimeout = try seconds("access", "manual_timeout", 1...120) ?? c.manualTimeout
+            c.cooldown = try seconds("access", "cooldown", 0...600) ?? c.cooldown
+            c.selectionWindow = try seconds("access", "selection_window", 0...5) ?? c.selectionWindow
+            c.maximumRetries = try int("access", "max_retries", 0...10) ?? c.maximumRetries
+            c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
+            c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout
+            if let v = try string("range", "sensitivity") {
+                guard let s = ConnectionSensitivity(rawValue: v) else {
+                    throw fail("range", "sensitivity", "sensitivity must be high, medium or low")
+                }
+                c.sensitivity = s
+            }
+            c.smoothingFactor = try double("range", "smoothing", 0.01...1) ?? c.smoothingFactor
+            c.autoRangeExitMargin = try double("range", "exit_margin", 0...30) ?? c.autoRangeExitMargin
+            c.expiryDelay = try seconds("range", "expiry_delay", 0...120) ?? c.expiryDelay
+            c.staleTimeout = try seconds("range", "stale_timeout", 1...600) ?? c.staleTimeout
+            if let features = table["features"]?.table?["enabled"] {
+                guard let array = features.array else { throw fail("features", "enabled", "enabled must be a list of strings") }
+                var set: Set<String> = []
+                for item in array {
+                    guard let name = item.string, AccessdConfiguration.supportedFeatures.contains(name) else {
+                        throw fail("features", "enabled", "features are \(AccessdConfiguration.supportedFeatures.sorted().joined(separator: ", "))")
+                    }
+                    set.insert(name)
+                }
+                c.features = set
+            }
+            c.secondFactorPrompt = try string("prompts", "second_factor") ?? c.secondFactorPrompt
+            if let path = try string("socket", "path") {
+                guard path.hasPrefix("/"), path.utf8.count < 108 else {
+                    throw fail("socket", "path", "path must be absolute and shorter than 108 bytes")
+                }
+                c.socketPath = path
+            }
+            c.socketGroup = try string("socket", "group") ?? c.socketGroup
+            c.operatorGroup = try string("socket", "operator_group") ?? c.operatorGroup
+            c.adminGroup = try string("socket", "admin_group") ?? c.adminGroup
+            c.subscriberQueueLimit = try int("socket", "subscriber_queue", 16...1_000_000) ?? c.subscriberQueueLimit
+            if let directory = try string("store", "state_directory") {
+                guard directory.hasPrefix("/") else { throw fail("store", "state_directory", "state_directory must be absolute") }
+                c.stateDirectory = directory
+            }
+            c.journalMaxEvents = try int("store", "journal_max_events", 100...100_000_000) ?? c.journalMaxEvents
+            if let days = try int("store", "journal_max_age_days", 1...3650) { c.journalMaxAge = .seconds(days * 86400) }
+            if let v = try string("log", "level") {
+                guard let level = AccessdConfiguration.LogLevel(rawValue: v) else {
+                    throw fail("log", "level", "level must be one of \(AccessdConfiguration.LogLevel.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                c.logLevel = level
+            }
+            return c
+        }
+
+        func value(_ section: String, _ key: String) -> TOMLValueConvertible? {
+            table[section]?.table?[key]
+        }
+
+        func string(_ section: String, _ key: String) throws(ConfigurationError) -> String? {
+            guard let raw = value(section, key) else { return nil }
+            guard let text = raw.string else { throw fail(section, key, "\(key) must be a string") }
+            return text
+        }
+
+        func bool(_ section: String, _ key: String) throws(ConfigurationError) -> Bool? {
+            guard let raw = value(section, key) else { return nil }
+            guard let flag = raw.bool else { throw fail(section, key, "\(key) must be true or false") }
+            return flag
+        }
+
+        func int(_ section: String, _ key: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+            guard let raw = value(section, key) else { return nil }
+            guard let number = raw.int else { throw fail(section, key, "\(key) must be a whole number") }
+            guard range.contains(number) else { throw fail(section, key, "\(key) must be within \(range.lowerBound)...\(range.upperBound)") }
+            return number
+        }
+
+        func double(_ section: String, _ key: String, _ range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
+            guard let raw = value(section, key) else { return nil }
+            guard let number = raw.double ?? raw.int.map(Double.init) else { throw fail(section, key, "\(key) must be a number") }
+            guard range.contains(number) else { throw fail(section, key, "\(key) must be within \(range.lowerBound)...\(range.upperBound)") }
+            return number
+        }
+
+        /// A duration in seconds (a whole or decimal number).
+        func seconds(_ section: String, _ key: String, _ range: ClosedRange<Double>) throws(ConfigurationError) -> Duration? {
+            guard let number = try double(section, key, range) else { return nil }
+            return .milliseconds(Int64((number * 1000).rounded()))
+        }
+    }
+}
+
+/// Where each `[section]` header and `key =` line is, so that a semantic error (a wrong type,
+/// a value out of range) points at its line. TOMLKit reports positions for syntax errors only.
+struct KeyLines {
+    private var sections: [String: Int] = [:]
+    private var keys: [String: Int] = [:]
+
+    init(_ text: String) {
+        var section = ""
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") && !line.hasPrefix("[[") {
+                section = line.dropFirst().prefix { $0 != "]" }.trimmingCharacters(in: .whitespaces)
+                sections[section] = sections[section] ?? index + 1
+            } else if let equals = line.firstIndex(of: "="), !line.hasPrefix("#") {
+                let key = line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+                keys[section + "." + key] = keys[section + "." + key] ?? index + 1
+            }
+        }
+    }
+
+    func line(section: String) -> Int? { sections[section] }
+    func line(section: String, key: String) -> Int? { keys[section + "." + key] ?? sections[section] }
+}
