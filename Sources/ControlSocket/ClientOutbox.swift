@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What waits to be written to one client: answers to its requests, and the events it
+/// subscribed to. Answers always go first and are never dropped (a client with too many
+/// unanswered requests is disconnected instead). Events are bounded: when a client does
+/// not read, new events are dropped and replaced by one `events.dropped {from, to}` notice
+/// at their place, so the client knows exactly what to replay with `since`.
+final class ClientOutbox: @unchecked Sendable {
+    private enum Entry {
+        case event(sequence: Int64, line: String)
+        case gap(from: Int64, to: Int64)
+    }
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var responses: [String] = []
+    private var events: [Entry] = []
+    private var eventCount = 0
+    private var waiter: CheckedContinuation<String?, Never>?
+    private var closed = false
+    let eventLimit: Int
+    let responseLimit: Int
+
+    init(eventLimit: Int, responseLimit: Int = 256) {
+        self.eventLimit = eventLimit
+        self.responseLimit = responseLimit
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// False when the client has too many answers waiting: it should be disconnected.
+    func pushResponse(_ line: String) -> Bool {
+        let (accepted, wake) = locked { () -> (Bool, CheckedContinuation<String?, Never>?) in
+            guard !closed, responses.count < responseLimit else { return (false, nil) }
+            if let waiter {
+                self.waiter = nil
+                return (true, waiter)
+            }
+            responses.append(line)
+            return (true, nil)
+        }
+        wake?.resume(returning: line)
+        return accepted
+    }
+
+    /// Queues an event, or records it as dropped when the queue is full.
+    func pushEvent(sequence: Int64, line: String) {
+        let wake = locked { () -> CheckedContinuation<String?, Never>? in
+            guard !closed else { return nil }
+            if let waiter, events.isEmpty {
+                self.waiter = nil
+                return waiter
+            }
+            if eventCount >= eventLimit {
+                if case let .gap(from, _)? = events.last {
+                    events[events.count - 1] = .gap(from: from, to: sequence)
+                } else {
+                    events.append(.gap(from: sequence, to: sequence))
+                }
+                return nil
+            }
+            events.append(.event(sequence: sequence, line: line))
+            eventCount += 1
+            return nil
+        }
+        wake?.resume(returning: line)
+    }
+
+    /// The next line to write; nil once closed.
+    func next() async -> String? {
+        await withCheckedContinuation { continuation in
+            let ready = locked { () -> String?? in
+                if !responses.isEmpty { return .some(responses.removeFirst()) }
+                if !events.isEmpty {
+                    switch events.removeFirst() {
+                    case let .event(_, line):
+                        eventCount -= 1
+                        return .some(line)
+                    case let .gap(from, to):
+                        return .some(RPCRequest.notification(method: "events.dropped",
+                                                             params: ["from": .int(from), "to": .int(to)]))
+                    }
+                }
+                if closed { return .some(nil) }
+                waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    func close() {
+        let wake = locked { () -> CheckedContinuation<String?, Never>? in
+            closed = true
+            defer { waiter = nil }
+            return waiter
+        }
+        wake?.resume(returning: nil)
+    }
+
+    var queuedEvents: Int { locked { eventCount } }
+}
