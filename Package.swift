@@ -21,7 +21,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
@@ -63,7 +62,6 @@ let package = Package(
             name: "AccessDaemon",
             dependencies: [
                 "AccessCore", "AccessStore", "BlueZ", "ControlSocket",
-                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -71,7 +69,12 @@ let package = Package(
 
         .executableTarget(
             name: "accessd",
-            dependencies: ["AccessDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "AccessDaemon", "AccessStore", "BlueZ", "ControlSocket",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .executableTarget(
             name: "accessctl",
@@ -95,7 +98,7 @@ let package = Package(
         .testTarget(name: "AccessCoreTests", dependencies: ["AccessCore"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport"]),
         .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore"]),
-        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessDaemon", "ControlSocket", "BlueZTestSupport"]),
+        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessCore", "AccessDaemon", "ControlSocket", "BlueZTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,6 +19,10 @@ final class ClientOutbox: @unchecked Sendable {
     private var eventCount = 0
     private var waiter: CheckedContinuation<String?, Never>?
     private var closed = false
+    /// Set while one of the client's requests is being handled: events then wait in the
+    /// queue, so that the answer (for example to events.subscribe) is written before the
+    /// events the request produced.
+    private var holding = false
     let eventLimit: Int
     let responseLimit: Int
 
@@ -39,9 +43,25 @@ final class ClientOutbox: @unchecked Sendable {
         return body()
     }
 
+    func beginRequest() {
+        locked { holding = true }
+    }
+
+    /// Ends a request that has no answer (a JSON-RPC notification).
+    func endRequest() {
+        let wake = locked { () -> (CheckedContinuation<String?, Never>, String)? in
+            holding = false
+            guard let waiter, let line = takeNext() else { return nil }
+            self.waiter = nil
+            return (waiter, line)
+        }
+        wake.map { $0.0.resume(returning: $0.1) }
+    }
+
     /// False when the client has too many answers waiting: it should be disconnected.
     func pushResponse(_ line: String) -> Bool {
         let (accepted, wake) = locked { () -> (Bool, CheckedContinuation<String?, Never>?) in
+            holding = false
             guard !closed, responses.count < responseLimit else { return (false, nil) }
             if let waiter {
                 self.waiter = nil
@@ -58,7 +78,7 @@ final class ClientOutbox: @unchecked Sendable {
     func pushEvent(sequence: Int64, line: String) {
         let wake = locked { () -> CheckedContinuation<String?, Never>? in
             guard !closed else { return nil }
-            if let waiter, events.isEmpty {
+            if let waiter, events.isEmpty, !holding {
                 self.waiter = nil
                 return waiter
             }
@@ -81,22 +101,25 @@ final class ClientOutbox: @unchecked Sendable {
     func next() async -> String? {
         await withCheckedContinuation { continuation in
             let ready = locked { () -> String?? in
-                if !responses.isEmpty { return .some(responses.removeFirst()) }
-                if !events.isEmpty {
-                    switch events.removeFirst() {
-                    case let .event(_, line):
-                        eventCount -= 1
-                        return .some(line)
-                    case let .gap(from, to):
-                        return .some(RPCRequest.notification(method: "events.dropped",
-                                                             params: ["from": .int(from), "to": .int(to)]))
-                    }
-                }
+                if let line = takeNext() { return .some(line) }
                 if closed { return .some(nil) }
                 waiter = continuation
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Under the lock: the next answer, or (when not holding) the next event or gap notice.
+    private func takeNext() -> String? {
+        if !responses.isEmpty { return responses.removeFirst() }
+        guard !holding, !events.isEmpty else { return nil }
+        switch events.removeFirst() {
+        case let .event(_, line):
+            eventCount -= 1
+            return line
+        case let .gap(from, to):
+            return RPCRequest.notification(method: "events.dropped", params: ["from": .int(from), "to": .int(to)])
         }
     }
 

@@ -163,9 +163,13 @@ public final class ControlServer: Sendable {
         case let .failure(failure):
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))
         case let .success(request):
+            client.outbox.beginRequest()
             let result = await handler.handle(request, from: client)
             // A request without an id is a notification: no answer (JSON-RPC 2.0 §4.1).
-            guard request.id != nil else { return true }
+            guard request.id != nil else {
+                client.outbox.endRequest()
+                return true
+            }
             let text: String
             switch result {
             case let .success(value): text = RPCRequest.response(id: request.id, result: value)

@@ -49,6 +49,14 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
     public var array: [JSONValue]? { if case let .array(v) = self { v } else { nil } }
+    /// Any number (JSON does not tell 10 from 10.0).
+    public var number: Double? {
+        switch self {
+        case let .int(v): Double(v)
+        case let .double(v): v
+        default: nil
+        }
+    }
 
     /// Compact JSON on one line, keys sorted (stable output for people and tests).
     public var jsonText: String {

@@ -1,5 +1,19 @@
-import AccessCore
 import ArgumentParser
+import ControlSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit statuses (documented in docs/protocol.md and `accessctl --help`).
+enum Exit {
+    /// accessd answered with an error.
+    static let refused: Int32 = 1
+    /// accessd is not reachable on the socket (EX_UNAVAILABLE).
+    static let unreachable: Int32 = 69
+    /// The caller's role does not allow it (EX_NOPERM).
+    static let forbidden: Int32 = 77
+}
 
 @main
 struct AccessctlCommand: ParsableCommand {
@@ -7,9 +21,213 @@ struct AccessctlCommand: ParsableCommand {
         commandName: "accessctl",
         abstract: "Query and control a running accessd over its Unix socket.",
         discussion: """
-            The socket commands (status, readers, access, events, ...) arrive with the \
-            control socket (issue 4); this build reports its version only.
+            Exit status: 0 success, 1 accessd refused the request, 64 bad usage, \
+            69 accessd not reachable, 77 not permitted for your user.
             """,
-        version: AccessCoreVersion.string
+        version: "0.1.0",
+        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, LogLevel.self]
     )
+}
+
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "accessd's control socket.") var socket: String = "/run/accessd/accessd.sock"
+    @Flag(help: "Print JSON (one object per line) for scripts.") var json = false
+
+    func connect() throws -> ControlConnection {
+        do {
+            return try ControlConnection(path: socket)
+        } catch {
+            printError("accessctl: \(error) (is accessd running? see `systemctl status accessd`)")
+            throw ExitCode(Exit.unreachable)
+        }
+    }
+
+    /// Calls a method; prints accessd's refusal and exits with its status on error.
+    func call(_ connection: ControlConnection, _ method: String, _ params: JSONValue = [:]) throws -> JSONValue {
+        let result: Result<JSONValue, RPCError>
+        do {
+            result = try connection.call(method, params)
+        } catch {
+            printError("accessctl: \(error)")
+            throw ExitCode(Exit.unreachable)
+        }
+        switch result {
+        case let .success(value):
+            return value
+        case let .failure(error):
+            if json {
+                print(JSONValue.object(["error": ["code": .int(Int64(error.code)), "message": .string(error.message)]]).jsonText)
+            } else {
+                printError("accessctl: \(error.message)")
+            }
+            throw ExitCode(error.code == -32001 ? Exit.forbidden : Exit.refused)
+        }
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "accessd's state: scanning, SDK states, adapter, counts.")
+    @OptionGroup var options: GlobalOptions
+
+    func run() throws {
+        let connection = try options.connect()
+        let status = try options.call(connection, "status.get")
+        if options.json {
+            print(status.jsonText)
+            return
+        }
+        let states = status["states"]?.array?.compactMap(\.string) ?? []
+        print("accessd \(status["version"]?.string ?? "?")")
+        print("  scanning:          \(status["isScanning"]?.bool == true ? "yes" : "no") (wanted: \(onOff(status["scanningEnabled"])))")
+        print("  automatic access:  \(onOff(status["automaticAccessEnabled"]))")
+        print("  adapter:           \(status["adapter"]?.string ?? "none")")
+        print("  bluetoothd:        \(status["bluetoothServicePresent"]?.bool == true ? "present" : "absent")")
+        print("  states:            \(states.isEmpty ? "ok" : states.joined(separator: ", "))")
+        print("  readers in range:  \(status["readerCount"]?.int ?? 0)")
+        print("  credentials:       \(status["credentialCount"]?.int ?? 0)")
+        print("  last event:        \(status["lastSequence"]?.int ?? 0)")
+    }
+}
+
+struct Readers: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Readers accessd hears, with range and distance.")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Keep the table current until interrupted.") var watch = false
+
+    func run() throws {
+        let connection = try options.connect()
+        var readers: [String: JSONValue] = [:]
+        for reader in try options.call(connection, "readers.list")["readers"]?.array ?? [] {
+            if let id = reader["id"]?.string { readers[id] = reader }
+        }
+        guard watch else {
+            if options.json {
+                for id in readers.keys.sorted() { print(readers[id]!.jsonText) }
+            } else {
+                printTable(readers)
+            }
+            return
+        }
+        _ = try options.call(connection, "events.subscribe", ["kinds": ["reader.updated", "reader.unavailable"]])
+        if !options.json { printTable(readers) }
+        while true {
+            let notification: JSONValue
+            do {
+                notification = try connection.nextNotification()
+            } catch {
+                printError("accessctl: \(error)")
+                throw ExitCode(Exit.unreachable)
+            }
+            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
+            if options.json {
+                print(params.jsonText)
+                continue
+            }
+            if params["kind"]?.string == "reader.unavailable" { readers[id] = nil } else { readers[id] = data }
+            print("\u{1B}[H\u{1B}[2J", terminator: "")
+            printTable(readers)
+        }
+    }
+
+    func printTable(_ readers: [String: JSONValue]) {
+        let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
+        var rows = [header]
+        for id in readers.keys.sorted() {
+            let r = readers[id]!
+            rows.append([
+                id, r["name"]?.string ?? "-", r["kind"]?.string ?? "?", "\(r["rssi"]?.int ?? 0)",
+                r["measuredPathLoss"].map { "\($0)" } ?? "?", r["distance"]?.string ?? "?",
+                r["isInAutoConnectRange"]?.bool == true ? "auto" : "-",
+                "\(r["isBleAutoConnectEnabled"]?.bool == true ? "on" : "off")/\(r["isBleManualConnectEnabled"]?.bool == true ? "on" : "off")",
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  "))
+        }
+        if readers.isEmpty { print("(no readers heard)") }
+    }
+}
+
+struct Scan: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Turn scanning on or off (kept across restarts).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "on or off") var state: OnOff
+
+    func run() throws {
+        let connection = try options.connect()
+        let result = try options.call(connection, "scanning.set", ["enabled": .bool(state == .on)])
+        print(options.json ? result.jsonText : "scanning \(state.rawValue)")
+    }
+}
+
+struct Auto: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Turn automatic access on or off (kept across restarts).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "on or off") var state: OnOff
+
+    func run() throws {
+        let connection = try options.connect()
+        let result = try options.call(connection, "automaticAccess.set", ["enabled": .bool(state == .on)])
+        print(options.json ? result.jsonText : "automatic access \(state.rawValue)")
+    }
+}
+
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print journalled events; --follow keeps printing new ones.")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Keep printing events as they happen.") var follow = false
+    @Option(help: "Start after this sequence number (default: the last 20 events).") var since: Int64?
+    @Option(help: "Only these kinds, comma-separated (e.g. sdk.state,reader.updated).") var kinds: String?
+
+    func run() throws {
+        let connection = try options.connect()
+        let status = try options.call(connection, "status.get")
+        let last = status["lastSequence"]?.int ?? 0
+        var params: [String: JSONValue] = ["since": .int(since ?? max(0, last - 20))]
+        if let kinds { params["kinds"] = .array(kinds.split(separator: ",").map { .string(String($0)) }) }
+        _ = try options.call(connection, "events.subscribe", .object(params))
+        while true {
+            if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
+            let notification: JSONValue
+            do {
+                notification = try connection.nextNotification()
+            } catch {
+                if follow { printError("accessctl: \(error)") }
+                throw ExitCode(follow ? Exit.unreachable : 0)
+            }
+            let params = notification["params"] ?? .null
+            if options.json {
+                print(notification["method"]?.string == "event" ? params.jsonText : notification.jsonText)
+            } else if notification["method"]?.string == "events.dropped" {
+                print("!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them")
+            } else {
+                print("\(params["seq"]?.int ?? 0)  \(params["kind"]?.string ?? "?")  \(params["data"]?.jsonText ?? "")")
+            }
+        }
+    }
+}
+
+struct LogLevel: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "log", abstract: "Set accessd's log level until its next restart.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "trace, debug, info, notice, warning, error or critical") var level: String
+
+    func run() throws {
+        let connection = try options.connect()
+        let result = try options.call(connection, "log.setLevel", ["level": .string(level)])
+        print(options.json ? result.jsonText : "log level \(level)")
+    }
+}
+
+enum OnOff: String, ExpressibleByArgument, CaseIterable {
+    case on, off
+}
+
+func onOff(_ value: JSONValue?) -> String { value?.bool == true ? "on" : "off" }
+
+func printError(_ text: String) {
+    let line = text + "\n"
+    _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
 }

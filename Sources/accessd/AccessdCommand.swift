@@ -1,19 +1,126 @@
 import AccessDaemon
+import AccessStore
 import ArgumentParser
+import BlueZ
+import ControlSocket
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
-struct AccessdCommand: ParsableCommand {
+struct AccessdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accessd",
         abstract: "Mobile-access credential holder for Bluetooth LE door readers.",
         discussion: """
-            The service itself (BlueZ scanning, the control socket, persistence) is \
-            tracked in issue 4; this build carries the access core only.
+            Scans through BlueZ for readers, tracks their range and reports SDK state and \
+            reader events on a Unix socket (JSON-RPC 2.0, docs/protocol.md) for accessctl. \
+            Exit status 78 (EX_CONFIG) when the configuration is refused.
             """,
         version: AccessDaemon.version
     )
 
-    func run() throws {
-        throw ValidationError("the accessd service is not part of this build yet; see README.md")
+    @Option(help: "Configuration file (built-in defaults when the default file is absent).")
+    var config: String = "/etc/accessd/accessd.toml"
+    @Option(help: "Control socket path (overrides [socket] path).") var socket: String?
+    @Option(name: .customLong("state-dir"), help: "State directory (overrides [store] state_directory).") var stateDirectory: String?
+    @Option(help: "D-Bus to reach BlueZ on: system, or a bus address (tests).") var bus: String = "system"
+    @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit.") var checkConfig = false
+
+    func run() async throws {
+        var settings: AccessdConfiguration
+        do {
+            settings = try ConfigurationLoader.load(path: config, mayBeAbsent: config == "/etc/accessd/accessd.toml")
+        } catch {
+            printError("accessd: \(error)")
+            throw ExitCode(78)
+        }
+        if let socket { settings.socketPath = socket }
+        if let stateDirectory { settings.stateDirectory = stateDirectory }
+        if checkConfig {
+            print("\(config): OK")
+            return
+        }
+
+        let level = LogLevelSetting(Logger.Level(rawValue: settings.logLevel.rawValue) ?? .info)
+        LoggingSystem.bootstrap { label in JournalLogHandler(label: label, setting: level) }
+        let logger = Logger(label: "accessd")
+        let notifier = SystemdNotifier()
+
+        let store: AccessStore
+        do {
+            store = try AccessStore(directory: settings.stateDirectory)
+        } catch {
+            logger.critical("cannot open the state directory", metadata: ["path": "\(settings.stateDirectory)", "error": "\(error)"])
+            throw ExitCode(73)  // EX_CANTCREAT
+        }
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection(address: bus == "system" ? nil : bus)
+        } catch {
+            logger.critical("cannot connect to D-Bus", metadata: ["bus": "\(bus)", "error": "\(error)"])
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
+        let service = try AccessService(configuration: settings, store: store, bluez: BlueZClient(connection: connection),
+                                        logLevel: level, logger: logger)
+        var socketGroup: gid_t?
+        if let name = settings.socketGroup {
+            guard let gid = Groups.gid(named: name) else {
+                printError("accessd: \(config): [socket] group '\(name)' does not exist")
+                throw ExitCode(78)
+            }
+            socketGroup = gid
+        }
+        let server = ControlServer(
+            path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit, logger: logger,
+            handler: service,
+            roleOf: Groups.roleResolver(operatorGroup: settings.operatorGroup, adminGroup: settings.adminGroup))
+
+        let socketPath = settings.socketPath
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: RunService { try await service.run() }),
+                .init(service: RunService {
+                    try await server.run {
+                        notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
+                    }
+                }),
+                .init(service: RunService {
+                    guard let interval = notifier.watchdogInterval else { return }
+                    while true {
+                        try await Task.sleep(for: interval)
+                        notifier.notify("WATCHDOG=1")
+                    }
+                }, successTerminationBehavior: .ignore),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        logger.notice("accessd \(AccessDaemon.version) starting",
+                      metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
+        try await group.run()
+        notifier.notify("STOPPING=1")
+        connection.close()
+        logger.notice("accessd stopped")
     }
+}
+
+/// A long-running task as a ServiceLifecycle service: cancelled on graceful shutdown.
+struct RunService: Service {
+    let body: @Sendable () async throws -> Void
+    init(_ body: @escaping @Sendable () async throws -> Void) { self.body = body }
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await body() }
+        } catch is CancellationError {
+            // Graceful shutdown cancels the body: that is a clean stop, not a failure.
+        }
+    }
+}
+
+func printError(_ text: String) {
+    let line = text + "\n"
+    _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
 }

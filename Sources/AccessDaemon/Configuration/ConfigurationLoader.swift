@@ -1,6 +1,5 @@
 import AccessCore
 import Foundation
-import TOMLKit
 
 /// Reads accessd.toml. Refuses what it does not understand (unknown sections and keys,
 /// wrong types, out-of-range values) with the file, the line and the reason, so a typo is
@@ -22,26 +21,22 @@ public enum ConfigurationLoader {
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessdConfiguration {
-        let table: TOMLTable
+        let document: ConfigurationSyntax.Document
         do {
-            table = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
-            throw ConfigurationError(file: file, line: error.source.begin.line, reason: error.description)
+            document = try ConfigurationSyntax.parse(text)
         } catch {
-            throw ConfigurationError(file: file, line: nil, reason: "\(error)")
+            throw ConfigurationError(file: file, line: error.line, reason: error.reason)
         }
-        var reader = Reader(table: table, lines: KeyLines(text), file: file)
+        var reader = Reader(document: document, file: file)
         return try reader.read()
     }
 
     private struct Reader {
-        let table: TOMLTable
-        let lines: KeyLines
+        let document: ConfigurationSyntax.Document
         let file: String
-        var configuration = AccessdConfiguration()
 
         func fail(_ section: String, _ key: String?, _ reason: String) -> ConfigurationError {
-            let line = key.map { lines.line(section: section, key: $0) } ?? lines.line(section: section)
+            let line = key.flatMap { document.sections[section]?[$0]?.line } ?? document.sectionLines[section]
             return ConfigurationError(file: file, line: line, reason: reason)
         }
 
@@ -57,14 +52,18 @@ public enum ConfigurationLoader {
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
                 "log": ["level"],
             ]
-            for key in table.keys {
-                guard let known = sections[key] else {
-                    throw ConfigurationError(file: file, line: lines.line(section: key) ?? lines.line(section: "", key: key),
-                                             reason: "unknown section or key '\(key)' (sections: \(sections.keys.sorted().joined(separator: ", ")))")
+            if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
+                throw ConfigurationError(file: file, line: stray.value.line,
+                                         reason: "unknown section or key '\(stray.key)' (every setting belongs in a section: \(sections.keys.sorted().joined(separator: ", ")))")
+            }
+            for (name, keys) in document.sections where !name.isEmpty {
+                guard let known = sections[name] else {
+                    throw ConfigurationError(file: file, line: document.sectionLines[name],
+                                             reason: "unknown section or key '\(name)' (sections: \(sections.keys.sorted().joined(separator: ", ")))")
                 }
-                guard let section = table[key]?.table else { throw fail(key, nil, "'\(key)' must be a section ([\(key)])") }
-                for name in section.keys where !known.contains(name) {
-                    throw fail(key, name, "unknown key '\(name)' in [\(key)] (known: \(known.joined(separator: ", ")))")
+                for (key, entry) in keys where !known.contains(key) {
+                    throw ConfigurationError(file: file, line: entry.line,
+                                             reason: "unknown key '\(key)' in [\(name)] (known: \(known.joined(separator: ", ")))")
                 }
             }
             var c = AccessdConfiguration()
@@ -92,11 +91,11 @@ public enum ConfigurationLoader {
             c.autoRangeExitMargin = try double("range", "exit_margin", 0...30) ?? c.autoRangeExitMargin
             c.expiryDelay = try seconds("range", "expiry_delay", 0...120) ?? c.expiryDelay
             c.staleTimeout = try seconds("range", "stale_timeout", 1...600) ?? c.staleTimeout
-            if let features = table["features"]?.table?["enabled"] {
-                guard let array = features.array else { throw fail("features", "enabled", "enabled must be a list of strings") }
+            if let features = value("features", "enabled") {
+                guard case let .array(array) = features else { throw fail("features", "enabled", "enabled must be a list of strings") }
                 var set: Set<String> = []
                 for item in array {
-                    guard let name = item.string, AccessdConfiguration.supportedFeatures.contains(name) else {
+                    guard case let .string(name) = item, AccessdConfiguration.supportedFeatures.contains(name) else {
                         throw fail("features", "enabled", "features are \(AccessdConfiguration.supportedFeatures.sorted().joined(separator: ", "))")
                     }
                     set.insert(name)
@@ -129,32 +128,37 @@ public enum ConfigurationLoader {
             return c
         }
 
-        func value(_ section: String, _ key: String) -> TOMLValueConvertible? {
-            table[section]?.table?[key]
+        func value(_ section: String, _ key: String) -> ConfigurationSyntax.Value? {
+            document.sections[section]?[key]?.value
         }
 
         func string(_ section: String, _ key: String) throws(ConfigurationError) -> String? {
             guard let raw = value(section, key) else { return nil }
-            guard let text = raw.string else { throw fail(section, key, "\(key) must be a string") }
+            guard case let .string(text) = raw else { throw fail(section, key, "\(key) must be a string") }
             return text
         }
 
         func bool(_ section: String, _ key: String) throws(ConfigurationError) -> Bool? {
             guard let raw = value(section, key) else { return nil }
-            guard let flag = raw.bool else { throw fail(section, key, "\(key) must be true or false") }
+            guard case let .bool(flag) = raw else { throw fail(section, key, "\(key) must be true or false") }
             return flag
         }
 
         func int(_ section: String, _ key: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
             guard let raw = value(section, key) else { return nil }
-            guard let number = raw.int else { throw fail(section, key, "\(key) must be a whole number") }
+            guard case let .integer(number) = raw else { throw fail(section, key, "\(key) must be a whole number") }
             guard range.contains(number) else { throw fail(section, key, "\(key) must be within \(range.lowerBound)...\(range.upperBound)") }
             return number
         }
 
         func double(_ section: String, _ key: String, _ range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
             guard let raw = value(section, key) else { return nil }
-            guard let number = raw.double ?? raw.int.map(Double.init) else { throw fail(section, key, "\(key) must be a number") }
+            let number: Double
+            switch raw {
+            case let .integer(whole): number = Double(whole)
+            case let .float(decimal): number = decimal
+            default: throw fail(section, key, "\(key) must be a number")
+            }
             guard range.contains(number) else { throw fail(section, key, "\(key) must be within \(range.lowerBound)...\(range.upperBound)") }
             return number
         }
@@ -165,28 +169,4 @@ public enum ConfigurationLoader {
             return .milliseconds(Int64((number * 1000).rounded()))
         }
     }
-}
-
-/// Where each `[section]` header and `key =` line is, so that a semantic error (a wrong type,
-/// a value out of range) points at its line. TOMLKit reports positions for syntax errors only.
-struct KeyLines {
-    private var sections: [String: Int] = [:]
-    private var keys: [String: Int] = [:]
-
-    init(_ text: String) {
-        var section = ""
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.hasPrefix("[") && !line.hasPrefix("[[") {
-                section = line.dropFirst().prefix { $0 != "]" }.trimmingCharacters(in: .whitespaces)
-                sections[section] = sections[section] ?? index + 1
-            } else if let equals = line.firstIndex(of: "="), !line.hasPrefix("#") {
-                let key = line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
-                keys[section + "." + key] = keys[section + "." + key] ?? index + 1
-            }
-        }
-    }
-
-    func line(section: String) -> Int? { sections[section] }
-    func line(section: String, key: String) -> Int? { keys[section + "." + key] ?? sections[section] }
 }

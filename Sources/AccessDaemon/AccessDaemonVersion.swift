@@ -5,4 +5,6 @@ import AccessCore
 public enum AccessDaemon {
     /// The version string every binary and the socket report.
     public static let version = AccessCoreVersion.string
+    /// The control protocol's version (docs/protocol.md, "Versioning").
+    public static let protocolVersion = 1
 }

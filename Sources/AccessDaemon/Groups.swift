@@ -1,0 +1,47 @@
+import ControlSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Group look-ups for socket roles.
+public enum Groups {
+    public static func gid(named name: String) -> gid_t? {
+        var group = group()
+        var buffer = [CChar](repeating: 0, count: 4096)
+        var result: UnsafeMutablePointer<group>?
+        guard getgrnam_r(name, &group, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return group.gr_gid
+    }
+
+    /// Every group `uid` belongs to (primary and supplementary).
+    public static func groups(of uid: uid_t, primary: gid_t) -> Set<gid_t> {
+        var passwd = passwd()
+        var buffer = [CChar](repeating: 0, count: 4096)
+        var result: UnsafeMutablePointer<passwd>?
+        guard getpwuid_r(uid, &passwd, &buffer, buffer.count, &result) == 0, result != nil, let name = passwd.pw_name else {
+            return [primary]
+        }
+        var count: Int32 = 64
+        var list = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(name, primary, &list, &count) < 0 {
+            list = [gid_t](repeating: 0, count: Int(count))
+            _ = getgrouplist(name, primary, &list, &count)
+        }
+        return Set(list.prefix(Int(max(count, 0)))).union([primary])
+    }
+
+    /// root and the daemon's own user are admins; then the admin group, then the operator group.
+    public static func roleResolver(operatorGroup: String, adminGroup: String) -> @Sendable (UInt32, UInt32) -> Role {
+        let operatorGID = gid(named: operatorGroup)
+        let adminGID = gid(named: adminGroup)
+        let ownUID = getuid()
+        return { uid, gid in
+            if uid == 0 || uid == ownUID { return .admin }
+            let member = groups(of: uid, primary: gid)
+            if let adminGID, member.contains(adminGID) { return .admin }
+            if let operatorGID, member.contains(operatorGID) { return .operator }
+            return .observer
+        }
+    }
+}

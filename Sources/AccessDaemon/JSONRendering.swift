@@ -1,0 +1,34 @@
+import AccessCore
+import ControlSocket
+
+/// How core values look on the socket (docs/protocol.md). One place, so the socket and
+/// `accessctl --json` agree.
+enum Render {
+    static func reader(_ r: ReaderAttributes) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(r.id.description),
+            "kind": .string(r.kind.description),
+            "site": .string(r.siteTag.description),
+            "address": .string(r.address.description),
+            "rssi": .int(Int64(r.rssi)),
+            "txPower": .int(Int64(r.txPower)),
+            "measuredPathLoss": .double((r.measuredPathLoss * 10).rounded() / 10),
+            "distance": .string(r.distance.description),
+            "autoConnectPathLoss": .int(Int64(r.autoConnectPathLoss)),
+            "manualConnectPathLoss": .int(Int64(r.manualConnectPathLoss)),
+            "isBleAutoConnectEnabled": .bool(r.isBleAutoConnectEnabled),
+            "isBleManualConnectEnabled": .bool(r.isBleManualConnectEnabled),
+            "isSecondFactorRequired": .bool(r.isSecondFactorRequired),
+            "isBleActionsEnabled": .bool(r.isBleActionsEnabled),
+            "isInAutoConnectRange": .bool(r.isInAutoConnectRange),
+        ]
+        object["name"] = r.name.map { .string($0) } ?? .null
+        return .object(object)
+    }
+
+    static func sdkState(_ state: SdkState) -> JSONValue {
+        ["isScanning": .bool(state.isScanning),
+         "states": .array(state.states.map { .string($0.rawValue) }),
+         "featureErrors": .array(state.featureSyncErrors.map { .string($0) })]
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking client of the control socket, for `accessctl`, tests and benchmarks: one
+/// request at a time, notifications kept in order for `nextNotification`.
+public final class ControlConnection {
+    public enum Failure: Error, CustomStringConvertible {
+        case cannotConnect(path: String, errno: Int32)
+        case closed
+        case malformed(String)
+
+        public var description: String {
+            switch self {
+            case let .cannotConnect(path, code): "cannot connect to \(path): \(String(cString: strerror(code)))"
+            case .closed: "accessd closed the connection"
+            case let .malformed(line): "malformed line from accessd: \(line)"
+            }
+        }
+    }
+
+    public let path: String
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var nextID: Int64 = 0
+    private var notifications: [JSONValue] = []
+
+    public init(path: String) throws(Failure) {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .cannotConnect(path: path, errno: errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw .cannotConnect(path: path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            let code = errno
+            close(fd)
+            throw .cannotConnect(path: path, errno: code)
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Sends raw bytes (tests use it for malformed input).
+    public func sendRaw(_ text: String) throws(Failure) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { throw .closed }
+            offset += written
+        }
+    }
+
+    /// Calls a method and waits for its answer; notifications that arrive meanwhile are kept.
+    public func call(_ method: String, _ params: JSONValue = [:]) throws(Failure) -> Result<JSONValue, RPCError> {
+        nextID += 1
+        let id = nextID
+        try sendRaw(JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText + "\n")
+        while true {
+            let message = try readMessage()
+            if message["method"] != nil {
+                notifications.append(message)
+                continue
+            }
+            guard message["id"]?.int == id else { continue }
+            if let error = message["error"] {
+                return .failure(RPCError(code: Int(error["code"]?.int ?? -32603), message: error["message"]?.string ?? "",
+                                         data: error["data"]))
+            }
+            return .success(message["result"] ?? .null)
+        }
+    }
+
+    /// The next notification (`{"method":…, "params":…}`), waiting for it.
+    public func nextNotification() throws(Failure) -> JSONValue {
+        if !notifications.isEmpty { return notifications.removeFirst() }
+        while true {
+            let message = try readMessage()
+            if message["method"] != nil { return message }
+        }
+    }
+
+    /// Waits at most `timeout` for readable data; false on timeout.
+    public func waitReadable(timeout: Duration) -> Bool {
+        if !notifications.isEmpty || buffer.contains(UInt8(ascii: "\n")) { return true }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return poll(&descriptor, 1, milliseconds) > 0
+    }
+
+    public func readLine() throws(Failure) -> String {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw .closed }
+            buffer += chunk.prefix(count)
+        }
+    }
+
+    private func readMessage() throws(Failure) -> JSONValue {
+        let line = try readLine()
+        guard let message = try? JSONValue.parse(line) else { throw .malformed(line) }
+        return message
+    }
+}

@@ -1,0 +1,280 @@
+import AccessCore
+import BlueZ
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+import Testing
+
+/// The real accessd binary, a private bus with dbusmock standing in for bluetoothd, and
+/// clients on the real socket.
+@Suite("accessd end to end")
+struct DaemonEndToEndTests {
+    static let payload = ReaderAdvertisement(
+        kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01),
+        txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: SiteTag(0x5117_E001)).serviceData
+
+    @Test func scansAndReportsTheSdkState() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let status = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        #expect(status["adapter"]?.string == "hci0")
+        #expect(status["states"] == ["errorNoCredentials"])
+        #expect(status["scanningEnabled"]?.bool == true)
+        #expect(status["automaticAccessEnabled"]?.bool == false)
+        #expect(try await harness.mock.calls("/org/bluez/hci0").contains("StartDiscovery"))
+        // The adapter powered off: the state says so and scanning stops.
+        try await harness.mock.set("/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(false))
+        let off = try await harness.waitForStatus { $0["states"]?.array?.contains("bleErrorDisabled") == true }
+        #expect(off["isScanning"]?.bool == false)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func readerAppearsWithItsAttributes() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let watcher = try harness.connect()
+        _ = try watcher.call("events.subscribe", ["kinds": ["reader.updated"]])
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: Self.payload, rssi: -69)
+        let event = try #require(try waitForEvent(watcher) { $0["params"]?["kind"] == "reader.updated" })
+        let reader = try #require(event["params"]?["data"])
+        #expect(reader["id"] == "00002A01")
+        #expect(reader["name"] == "Front door")
+        #expect(reader["kind"] == "gallagher")
+        #expect(reader["address"] == .string(DaemonHarness.readerAddress))
+        #expect(reader["measuredPathLoss"]?.number == 10)
+        #expect(reader["distance"] == "near")
+        #expect(reader["isInAutoConnectRange"] == true)
+        let listed = try harness.connect().call("readers.list").get()
+        #expect(listed["readers"]?.array?.count == 1)
+        // A malformed advertisement from another device is ignored, not fatal.
+        try await harness.mock.addDevice("00:BB:01:00:00:07")
+        try await harness.advertise(payload: [0x09, 0x01], rssi: -50, path: "/org/bluez/hci0/dev_00_BB_01_00_00_07")
+        #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.count == 1)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func togglesPersistAcrossRestart() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let client = try harness.connect()
+        #expect(try client.call("scanning.set", ["enabled": false]).get() == ["scanningEnabled": false])
+        #expect(try client.call("automaticAccess.set", ["enabled": true]).get() == ["automaticAccessEnabled": true])
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == false }
+        #expect(try await harness.waitForCall("StopDiscovery"))
+        #expect(harness.stop() == 0)
+        try await harness.start()
+        let status = try harness.connect().call("status.get").get()
+        #expect(status["scanningEnabled"] == false)
+        #expect(status["automaticAccessEnabled"] == true)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func replayWithSinceLosesNothing() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let first = try harness.connect()
+        _ = try first.call("events.subscribe", ["since": 0])
+        var seen: [Int64] = []
+        while first.waitReadable(timeout: .milliseconds(300)) {
+            if let seq = try first.nextNotification()["params"]?["seq"]?.int { seen.append(seq) }
+        }
+        #expect(!seen.isEmpty)
+        let lastSeen = try #require(seen.last)
+        // The client goes away; things happen; it comes back with since.
+        try await harness.mock.addDevice(DaemonHarness.readerAddress)
+        try await harness.advertise(payload: Self.payload, rssi: -69)
+        try await harness.mock.set("/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(false))
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("bleErrorDisabled") == true }
+        let second = try harness.connect()
+        let answer = try second.call("events.subscribe", ["since": .int(lastSeen)]).get()
+        var replayed: [JSONValue] = []
+        while second.waitReadable(timeout: .milliseconds(300)) { replayed.append(try second.nextNotification()) }
+        let sequences = replayed.compactMap { $0["params"]?["seq"]?.int }
+        #expect(answer["replayed"]?.int == Int64(sequences.count))
+        #expect(sequences == Array((lastSeen + 1)...(lastSeen + Int64(sequences.count))))
+        let kinds = Set(replayed.compactMap { $0["params"]?["kind"]?.string })
+        #expect(kinds.isSuperset(of: ["reader.updated", "reader.unavailable", "sdk.state"]))
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func badInputNeverHurtsTheDaemon() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let client = try harness.connect()
+        try client.sendRaw("{not json\n")
+        #expect(try client.readLine().contains("-32700"))
+        try client.sendRaw("[1,2]\n")
+        #expect(try client.readLine().contains("-32600"))
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"teleport\"}\n")
+        #expect(try client.readLine().contains("-32601"))
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"scanning.set\",\"params\":{\"enabled\":3}}\n")
+        #expect(try client.readLine().contains("-32602"))
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"status.get\",\"params\":[1]}\n")
+        #expect(try client.readLine().contains("-32602"))
+        // A notification (no id) gets no answer; the next request still does.
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"status.get\"}\n")
+        #expect(try client.call("status.get").get()["version"] != nil)
+
+        // An endless line: one error, then the daemon hangs up on that client only.
+        let flooder = try harness.connect()
+        try? flooder.sendRaw(String(repeating: "x", count: ControlServer.maximumLineLength + 10))
+        #expect(try flooder.readLine().contains("-32002"))
+        #expect(throws: ControlConnection.Failure.self) { _ = try flooder.readLine() }
+
+        // Half a line, then gone.
+        do {
+            let quitter = try harness.connect()
+            try quitter.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":1,\"meth")
+        }
+        // Random garbage from a fuzzing client.
+        var generator = SystemRandomNumberGenerator()
+        let fuzzer = try harness.connect()
+        for _ in 0..<200 {
+            let bytes = (0..<Int.random(in: 1...200, using: &generator)).map { _ in UInt8.random(in: 1...255, using: &generator) }
+            try? fuzzer.sendRaw(String(decoding: bytes, as: UTF8.self) + "\n")
+        }
+        #expect(try harness.connect().call("status.get").get()["version"] != nil)
+        #expect(try client.call("readers.list").get()["readers"] != nil)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func observersAreRefusedOperatorMethods() async throws {
+        // The socket's group is nogroup; a client running as nobody is then an observer.
+        let harness = try await DaemonHarness(config: "[socket]\ngroup = \"nogroup\"\n")
+        try await harness.start()
+        chmod(harness.directory, 0o755)
+        let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
+            .appendingPathComponent("accessctl").path
+        func asNobody(_ arguments: [String]) throws -> (Int32, String) {
+            let output = harness.directory + "/nobody.out"
+            let process = try ChildProcess(["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                            accessctl] + arguments + ["--socket", harness.socketPath], output: output)
+            let status = process.stopAfterExit()
+            return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        }
+        let (statusCode, statusOutput) = try asNobody(["status", "--json"])
+        #expect(statusCode == 0, "\(statusOutput)")
+        let (scanCode, scanOutput) = try asNobody(["scan", "off"])
+        #expect(scanCode == 77, "\(scanOutput)")
+        #expect(scanOutput.contains("forbidden"))
+        // Root is an admin.
+        #expect(try harness.connect().call("scanning.set", ["enabled": true]).get() == ["scanningEnabled": true])
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func twoHundredSubscribersAllGetTheEvent() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let clients = try (0..<200).map { _ in try harness.connect() }
+        for client in clients { _ = try client.call("events.subscribe", ["kinds": ["sdk.state"]]) }
+        _ = try harness.connect().call("scanning.set", ["enabled": false])
+        for client in clients {
+            #expect(try waitForEvent(client, timeout: .seconds(2)) { $0["params"]?["kind"] == "sdk.state" } != nil)
+        }
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func aClientThatStopsReadingIsToldWhatItMissed() async throws {
+        let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 16\n")
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let sleeper = try harness.connect()
+        _ = try sleeper.call("events.subscribe", ["kinds": ["reader.updated"]])
+        let reader = try harness.connect()
+        _ = try reader.call("events.subscribe", ["kinds": ["reader.updated"]])
+        // Many readers appear: each is a reader.updated, far more than the sleeper's queue
+        // and its socket buffer hold.
+        for index in 0..<1500 {
+            let address = String(format: "00:BB:02:%02X:%02X:00", index / 256, index % 256)
+            let path = try await harness.mock.addDevice(address)
+            var advertisement = try ReaderAdvertisement(serviceData: Self.payload)
+            advertisement.readerID = ReaderID(UInt32(index + 1))
+            try await harness.advertise(payload: advertisement.serviceData, rssi: -69, path: path)
+            // The reading client keeps up.
+            while reader.waitReadable(timeout: .zero) { _ = try reader.nextNotification() }
+        }
+        // The daemon still answers everyone.
+        #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.count == 1500)
+        // The sleeper wakes up: after what fit, it is told exactly what it missed.
+        var dropped: JSONValue?
+        var received = 0
+        while sleeper.waitReadable(timeout: .milliseconds(500)) {
+            let notification = try sleeper.nextNotification()
+            if notification["method"] == "events.dropped" { dropped = notification["params"] } else { received += 1 }
+        }
+        let gap = try #require(dropped, "no events.dropped after \(received) events")
+        #expect(gap["from"]?.int != nil && gap["to"]!.int! >= gap["from"]!.int!)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func sigtermStopsCleanlyAndSigkillLosesNoSequenceNumbers() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let watcher = try harness.connect()
+        _ = try watcher.call("events.subscribe", [:])
+        #expect(harness.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: harness.socketPath))
+        try await harness.start()
+        let before = try harness.connect().call("status.get").get()["lastSequence"]?.int ?? 0
+        #expect(before > 0)
+        _ = try harness.connect().call("scanning.set", ["enabled": false])
+        let afterToggle = try await harness.waitForStatus { $0["isScanning"]?.bool == false }["lastSequence"]?.int ?? 0
+        #expect(afterToggle > before)
+        harness.kill()
+        try await harness.start()
+        let events = try harness.connect()
+        _ = try events.call("events.subscribe", ["since": 0])
+        var sequences: [Int64] = []
+        while events.waitReadable(timeout: .milliseconds(300)) {
+            if let seq = try events.nextNotification()["params"]?["seq"]?.int { sequences.append(seq) }
+        }
+        #expect(sequences == Array(1...Int64(sequences.count)))
+        #expect((sequences.last ?? 0) > afterToggle)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func bluetoothdRestartAndScanningResumes() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        try await harness.mock.kill()
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true }
+        try await harness.mock.restart()
+        try await harness.mock.addAdapter("hci0")
+        let back = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        #expect(back["adapter"] == "hci0")
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func aBadConfigurationIsRefusedWithItsLine() async throws {
+        let harness = try await DaemonHarness()
+        try harness.writeConfig("[access]\nconnection_limit = 99\n")
+        let process = try ChildProcess([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+                                       output: harness.directory + "/check.out")
+        #expect(process.stopAfterExit() == 78)
+        let output = try String(contentsOfFile: harness.directory + "/check.out", encoding: .utf8)
+        #expect(output.contains("\(harness.configPath):2: connection_limit must be within 1...8"))
+    }
+}
+
+extension ChildProcess {
+    /// Waits for the child to exit by itself (at most 30 s) and returns its exit status.
+    func stopAfterExit() -> Int32 {
+        var status: Int32 = 0
+        for _ in 0..<3000 {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                markReaped()
+                return (status >> 8) & 0xFF
+            }
+            usleep(10_000)
+        }
+        kill9()
+        return -1
+    }
+}
