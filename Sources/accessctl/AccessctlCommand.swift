@@ -37,7 +37,11 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try ControlConnection(path: socket)
         } catch {
-            printError("accessctl: \(error) (is accessd running? see `systemctl status accessd`)")
+            if case let .cannotConnect(_, code) = error, code == EACCES {
+                printError("accessctl: \(error): your user may not use accessd's socket (join group accessd)")
+            } else {
+                printError("accessctl: \(error) (is accessd running? see `systemctl status accessd`)")
+            }
             throw ExitCode(Exit.unreachable)
         }
     }
