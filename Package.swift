@@ -90,6 +90,7 @@ let package = Package(
                 "AccessCore",
                 "BlueZ",
                 "BlueZTestSupport",
+                "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]

@@ -34,6 +34,8 @@ public actor AccessService: ControlRequestHandler {
     private var discoveryStartedAt: Timestamp?
     private var subscribers: [ControlClient: Subscription] = [:]
     private var malformedAdvertisements = 0
+    /// The journal's newest sequence number, kept here so status.get does not read the database.
+    private var lastSequence: Int64
     private let startedAt = Clocks.monotonic()
 
     public init(configuration: AccessdConfiguration, store: AccessStore, bluez: BlueZClient, logLevel: LogLevelSetting,
@@ -56,6 +58,7 @@ public actor AccessService: ControlRequestHandler {
         var inputs = SdkStateInputs()
         inputs.scanningEnabled = scanning
         self.sdk = SdkStateTracker(inputs)
+        self.lastSequence = try store.lastSequence()
     }
 
     // MARK: Running
@@ -283,6 +286,7 @@ public actor AccessService: ControlRequestHandler {
             logger.error("cannot journal event", metadata: ["kind": "\(kind)", "error": "\(error)"])
             return
         }
+        lastSequence = event.sequence
         let line = Self.notification(event, data: data)
         for (client, subscription) in subscribers where subscription.kinds?.contains(kind) ?? true {
             client.deliver(sequence: event.sequence, notification: line)
@@ -363,7 +367,7 @@ public actor AccessService: ControlRequestHandler {
             "bluetoothServicePresent": .bool(sdk.inputs.bluetoothServicePresent),
             "readerCount": .int(Int64(registry.count)),
             "credentialCount": .int(0),
-            "lastSequence": .int((try? store.lastSequence()) ?? 0),
+            "lastSequence": .int(lastSequence),
             "uptimeSeconds": .int(Int64((Clocks.monotonic() - startedAt).components.seconds)),
         ]
     }
@@ -401,7 +405,7 @@ public actor AccessService: ControlRequestHandler {
         }
         subscribers[client] = Subscription(kinds: kinds)
         var answer: [String: JSONValue] = [
-            "subscribed": true, "replayed": .int(Int64(replayed)), "lastSequence": .int((try? store.lastSequence()) ?? 0),
+            "subscribed": true, "replayed": .int(Int64(replayed)), "lastSequence": .int(lastSequence),
         ]
         // Events older than the journal keeps cannot be replayed: say from where it starts.
         if let first { answer["oldestAvailable"] = .int(first) }

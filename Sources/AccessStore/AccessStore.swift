@@ -33,6 +33,12 @@ public final class AccessStore: Sendable {
         path = directory + "/accessd.sqlite"
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            // WAL with synchronous=NORMAL: a commit survives the process being killed (what
+            // the journal promises); only a power cut can lose the last commits. FULL would
+            // fsync every event.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
         database = try DatabasePool(path: path, configuration: configuration)
         chmod(path, 0o600)
         var migrator = DatabaseMigrator()

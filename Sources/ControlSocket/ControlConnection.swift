@@ -22,14 +22,17 @@ public final class ControlConnection {
     }
 
     public let path: String
-    private let fd: Int32
+    /// The socket, for callers that poll many connections at once (benchmarks).
+    public let fileDescriptor: Int32
+    private var fd: Int32 { fileDescriptor }
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 0
     private var notifications: [JSONValue] = []
 
     public init(path: String) throws(Failure) {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        fileDescriptor = fd
         guard fd >= 0 else { throw .cannotConnect(path: path, errno: errno) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -92,6 +95,9 @@ public final class ControlConnection {
             if message["method"] != nil { return message }
         }
     }
+
+    /// Whether a whole line is already buffered (no read needed).
+    public var hasBufferedLine: Bool { !notifications.isEmpty || buffer.contains(UInt8(ascii: "\n")) }
 
     /// Waits at most `timeout` for readable data; false on timeout.
     public func waitReadable(timeout: Duration) -> Bool {

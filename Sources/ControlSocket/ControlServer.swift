@@ -141,11 +141,13 @@ public final class ControlServer: Sendable {
         for try await var chunk in inbound {
             guard let bytes = chunk.readBytes(length: chunk.readableBytes) else { continue }
             pending += bytes
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
+            var start = pending.startIndex
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
                 guard try await answer(line, client: client) else { return }
             }
+            pending.removeSubrange(..<start)
             if pending.count > Self.maximumLineLength {
                 // A line this long is an attack or a bug: answer once, then hang up.
                 _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .lineTooLong))

@@ -59,11 +59,63 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// Compact JSON on one line, keys sorted (stable output for people and tests).
+    /// Written by hand: JSONEncoder was most of the cost of answering status.get.
     public var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(to: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private func write(to output: inout [UInt8]) {
+        switch self {
+        case .null: output += Array("null".utf8)
+        case let .bool(value): output += Array((value ? "true" : "false").utf8)
+        case let .int(value): output += Array(String(value).utf8)
+        case let .double(value):
+            if !value.isFinite {
+                output += Array("null".utf8)
+            } else if value.rounded() == value, abs(value) < 1e15 {
+                output += Array("\(Int64(value)).0".utf8)
+            } else {
+                output += Array("\(value)".utf8)
+            }
+        case let .string(value): Self.writeString(value, to: &output)
+        case let .array(items):
+            output.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                item.write(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case let .object(members):
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(member.key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                member.value.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeString(_ value: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                output += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
     }
 
     public var description: String { jsonText }
