@@ -312,30 +312,16 @@ public actor AccessService: ControlRequestHandler {
         case "readers.list":
             return .success(["readers": .array(registry.readers.map(Render.reader))])
         case "scanning.set":
-            guard client.role >= .operator else { return .failure(.forbidden(needs: .operator)) }
-            guard let enabled = request.params["enabled"]?.bool else { return .failure(.invalidParams("enabled must be true or false")) }
-            do {
-                try store.setBoolSetting("scanning", enabled)
-            } catch {
-                return .failure(.internalError("cannot save the setting: \(error)"))
+            return await toggle(request, client: client, setting: "scanning", answer: "scanningEnabled") { service, enabled in
+                service.scanningEnabled = enabled
+                service.updateSdk { $0.scanningEnabled = enabled }
+                await service.ensureDiscovery()
             }
-            scanningEnabled = enabled
-            logger.notice("scanning \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
-            updateSdk { $0.scanningEnabled = enabled }
-            await ensureDiscovery()
-            return .success(["scanningEnabled": .bool(enabled)])
         case "automaticAccess.set":
-            guard client.role >= .operator else { return .failure(.forbidden(needs: .operator)) }
-            guard let enabled = request.params["enabled"]?.bool else { return .failure(.invalidParams("enabled must be true or false")) }
-            do {
-                try store.setBoolSetting("automaticAccess", enabled)
-            } catch {
-                return .failure(.internalError("cannot save the setting: \(error)"))
+            return await toggle(request, client: client, setting: "automaticAccess", answer: "automaticAccessEnabled") { service, enabled in
+                service.automaticAccessEnabled = enabled
+                service.perform(service.controller.handle(.automaticAccessChanged(enabled), at: Clocks.monotonic()))
             }
-            automaticAccessEnabled = enabled
-            perform(controller.handle(.automaticAccessChanged(enabled), at: Clocks.monotonic()))
-            logger.notice("automatic access \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
-            return .success(["automaticAccessEnabled": .bool(enabled)])
         case "events.subscribe":
             return subscribe(client, params: request.params)
         case "events.unsubscribe":
@@ -352,6 +338,23 @@ public actor AccessService: ControlRequestHandler {
         default:
             return .failure(.methodNotFound(request.method))
         }
+    }
+
+    /// An operator's on/off setting: checked, saved (it outlives restarts), then applied.
+    private func toggle(
+        _ request: RPCRequest, client: ControlClient, setting: String, answer: String,
+        apply: (isolated AccessService, Bool) async -> Void
+    ) async -> Result<JSONValue, RPCError> {
+        guard client.role >= .operator else { return .failure(.forbidden(needs: .operator)) }
+        guard let enabled = request.params["enabled"]?.bool else { return .failure(.invalidParams("enabled must be true or false")) }
+        do {
+            try store.setBoolSetting(setting, enabled)
+        } catch {
+            return .failure(.internalError("cannot save the setting: \(error)"))
+        }
+        logger.notice("\(setting) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
+        await apply(self, enabled)
+        return .success(.object([answer: .bool(enabled)]))
     }
 
     private func status() -> JSONValue {
