@@ -78,7 +78,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "accessctl",
-            dependencies: ["ControlSocket", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "readersim",

@@ -25,7 +25,7 @@ struct AccessctlCommand: ParsableCommand {
             69 accessd not reachable, 77 not permitted for your user.
             """,
         version: "0.1.0",
-        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, LogLevel.self]
+        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, LogLevel.self, Diagnose.self]
     )
 }
 

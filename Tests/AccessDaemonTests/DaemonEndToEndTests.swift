@@ -252,6 +252,26 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    @Test func diagnoseReportsWhatItFinds() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
+            .appendingPathComponent("accessctl").path
+        let output = harness.directory + "/diagnose.json"
+        let process = try ChildProcess([accessctl, "diagnose", "--json", "--socket", harness.socketPath], output: output)
+        // No credential yet: a failed check, so exit status 1.
+        #expect(process.stopAfterExit() == 1)
+        let checks = try JSONValue.parse(try String(contentsOfFile: output, encoding: .utf8)).array ?? []
+        func check(_ name: String) -> JSONValue? { checks.first { $0["check"]?.string == name } }
+        #expect(check("socket")?["ok"] == true)
+        #expect(check("bluetoothd")?["ok"] == true)
+        #expect(check("adapter (accessd)")?["detail"] == "hci0")
+        #expect(check("scanning")?["ok"] == true)
+        #expect(check("credentials")?["ok"] == false)
+        #expect(harness.stop() == 0)
+    }
+
     @Test func aBadConfigurationIsRefusedWithItsLine() async throws {
         let harness = try await DaemonHarness()
         try harness.writeConfig("[access]\nconnection_limit = 99\n")

@@ -1,0 +1,109 @@
+import ArgumentParser
+import BlueZ
+import ControlSocket
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a field engineer checks first: is accessd there, may I talk to it, is bluetoothd
+/// there, does the kernel see an adapter, is it blocked, are there credentials, is the clock set.
+struct Diagnose: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the socket, bluetoothd, adapters, rfkill, credentials and the clock.",
+        discussion: "Exit status 0 when everything looks right, 1 when a check failed."
+    )
+    @OptionGroup var options: GlobalOptions
+
+    struct Check {
+        var name: String
+        var ok: Bool?
+        var detail: String
+        var hint: String?
+    }
+
+    func run() throws {
+        var checks: [Check] = []
+        var status: JSONValue?
+
+        var info = stat()
+        if stat(options.socket, &info) != 0 {
+            checks.append(Check(name: "socket", ok: false, detail: "\(options.socket) does not exist",
+                                hint: "is accessd running? systemctl status accessd"))
+        } else {
+            do {
+                let connection = try ControlConnection(path: options.socket)
+                status = try connection.call("status.get").get()
+                checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
+            } catch let failure as ControlConnection.Failure {
+                if case let .cannotConnect(_, code) = failure, code == EACCES {
+                    checks.append(Check(name: "socket", ok: false, detail: "permission denied", hint: "join group accessd, then log in again"))
+                } else {
+                    checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "is accessd running?"))
+                }
+            } catch {
+                checks.append(Check(name: "socket", ok: false, detail: "accessd refused status.get: \(error)"))
+            }
+        }
+
+        if let status {
+            let present = status["bluetoothServicePresent"]?.bool == true
+            checks.append(Check(name: "bluetoothd", ok: present, detail: present ? "on the system bus" : "not on the system bus",
+                                hint: present ? nil : "systemctl start bluetooth"))
+            let states = status["states"]?.array?.compactMap(\.string) ?? []
+            let adapter = status["adapter"]?.string
+            let radioOK = adapter != nil && !states.contains("bleErrorDisabled") && !states.contains("bleErrorUnauthorized")
+            checks.append(Check(name: "adapter (accessd)", ok: radioOK,
+                                detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
+                                hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
+            let credentials = status["credentialCount"]?.int ?? 0
+            checks.append(Check(name: "credentials", ok: credentials > 0, detail: "\(credentials)",
+                                hint: credentials > 0 ? nil : "accessd holds no credential: it can scan but not open doors"))
+            checks.append(Check(name: "scanning", ok: status["isScanning"]?.bool == true,
+                                detail: status["isScanning"]?.bool == true ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
+        }
+
+        do {
+            let adapters = try HCIAdapters.list()
+            checks.append(Check(name: "adapters (kernel)", ok: !adapters.isEmpty,
+                                detail: adapters.isEmpty ? "none" : adapters.map { "\($0.name) \($0.address) \($0.isUp ? "up" : "down")" }.joined(separator: ", "),
+                                hint: adapters.isEmpty ? "plug in an adapter; dmesg | grep -i bluetooth" : nil))
+        } catch {
+            checks.append(Check(name: "adapters (kernel)", ok: false, detail: "\(error)"))
+        }
+
+        let rfkill = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/rfkill")) ?? []
+        var blocked: [String] = []
+        for entry in rfkill {
+            let base = "/sys/class/rfkill/\(entry)/"
+            guard (try? String(contentsOfFile: base + "type", encoding: .utf8))?.hasPrefix("bluetooth") == true else { continue }
+            let soft = (try? String(contentsOfFile: base + "soft", encoding: .utf8))?.hasPrefix("1") == true
+            let hard = (try? String(contentsOfFile: base + "hard", encoding: .utf8))?.hasPrefix("1") == true
+            if soft || hard { blocked.append("\(entry) (\(hard ? "hard" : "soft"))") }
+        }
+        checks.append(Check(name: "rfkill", ok: blocked.isEmpty, detail: blocked.isEmpty ? "nothing blocked" : "blocked: \(blocked.joined(separator: ", "))",
+                            hint: blocked.isEmpty ? nil : "rfkill unblock bluetooth"))
+
+        let synchronized = FileManager.default.fileExists(atPath: "/run/systemd/timesync/synchronized")
+        checks.append(Check(name: "clock", ok: synchronized ? true : nil,
+                            detail: "\(Date()) \(synchronized ? "(synchronized)" : "(synchronization unknown)")",
+                            hint: synchronized ? nil : "timedatectl status"))
+
+        if options.json {
+            print(JSONValue.array(checks.map { check in
+                var object: [String: JSONValue] = ["check": .string(check.name), "detail": .string(check.detail)]
+                object["ok"] = check.ok.map { .bool($0) } ?? .null
+                if let hint = check.hint { object["hint"] = .string(hint) }
+                return .object(object)
+            }).jsonText)
+        } else {
+            for check in checks {
+                let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "
+                print("\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
+                    + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
+            }
+        }
+        if checks.contains(where: { $0.ok == false }) { throw ExitCode(1) }
+    }
+}
