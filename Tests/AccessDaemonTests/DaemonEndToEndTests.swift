@@ -180,7 +180,8 @@ struct DaemonEndToEndTests {
     }
 
     @Test func aClientThatStopsReadingIsToldWhatItMissed() async throws {
-        let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 16\n")
+        // Readers must not go stale while 1,500 of them are added on a loaded machine.
+        let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 16\n[range]\nstale_timeout = 600\n")
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         let sleeper = try harness.connect()
