@@ -55,7 +55,7 @@ final class DaemonHarness: @unchecked Sendable {
              "--bus", bus.address] + extraArguments,
             output: directory + "/accessd.log")
         daemon = process
-        for _ in 0..<500 {
+        for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
             if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
             guard process.isRunning else { throw TestEnvironmentError("accessd exited: \(log)") }
             try await Task.sleep(for: .milliseconds(20))
@@ -85,7 +85,7 @@ final class DaemonHarness: @unchecked Sendable {
     func waitForStatus(_ condition: (JSONValue) -> Bool) async throws -> JSONValue {
         let connection = try connect()
         var last: JSONValue = .null
-        for _ in 0..<500 {
+        for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
             if case let .success(status) = try connection.call("status.get") {
                 last = status
                 if condition(status) { return status }
