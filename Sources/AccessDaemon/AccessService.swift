@@ -104,13 +104,7 @@ public actor AccessService: ControlRequestHandler {
             guard adapter.path == adapterPath else { return }
             if !adapter.discovering && !discoveryTransition { discoveryRequested = false }
             if !adapter.powered { forgetReaders() }
-            updateSdk {
-                $0.adapterPresent = true
-                $0.adapterPowered = adapter.powered
-                $0.adapterBlocked = adapter.isBlocked
-                $0.discoveryRunning = adapter.discovering
-            }
-            await ensureDiscovery()
+            await adopt(adapter)
         case let .adapterRemoved(path):
             guard path == adapterPath else { return }
             logger.warning("adapter removed", metadata: ["adapter": "\(path)"])
@@ -142,11 +136,16 @@ public actor AccessService: ControlRequestHandler {
         guard chosen.path != adapterPath else { return }
         adapterPath = chosen.path
         logger.notice("using adapter", metadata: ["adapter": "\(chosen.name)", "powered": "\(chosen.powered)"])
+        await adopt(chosen)
+    }
+
+    /// The SDK state follows the adapter in use; discovery follows the SDK state.
+    private func adopt(_ adapter: AdapterState) async {
         updateSdk {
             $0.adapterPresent = true
-            $0.adapterPowered = chosen.powered
-            $0.adapterBlocked = chosen.isBlocked
-            $0.discoveryRunning = chosen.discovering
+            $0.adapterPowered = adapter.powered
+            $0.adapterBlocked = adapter.isBlocked
+            $0.discoveryRunning = adapter.discovering
         }
         await ensureDiscovery()
     }
