@@ -106,7 +106,7 @@ struct Readers: ParsableCommand {
         }
         guard watch else {
             if options.json {
-                for id in readers.keys.sorted() { print(readers[id]!.jsonText) }
+                for (_, reader) in readers.sorted(by: { $0.key < $1.key }) { print(reader.jsonText) }
             } else {
                 printTable(readers)
             }
@@ -136,8 +136,7 @@ struct Readers: ParsableCommand {
     func printTable(_ readers: [String: JSONValue]) {
         let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
         var rows = [header]
-        for id in readers.keys.sorted() {
-            let r = readers[id]!
+        for (id, r) in readers.sorted(by: { $0.key < $1.key }) {
             rows.append([
                 id, r["name"]?.string ?? "-", r["kind"]?.string ?? "?", "\(r["rssi"]?.int ?? 0)",
                 r["measuredPathLoss"].map { "\($0)" } ?? "?", r["distance"]?.string ?? "?",

@@ -15,8 +15,21 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
     /// Too many wrong PINs: the second factor is locked.
     case secondFactorLockedOut
 
+    /// Declaration order: causes first (no bluetoothd hides everything about adapters).
+    private var rank: Int {
+        switch self {
+        case .bluetoothServiceUnavailable: 0
+        case .errorNoBleFeature: 1
+        case .bleErrorDisabled: 2
+        case .bleErrorUnauthorized: 3
+        case .errorNoCredentials: 4
+        case .errorNoSecondFactorSet: 5
+        case .secondFactorLockedOut: 6
+        }
+    }
+
     public static func < (lhs: MobileAccessState, rhs: MobileAccessState) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        lhs.rank < rhs.rank
     }
 }
 

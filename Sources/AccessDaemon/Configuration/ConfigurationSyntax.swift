@@ -49,8 +49,8 @@ enum ConfigurationSyntax {
                 try scanner.expect(UInt8(ascii: "]"), "expected ] after the section name")
                 scanner.skipSpaces()
                 guard scanner.atEndOrComment else { throw Failure(line: number, reason: "unexpected text after [\(name)]") }
-                guard document.sectionLines[name] == nil else {
-                    throw Failure(line: number, reason: "section [\(name)] appears twice (first on line \(document.sectionLines[name]!))")
+                if let first = document.sectionLines[name] {
+                    throw Failure(line: number, reason: "section [\(name)] appears twice (first on line \(first))")
                 }
                 document.sectionLines[name] = number
                 document.sections[name] = document.sections[name] ?? [:]
