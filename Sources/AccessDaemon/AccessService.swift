@@ -9,7 +9,7 @@ import Logging
 /// discovery running while scanning is wanted and possible, journalling events and fanning
 /// them out to subscribers. One actor, so every input is handled in order.
 public actor AccessService: ControlRequestHandler {
-    public struct Subscription: Sendable {
+    struct Subscription: Sendable {
         var kinds: Set<String>?
     }
 
@@ -33,7 +33,9 @@ public actor AccessService: ControlRequestHandler {
     private var lastAdvertisement: Timestamp?
     private var discoveryStartedAt: Timestamp?
     private var subscribers: [ControlClient: Subscription] = [:]
-    private var malformedAdvertisements = 0
+    /// Reader service data that failed to parse: a misconfigured or foreign reader nearby.
+    private var refusedAdvertisements = 0
+    private var lastPrune: Timestamp?
     /// The journal's newest sequence number, kept here so status.get does not read the database.
     private var lastSequence: Int64
     private let startedAt = Clocks.monotonic()
@@ -192,7 +194,7 @@ public actor AccessService: ControlRequestHandler {
         do {
             advertisement = try ReaderAdvertisement(serviceData: payload)
         } catch {
-            malformedAdvertisements += 1
+            refusedAdvertisements += 1
             logger.debug("advertisement refused", metadata: ["address": "\(address)", "error": "\(error.code)"])
             return
         }
@@ -240,7 +242,9 @@ public actor AccessService: ControlRequestHandler {
         }
         // Idempotent: catches up with a change that arrived while a call was under way.
         await ensureDiscovery()
-        if Int((now - startedAt).components.seconds) % 3600 == 0 {
+        // Retention at the first tick, then hourly.
+        if lastPrune.map({ now - $0 >= .seconds(3600) }) ?? true {
+            lastPrune = now
             do {
                 try store.prune(maxEvents: configuration.journalMaxEvents,
                                 maxAge: Double(configuration.journalMaxAge.components.seconds), now: Clocks.wall())
@@ -253,13 +257,12 @@ public actor AccessService: ControlRequestHandler {
     private func perform(_ actions: [AccessController.Action]) {
         for action in actions {
             switch action {
-            case let .startExchange(reader, origin, _):
+            case let .startExchange(reader, _, _):
                 // Exchanges need a usable credential, and this build holds none (credential
                 // registration is the next piece of work), so the controller never asks. If
                 // it ever does, the attempt is reported as failed rather than left hanging.
                 logger.error("exchange requested without an exchange engine", metadata: ["reader": "\(reader)"])
                 perform(controller.handle(.exchangeEnded(reader, .failed(.protocolViolation)), at: Clocks.monotonic()))
-                _ = origin
             case .startTimer, .cancelTimer, .abortExchange, .refuse, .completed, .failed:
                 // Timers and completions belong to exchanges, which this build does not run.
                 continue
@@ -369,6 +372,7 @@ public actor AccessService: ControlRequestHandler {
             "bluetoothServicePresent": .bool(sdk.inputs.bluetoothServicePresent),
             "readerCount": .int(Int64(registry.count)),
             "credentialCount": .int(0),
+            "refusedAdvertisements": .int(Int64(refusedAdvertisements)),
             "lastSequence": .int(lastSequence),
             "uptimeSeconds": .int(Int64((Clocks.monotonic() - startedAt).components.seconds)),
         ]

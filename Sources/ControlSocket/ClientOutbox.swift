@@ -132,5 +132,4 @@ final class ClientOutbox: @unchecked Sendable {
         wake?.resume(returning: nil)
     }
 
-    var queuedEvents: Int { locked { eventCount } }
 }

@@ -1,3 +1,4 @@
+import AccessCore
 import ArgumentParser
 import BlueZ
 import BlueZTestSupport
@@ -157,11 +158,5 @@ final class BusBench: Sendable {
         consumer.cancel()
         let (handled, latencies) = received.withLock { ($0.count, $0.latencies) }
         return BusResult(count: count, received: handled, seconds: elapsed.secondsValue, latencies: latencies.sorted())
-    }
-}
-
-extension Duration {
-    fileprivate var secondsValue: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -159,9 +159,7 @@ struct Scan: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        let connection = try options.connect()
-        let result = try options.call(connection, "scanning.set", ["enabled": .bool(state == .on)])
-        print(options.json ? result.jsonText : "scanning \(state.rawValue)")
+        try setSwitch(options, method: "scanning.set", state: state, label: "scanning")
     }
 }
 
@@ -171,10 +169,15 @@ struct Auto: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        let connection = try options.connect()
-        let result = try options.call(connection, "automaticAccess.set", ["enabled": .bool(state == .on)])
-        print(options.json ? result.jsonText : "automatic access \(state.rawValue)")
+        try setSwitch(options, method: "automaticAccess.set", state: state, label: "automatic access")
     }
+}
+
+/// An operator's on/off setting: one call, one line of output.
+func setSwitch(_ options: GlobalOptions, method: String, state: OnOff, label: String) throws {
+    let connection = try options.connect()
+    let result = try options.call(connection, method, ["enabled": .bool(state == .on)])
+    print(options.json ? result.jsonText : "\(label) \(state.rawValue)")
 }
 
 struct Events: ParsableCommand {

@@ -52,6 +52,7 @@ struct DaemonEndToEndTests {
         try await harness.mock.addDevice("00:BB:01:00:00:07")
         try await harness.advertise(payload: [0x09, 0x01], rssi: -50, path: "/org/bluez/hci0/dev_00_BB_01_00_00_07")
         #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.count == 1)
+        #expect(try await harness.waitForStatus { $0["refusedAdvertisements"]?.int == 1 }["readerCount"] == 1)
         #expect(harness.stop() == 0)
     }
 
