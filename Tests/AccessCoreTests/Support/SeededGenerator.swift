@@ -18,3 +18,7 @@ struct SeededGenerator: RandomNumberGenerator {
         (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &self) }
     }
 }
+
+/// AccessCore's hex parser, from a file that does not import Crypto (whose own internal
+/// throwing `init(hexString:)` otherwise wins overload resolution in the vector tests).
+func hexBytes(_ text: String) -> [UInt8]? { [UInt8](hexString: text) }
