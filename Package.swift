@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.26.0"),
     ],
     targets: [
         // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
@@ -64,6 +66,8 @@ let package = Package(
                 "AccessCore", "AccessStore", "BlueZ", "ControlSocket",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
 
@@ -82,7 +86,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "readersim",
-            dependencies: ["AccessCore", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "AccessCore", "BlueZ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .executableTarget(
             name: "accessbench",

@@ -2,12 +2,12 @@ import AccessCore
 import ArgumentParser
 
 @main
-struct ReadersimCommand: ParsableCommand {
+struct ReadersimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "readersim",
         abstract: "Simulated Bluetooth LE readers and the site that issues credentials.",
         version: AccessCoreVersion.string,
-        subcommands: [AdvertisementCommand.self]
+        subcommands: [AdvertisementCommand.self, SiteCommand.self]
     )
 }
 

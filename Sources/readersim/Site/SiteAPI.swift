@@ -1,0 +1,199 @@
+import AccessCore
+import Crypto
+import Foundation
+
+/// One HTTP request as the site sees it.
+struct SiteRequest: Sendable {
+    var method: String
+    /// Path and query exactly as sent (what the signature covers).
+    var target: String
+    var headers: [String: String]
+    var body: [UInt8]
+}
+
+struct SiteResponse: Sendable {
+    var status: Int
+    var body: [UInt8]
+
+    static func json(_ status: Int, _ object: [String: Any]) -> SiteResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return SiteResponse(status: status, body: Array(data))
+    }
+
+    static func error(_ status: Int, _ code: String, _ message: String, extra: [String: Any] = [:]) -> SiteResponse {
+        var error: [String: Any] = ["code": code, "message": message]
+        error.merge(extra) { _, new in new }
+        return json(status, ["error": error])
+    }
+}
+
+/// The site's side of docs/site-api.md: routes a request to registration, status, item
+/// sync or deletion, checking signatures, times and nonces first. Transport-free, so the
+/// HTTP server only moves bytes.
+struct SiteAPI: Sendable {
+    let database: SiteDatabase
+    /// Items per sync answer before `more` is set.
+    var pageSize = 100
+
+    func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
+        do {
+            return try route(request, now: now)
+        } catch {
+            return .error(500, "site.internal", "\(error)")
+        }
+    }
+
+    private func route(_ request: SiteRequest, now: Double) throws -> SiteResponse {
+        let pathOnly = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.target
+        let parts = pathOnly.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        switch (request.method, parts.count) {
+        case ("POST", 4) where parts[0] == "v1" && parts[1] == "invitations" && parts[3] == "register":
+            return try register(codeText: parts[2], body: request.body, now: now)
+        case (_, 3) where parts[0] == "v1" && parts[1] == "credentials",
+             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && parts[3] == "items":
+            let credential: SiteDatabase.CredentialRow
+            switch try authenticate(request, id: parts[2], now: now) {
+            case let .success(row): credential = row
+            case let .failure(response): return response
+            }
+            switch (request.method, parts.count) {
+            case ("GET", 3): return status(credential)
+            case ("DELETE", 3):
+                try database.markDeleted(credential.id)
+                return SiteResponse(status: 204, body: [])
+            case ("GET", 4): return try items(credential, target: request.target)
+            default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
+            }
+        default:
+            if parts.first == "v1" && (parts.count == 3 || parts.count == 4) && ["invitations", "credentials"].contains(parts[1]) {
+                return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
+            }
+            return .error(404, "route.unknown", "no such resource: \(pathOnly)")
+        }
+    }
+
+    // MARK: Registration
+
+    private func register(codeText: String, body: [UInt8], now: Double) throws -> SiteResponse {
+        guard let code = try? InvitationCode(codeText) else {
+            return .error(404, "invitation.unknown", "no such invitation")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+            return .error(400, "request.invalid", "the body must be a JSON object")
+        }
+        guard let deviceName = object["deviceName"] as? String, !deviceName.isEmpty, deviceName.utf8.count <= 128 else {
+            return .error(400, "request.invalid", "deviceName must be a string of 1 to 128 bytes")
+        }
+        guard let keyText = object["credentialKey"] as? String, let key = Self.publicKey(keyText) else {
+            return .error(400, "request.invalid", "credentialKey must be a base64 X9.63 P-256 public key")
+        }
+        var secondKey: P256.Signing.PublicKey?
+        if let value = object["secondFactorKey"], !(value is NSNull) {
+            guard let text = value as? String, let parsed = Self.publicKey(text) else {
+                return .error(400, "request.invalid", "secondFactorKey must be a base64 X9.63 P-256 public key")
+            }
+            secondKey = parsed
+        }
+        let site = try database.site()
+        switch try database.register(code: code, deviceName: deviceName, publicKey: key, secondFactorKey: secondKey, now: now) {
+        case .failure(.unknown):
+            return .error(404, "invitation.unknown", "no such invitation")
+        case .failure(.used):
+            return .error(409, "invitation.used", "the invitation was already used")
+        case let .failure(.expired(at)):
+            return .error(410, "invitation.expired", "the invitation expired at \(Self.iso(at))")
+        case let .success(credential):
+            return .json(201, [
+                "credential": Self.credentialObject(credential),
+                "site": ["name": site.name, "tag": site.tag.description,
+                         "publicKey": Base64.encode(Array(site.key.publicKey.x963Representation))],
+            ])
+        }
+    }
+
+    // MARK: Authenticated calls
+
+    private enum Authentication {
+        case success(SiteDatabase.CredentialRow)
+        case failure(SiteResponse)
+    }
+
+    private func authenticate(_ request: SiteRequest, id: String, now: Double) throws -> Authentication {
+        guard let header = request.headers["authorization"],
+              let authorization = SiteRequestAuthorization(headerValue: header) else {
+            return .failure(.error(401, "auth.missing", "an ACR1 Authorization header is required"))
+        }
+        guard authorization.credentialID.description == id.lowercased(),
+              let credential = try database.credential(authorization.credentialID), !credential.deleted,
+              authorization.verifies(method: request.method, pathAndQuery: request.target, body: request.body,
+                                     key: credential.publicKey)
+        else {
+            if let known = try CredentialID(id).flatMap(database.credential), known.deleted {
+                return .failure(.error(404, "credential.unknown", "the credential was deleted"))
+            }
+            return .failure(.error(401, "auth.invalid", "unknown credential or bad signature"))
+        }
+        guard abs(Double(authorization.time) - now) <= Double(SiteRequestAuthorization.allowedSkew) else {
+            return .failure(.error(401, "auth.expired", "the request time is too far from the site's clock",
+                                   extra: ["serverTime": Int64(now)]))
+        }
+        guard try database.admitNonce(authorization.nonce, now: now) else {
+            return .failure(.error(401, "auth.replayed", "the request was already made"))
+        }
+        return .success(credential)
+    }
+
+    private func status(_ credential: SiteDatabase.CredentialRow) -> SiteResponse {
+        .json(200, ["id": credential.id.description, "state": credential.state.rawValue,
+                    "secondFactor": credential.secondFactor])
+    }
+
+    private func items(_ credential: SiteDatabase.CredentialRow, target: String) throws -> SiteResponse {
+        guard credential.state == .active else {
+            return .error(403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
+        }
+        var cursor: Int64 = 0
+        if let query = target.split(separator: "?", maxSplits: 1).dropFirst().first {
+            for pair in query.split(separator: "&") where pair.hasPrefix("cursor=") {
+                guard let value = Int64(pair.dropFirst("cursor=".count)), value >= 0 else {
+                    return .error(400, "request.invalid", "cursor must be a value a previous sync returned")
+                }
+                cursor = value
+            }
+        }
+        let changes = try database.items(for: credential.id, after: cursor, limit: pageSize + 1)
+        let page = changes.prefix(pageSize)
+        var items: [[String: Any]] = []
+        var removed: [String] = []
+        for item in page {
+            if item.removed {
+                removed.append(item.id)
+                continue
+            }
+            var object = (try? JSONSerialization.jsonObject(with: Data(item.payload.utf8))) as? [String: Any] ?? [:]
+            object["id"] = item.id
+            object["type"] = item.type
+            object["name"] = item.name
+            object["state"] = item.state.rawValue
+            items.append(object)
+        }
+        let next = page.last?.sequence ?? cursor
+        return .json(200, ["cursor": String(next), "items": items, "removed": removed, "more": changes.count > pageSize])
+    }
+
+    // MARK: Helpers
+
+    static func credentialObject(_ credential: SiteDatabase.CredentialRow) -> [String: Any] {
+        ["id": credential.id.description, "state": credential.state.rawValue,
+         "cardholderName": credential.cardholder, "secondFactor": credential.secondFactor]
+    }
+
+    static func publicKey(_ base64: String) -> P256.Signing.PublicKey? {
+        guard let bytes = Base64.decode(base64), bytes.count == 65 else { return nil }
+        return try? P256.Signing.PublicKey(x963Representation: bytes)
+    }
+
+    static func iso(_ time: Double) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: time))
+    }
+}
