@@ -20,8 +20,8 @@ public actor AccessService: ControlRequestHandler {
     var logger: Logger
 
     private var registry: ReaderRegistry
-    private var sdk = SdkStateTracker()
-    private var controller: AccessController
+    var sdk = SdkStateTracker()
+    var controller: AccessController
     private var scanningEnabled: Bool
     private var automaticAccessEnabled: Bool
     private var adapterPath: String?
@@ -40,9 +40,18 @@ public actor AccessService: ControlRequestHandler {
     private var lastSequence: Int64
     private let startedAt = Clocks.monotonic()
 
-    public init(configuration: AccessdConfiguration, store: AccessStore, bluez: BlueZClient, logLevel: LogLevelSetting,
-                logger: Logger) throws {
+    // Credentials (AccessService+Credentials.swift).
+    let site: SiteClient
+    var credentials: [StoredCredential] = []
+    var items: [StoredItem] = []
+    var sync = SyncSchedule()
+    /// Feature states as last emitted (`feature.state`), by feature name.
+    var featureStates: [String: FeatureState] = [:]
+
+    public init(configuration: AccessdConfiguration, store: AccessStore, bluez: BlueZClient, site: SiteClient,
+                logLevel: LogLevelSetting, logger: Logger) throws {
         self.configuration = configuration
+        self.site = site
         self.store = store
         self.bluez = bluez
         self.logLevel = logLevel
@@ -57,6 +66,8 @@ public actor AccessService: ControlRequestHandler {
                                            automatic: configuration.autoConnectConfiguration,
                                            manual: .init(timeout: configuration.manualTimeout),
                                            automaticAccessEnabled: automatic, credentials: .none)
+        self.credentials = try store.credentials()
+        self.items = try store.items()
         var inputs = SdkStateInputs()
         inputs.scanningEnabled = scanning
         self.sdk = SdkStateTracker(inputs)
@@ -67,6 +78,7 @@ public actor AccessService: ControlRequestHandler {
 
     /// Follows BlueZ until cancelled.
     public func run() async throws {
+        credentialsDidChange()
         emit("sdk.state", Render.sdkState(sdk.current))
         try await bluez.start()
         let events = bluez.events
@@ -78,6 +90,13 @@ public actor AccessService: ControlRequestHandler {
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(1))
                     await self.tick()
+                }
+            }
+            // Site syncs on their own task, so a slow site never delays the tick.
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .seconds(1))
+                    await self.syncIfDue()
                 }
             }
             try await group.next()
@@ -254,7 +273,7 @@ public actor AccessService: ControlRequestHandler {
         }
     }
 
-    private func perform(_ actions: [AccessController.Action]) {
+    func perform(_ actions: [AccessController.Action]) {
         for action in actions {
             switch action {
             case let .startExchange(reader, _, _):
@@ -272,14 +291,14 @@ public actor AccessService: ControlRequestHandler {
 
     // MARK: Events
 
-    private func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
+    func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
         if let state = sdk.update(change) {
             emit("sdk.state", Render.sdkState(state))
         }
     }
 
     /// Journals an event, then hands it to every subscriber that wants its kind.
-    private func emit(_ kind: String, _ data: JSONValue) {
+    func emit(_ kind: String, _ data: JSONValue) {
         let time = Clocks.wall()
         let event: AccessStore.Event
         do {
@@ -329,6 +348,21 @@ public actor AccessService: ControlRequestHandler {
         case "events.unsubscribe":
             let was = subscribers.removeValue(forKey: client) != nil
             return .success(["subscribed": .bool(false), "wasSubscribed": .bool(was)])
+        case "credentials.list":
+            guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
+            return .success(["credentials": .array(credentials.map(renderCredential))])
+        case "credentials.register":
+            guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
+            return await registerCredential(request.params, client: client)
+        case "credentials.delete":
+            guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
+            return await deleteCredential(request.params, client: client)
+        case "items.sync":
+            guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
+            return .success(await syncAll(reason: "requested"))
+        case "items.list":
+            guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
+            return .success(["items": .array(items.map(Render.item))])
         case "log.setLevel":
             guard client.role >= .operator else { return .failure(.forbidden(needs: .operator)) }
             guard let name = request.params["level"]?.string, let level = Logger.Level(rawValue: name) else {
@@ -366,12 +400,14 @@ public actor AccessService: ControlRequestHandler {
             "protocolVersion": .int(Int64(AccessDaemon.protocolVersion)),
             "isScanning": .bool(state.isScanning),
             "states": .array(state.states.map { .string($0.rawValue) }),
+            "featureErrors": .array(state.featureSyncErrors.map { .string($0) }),
             "scanningEnabled": .bool(scanningEnabled),
             "automaticAccessEnabled": .bool(automaticAccessEnabled),
             "adapter": adapterPath.map { .string(String($0.split(separator: "/").last ?? "")) } ?? .null,
             "bluetoothServicePresent": .bool(sdk.inputs.bluetoothServicePresent),
             "readerCount": .int(Int64(registry.count)),
-            "credentialCount": .int(0),
+            "credentialCount": .int(Int64(credentials.count)),
+            "usableCredentialCount": .int(Int64(sdk.inputs.usableCredentialCount)),
             "refusedAdvertisements": .int(Int64(refusedAdvertisements)),
             "lastSequence": .int(lastSequence),
             "uptimeSeconds": .int(Int64((Clocks.monotonic() - startedAt).components.seconds)),

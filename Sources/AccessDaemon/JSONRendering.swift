@@ -1,4 +1,5 @@
 import AccessCore
+import AccessStore
 import ControlSocket
 
 /// How core values look on the socket (docs/protocol.md). One place, so the socket and
@@ -30,5 +31,18 @@ enum Render {
         ["isScanning": .bool(state.isScanning),
          "states": .array(state.states.map { .string($0.rawValue) }),
          "featureErrors": .array(state.featureSyncErrors.map { .string($0) })]
+    }
+}
+
+extension Render {
+    /// An item without its secrets: the Aperio key and identifier never leave the store.
+    static func item(_ item: StoredItem) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(item.id), "credential": .string(item.credentialID.description), "type": .string(item.type),
+            "name": .string(item.name), "state": .string(item.state.rawValue),
+        ]
+        if let tag = item.siteTag { object["site"] = .string(tag.description) }
+        if let data = item.data, let parsed = try? JSONValue.parse(data) { object["data"] = parsed }
+        return .object(object)
     }
 }

@@ -23,7 +23,7 @@ public final class AccessStore: Sendable {
     }
 
     public let path: String
-    private let database: DatabasePool
+    let database: DatabasePool
 
     /// Opens (creating when needed) `directory/accessd.sqlite`. The directory is created
     /// with mode 0700: the database will hold credentials.
@@ -38,6 +38,8 @@ public final class AccessStore: Sendable {
             // the journal promises); only a power cut can lose the last commits. FULL would
             // fsync every event.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Deleted credentials' keys are overwritten, not left in free pages.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         database = try DatabasePool(path: path, configuration: configuration)
         chmod(path, 0o600)
@@ -55,7 +57,10 @@ public final class AccessStore: Sendable {
             }
             try db.create(index: "event_time", on: "event", columns: ["time"])
         }
+        Self.registerCredentialMigration(&migrator)
         try migrator.migrate(database)
+        // The WAL and shared-memory files hold recent pages, keys included.
+        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
     }
 
     // MARK: Settings

@@ -25,7 +25,8 @@ struct AccessctlCommand: ParsableCommand {
             69 accessd not reachable, 77 not permitted for your user.
             """,
         version: "0.1.0",
-        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, LogLevel.self, Diagnose.self]
+        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, Credentials.self, Items.self, LogLevel.self,
+                      Diagnose.self]
     )
 }
 
@@ -59,10 +60,13 @@ struct GlobalOptions: ParsableArguments {
         case let .success(value):
             return value
         case let .failure(error):
+            let reason = error.data?["error"]?.string
             if json {
-                print(JSONValue.object(["error": ["code": .int(Int64(error.code)), "message": .string(error.message)]]).jsonText)
+                var object: [String: JSONValue] = ["code": .int(Int64(error.code)), "message": .string(error.message)]
+                if let reason { object["error"] = .string(reason) }
+                print(JSONValue.object(["error": .object(object)]).jsonText)
             } else {
-                printError("accessctl: \(error.message)")
+                printError("accessctl: \(error.message)\(reason.map { " (\($0))" } ?? "")")
             }
             throw ExitCode(error.code == -32001 ? Exit.forbidden : Exit.refused)
         }

@@ -64,8 +64,15 @@ struct AccessdCommand: AsyncParsableCommand {
             logger.critical("cannot connect to D-Bus", metadata: ["bus": "\(bus)", "error": "\(error)"])
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
+        let site: SiteClient
+        do {
+            site = try SiteClient(caFile: settings.siteCAFile, timeout: settings.siteRequestTimeout)
+        } catch {
+            printError("accessd: \(config): [site] ca_file: \(error)")
+            throw ExitCode(78)
+        }
         let service = try AccessService(configuration: settings, store: store, bluez: BlueZClient(connection: connection),
-                                        logLevel: level, logger: logger)
+                                        site: site, logLevel: level, logger: logger)
         var socketGroup: gid_t?
         if let name = settings.socketGroup {
             guard let gid = Groups.gid(named: name) else {
@@ -102,6 +109,7 @@ struct AccessdCommand: AsyncParsableCommand {
                       metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
         try await group.run()
         notifier.notify("STOPPING=1")
+        await site.shutdown()
         connection.close()
         logger.notice("accessd stopped")
     }

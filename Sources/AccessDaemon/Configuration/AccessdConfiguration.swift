@@ -53,6 +53,18 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var journalMaxEvents = 100_000
     public var journalMaxAge: Duration = .seconds(30 * 24 * 3600)
 
+    // [site]
+    /// PEM file of the CAs that sign site certificates, instead of the system's.
+    public var siteCAFile: String? = nil
+    /// Whole time given to one call to a site.
+    public var siteRequestTimeout: Duration = .seconds(15)
+    /// Time between background syncs (credential state and items).
+    public var siteSyncInterval: Duration = .seconds(900)
+    /// The name sites show for this device; nil: the host name.
+    public var deviceName: String? = nil
+    /// Wrong PINs in a row before the second factor locks.
+    public var pinAttempts = 5
+
     // [log]
     public var logLevel: LogLevel = .info
 

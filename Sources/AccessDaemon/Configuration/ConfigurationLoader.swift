@@ -50,6 +50,7 @@ public enum ConfigurationLoader {
                 "prompts": ["second_factor"],
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue"],
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
+                "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts"],
                 "log": ["level"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
@@ -119,6 +120,17 @@ public enum ConfigurationLoader {
             }
             c.journalMaxEvents = try int("store", "journal_max_events", 100...100_000_000) ?? c.journalMaxEvents
             if let days = try int("store", "journal_max_age_days", 1...3650) { c.journalMaxAge = .seconds(days * 86400) }
+            if let caFile = try string("site", "ca_file") {
+                guard caFile.hasPrefix("/") else { throw fail("site", "ca_file", "ca_file must be an absolute path") }
+                c.siteCAFile = caFile
+            }
+            c.siteRequestTimeout = try seconds("site", "request_timeout", 1...120) ?? c.siteRequestTimeout
+            c.siteSyncInterval = try seconds("site", "sync_interval", 10...86400) ?? c.siteSyncInterval
+            if let name = try string("site", "device_name") {
+                guard (1...128).contains(name.utf8.count) else { throw fail("site", "device_name", "device_name must be 1 to 128 bytes") }
+                c.deviceName = name
+            }
+            c.pinAttempts = try int("site", "pin_attempts", 1...20) ?? c.pinAttempts
             if let v = try string("log", "level") {
                 guard let level = AccessdConfiguration.LogLevel(rawValue: v) else {
                     throw fail("log", "level", "level must be one of \(AccessdConfiguration.LogLevel.allCases.map(\.rawValue).joined(separator: ", "))")

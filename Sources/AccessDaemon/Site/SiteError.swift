@@ -1,0 +1,43 @@
+import AccessCore
+
+/// Why a call to a site failed. `code` is stable (it reaches clients as the RPC error's
+/// `data.code`); the site's own error codes pass through unchanged.
+public enum SiteError: Error, Sendable, CustomStringConvertible {
+    case address(SiteAddressError)
+    /// No connection: DNS, refused, TLS verification, reset.
+    case unreachable(String)
+    case timedOut
+    /// The site answered with an error body (docs/site-api.md §5).
+    case refused(status: Int, code: String, message: String)
+    /// The site answered something that is not the API: not JSON, wrong fields, too large.
+    case malformedAnswer(String)
+
+    public var code: String {
+        switch self {
+        case let .address(error): error.code
+        case .unreachable: "site.unreachable"
+        case .timedOut: "site.timeout"
+        case let .refused(_, code, _): code
+        case .malformedAnswer: "site.malformedAnswer"
+        }
+    }
+
+    /// Worth retrying later: the site or the way to it is down, not our request wrong.
+    public var isTransient: Bool {
+        switch self {
+        case .unreachable, .timedOut, .malformedAnswer: true
+        case let .refused(status, _, _): status >= 500
+        case .address: false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .address(error): error.description
+        case let .unreachable(reason): "the site cannot be reached: \(reason)"
+        case .timedOut: "the site did not answer in time"
+        case let .refused(status, code, message): "the site refused (\(status) \(code)): \(message)"
+        case let .malformedAnswer(reason): "the site's answer is not the site API: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import AccessCore
+
+/// When the next background sync is due: every `interval` after a success; after failures
+/// 5 s, doubling, capped at the interval, so a site that is down is not hammered and one
+/// that comes back is seen again soon.
+struct SyncSchedule: Sendable {
+    static let firstRetry: Duration = .seconds(5)
+
+    private(set) var nextAt: Timestamp?
+    private(set) var consecutiveFailures = 0
+    var inProgress = false
+
+    /// The next check runs a sync (after a registration, so items arrive at once).
+    mutating func forceDue() { nextAt = nil }
+
+    func isDue(at now: Timestamp) -> Bool { !inProgress && (nextAt.map { now >= $0 } ?? true) }
+
+    /// Records the outcome; returns the delay until the next attempt.
+    mutating func finished(success: Bool, interval: Duration, at now: Timestamp) -> Duration {
+        inProgress = false
+        let delay: Duration
+        if success {
+            consecutiveFailures = 0
+            delay = interval
+        } else {
+            consecutiveFailures += 1
+            let doubled = Self.firstRetry * (1 << min(consecutiveFailures - 1, 20))
+            delay = min(doubled, interval)
+        }
+        nextAt = now + delay
+        return delay
+    }
+}
+
+/// A feature's state as the SDK's feature-state delegate reports it.
+struct FeatureState: Hashable, Sendable {
+    var ok: Bool
+    var error: String?
+}

@@ -1,0 +1,209 @@
+import AccessCore
+import Crypto
+import Foundation
+import GRDB
+
+/// A credential as accessd keeps it: the core's `Credential` plus where its site answers,
+/// the sync cursor and the PIN attempt counter.
+public struct StoredCredential: Sendable {
+    public var credential: Credential
+    public var siteName: String
+    /// The site's base URL (docs/site-api.md §2).
+    public var siteURL: String
+    public var deviceName: String
+    public var registeredAt: Double
+    public var lastSyncAt: Double?
+    public var itemCursor: String
+    public var failedPinAttempts: Int
+
+    public init(credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
+                lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0) {
+        self.credential = credential
+        self.siteName = siteName
+        self.siteURL = siteURL
+        self.deviceName = deviceName
+        self.registeredAt = registeredAt
+        self.lastSyncAt = lastSyncAt
+        self.itemCursor = itemCursor
+        self.failedPinAttempts = failedPinAttempts
+    }
+}
+
+/// An item a site pushed to a credential (docs/site-api.md §4.2).
+public struct StoredItem: Sendable, Hashable {
+    public var id: String
+    public var credentialID: CredentialID
+    public var type: String
+    public var name: String
+    public var state: CredentialState
+    /// Aperio items: the lock site and the lock credential.
+    public var siteTag: SiteTag?
+    public var aperioIdentifier: [UInt8]?
+    public var aperioKey: [UInt8]?
+    /// Other items: their `data` object as JSON text.
+    public var data: String?
+
+    public init(id: String, credentialID: CredentialID, type: String, name: String, state: CredentialState,
+                siteTag: SiteTag? = nil, aperioIdentifier: [UInt8]? = nil, aperioKey: [UInt8]? = nil, data: String? = nil) {
+        self.id = id
+        self.credentialID = credentialID
+        self.type = type
+        self.name = name
+        self.state = state
+        self.siteTag = siteTag
+        self.aperioIdentifier = aperioIdentifier
+        self.aperioKey = aperioKey
+        self.data = data
+    }
+
+    /// The Aperio credential this item carries, when it is one.
+    public var aperioSecret: AperioSecret? {
+        guard type == "aperio", let aperioIdentifier, let aperioKey else { return nil }
+        return AperioSecret(identifier: aperioIdentifier, key: aperioKey)
+    }
+}
+
+extension AccessStore {
+    static func registerCredentialMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v2-credentials") { db in
+            try db.create(table: "credential") { t in
+                t.primaryKey("id", .text)
+                t.column("siteName", .text).notNull()
+                t.column("siteTag", .integer).notNull()
+                t.column("sitePublicKey", .blob).notNull()
+                t.column("siteURL", .text).notNull()
+                t.column("cardholder", .text).notNull()
+                t.column("deviceName", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("secondFactor", .boolean).notNull()
+                t.column("signingKey", .blob).notNull()
+                t.column("sealedSecondFactor", .blob)
+                t.column("failedPinAttempts", .integer).notNull().defaults(to: 0)
+                t.column("registeredAt", .double).notNull()
+                t.column("lastSyncAt", .double)
+                t.column("itemCursor", .text).notNull().defaults(to: "0")
+            }
+            try db.create(table: "item") { t in
+                t.column("credentialID", .text).notNull().references("credential", onDelete: .cascade)
+                t.column("id", .text).notNull()
+                t.column("type", .text).notNull()
+                t.column("name", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("siteTag", .integer)
+                t.column("aperioIdentifier", .blob)
+                t.column("aperioKey", .blob)
+                t.column("data", .text)
+                t.primaryKey(["credentialID", "id"])
+            }
+        }
+    }
+
+    // MARK: Credentials
+
+    public func credentials() throws -> [StoredCredential] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(Self.credential(from:))
+        }
+    }
+
+    public func insertCredential(_ stored: StoredCredential) throws {
+        let c = stored.credential
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO credential(id, siteName, siteTag, sitePublicKey, siteURL, cardholder, deviceName, state,
+                  secondFactor, signingKey, sealedSecondFactor, failedPinAttempts, registeredAt, lastSyncAt, itemCursor)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [
+                    c.id.description, stored.siteName, Int64(c.siteTag.rawValue), c.sitePublicKey.x963Representation,
+                    stored.siteURL, c.cardholderName, stored.deviceName, c.state.rawValue, c.secondFactorEnabled,
+                    c.signingKey?.rawRepresentation ?? Data(), c.sealedSecondFactor.map { Data($0.encoded) },
+                    stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor,
+                ])
+        }
+    }
+
+    /// Deletes a credential and its items; false when there was none.
+    public func deleteCredential(_ id: CredentialID) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM item WHERE credentialID = ?", arguments: [id.description])
+            try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.description])
+            return db.changesCount > 0
+        }
+    }
+
+    public func setCredentialState(_ id: CredentialID, _ state: CredentialState) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE credential SET state = ? WHERE id = ?", arguments: [state.rawValue, id.description])
+        }
+    }
+
+    public func setFailedPinAttempts(_ id: CredentialID, _ count: Int) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE credential SET failedPinAttempts = ? WHERE id = ?", arguments: [count, id.description])
+        }
+    }
+
+    private static func credential(from row: Row) -> StoredCredential? {
+        guard let id = CredentialID(row["id"] as String),
+              let sitePublicKey = try? P256.Signing.PublicKey(x963Representation: row["sitePublicKey"] as Data),
+              let state = CredentialState(rawValue: row["state"])
+        else { return nil }
+        let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: row["signingKey"] as Data)
+        let sealed = (row["sealedSecondFactor"] as Data?).flatMap { try? SealedSecondFactorKey(encoded: Array($0)) }
+        let credential = Credential(
+            id: id, siteTag: SiteTag(UInt32(truncatingIfNeeded: row["siteTag"] as Int64)), cardholderName: row["cardholder"],
+            kind: .mobile, state: state, sitePublicKey: sitePublicKey, signingKey: signingKey,
+            sealedSecondFactor: sealed, secondFactorEnabled: row["secondFactor"])
+        return StoredCredential(credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
+                                deviceName: row["deviceName"], registeredAt: row["registeredAt"],
+                                lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
+                                failedPinAttempts: row["failedPinAttempts"])
+    }
+
+    // MARK: Items
+
+    public func items(of credential: CredentialID? = nil) throws -> [StoredItem] {
+        try database.read { db in
+            let rows = if let credential {
+                try Row.fetchAll(db, sql: "SELECT * FROM item WHERE credentialID = ? ORDER BY id", arguments: [credential.description])
+            } else {
+                try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY credentialID, id")
+            }
+            return rows.compactMap { row in
+                guard let credential = CredentialID(row["credentialID"] as String),
+                      let state = CredentialState(rawValue: row["state"]) else { return nil }
+                return StoredItem(
+                    id: row["id"], credentialID: credential, type: row["type"], name: row["name"], state: state,
+                    siteTag: (row["siteTag"] as Int64?).map { SiteTag(UInt32(truncatingIfNeeded: $0)) },
+                    aperioIdentifier: (row["aperioIdentifier"] as Data?).map(Array.init),
+                    aperioKey: (row["aperioKey"] as Data?).map(Array.init), data: row["data"])
+            }
+        }
+    }
+
+    /// Applies one sync answer in one transaction: the items, the removals and the new
+    /// cursor land together or not at all, so an interrupted sync is simply redone.
+    public func applyItemSync(credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
+                              at time: Double) throws {
+        try database.write { db in
+            for item in upserted {
+                try db.execute(sql: """
+                    INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(credentialID, id) DO UPDATE SET type = excluded.type, name = excluded.name,
+                      state = excluded.state, siteTag = excluded.siteTag, aperioIdentifier = excluded.aperioIdentifier,
+                      aperioKey = excluded.aperioKey, data = excluded.data
+                    """, arguments: [
+                        credential.description, item.id, item.type, item.name, item.state.rawValue,
+                        item.siteTag.map { Int64($0.rawValue) }, item.aperioIdentifier.map { Data($0) },
+                        item.aperioKey.map { Data($0) }, item.data,
+                    ])
+            }
+            for id in removed {
+                try db.execute(sql: "DELETE FROM item WHERE credentialID = ? AND id = ?", arguments: [credential.description, id])
+            }
+            try db.execute(sql: "UPDATE credential SET itemCursor = ?, lastSyncAt = ? WHERE id = ?",
+                           arguments: [cursor, time, credential.description])
+        }
+    }
+}

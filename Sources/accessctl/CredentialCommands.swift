@@ -1,0 +1,191 @@
+import ArgumentParser
+import ControlSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Credentials: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Register, list and delete credentials (root or the admin group).",
+        subcommands: [List.self, Register.self, Delete.self], defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Credentials held, with state and second factor.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let connection = try options.connect()
+            let credentials = try options.call(connection, "credentials.list")["credentials"]?.array ?? []
+            if options.json {
+                for credential in credentials { print(credential.jsonText) }
+                return
+            }
+            if credentials.isEmpty {
+                print("(no credentials: register one with `accessctl credentials register URL`)")
+                return
+            }
+            for c in credentials {
+                let second = c["secondFactor"] ?? .null
+                let pin = second["required"]?.bool == true
+                    ? (second["lockedOut"]?.bool == true ? "PIN locked"
+                        : second["pinSet"]?.bool == true ? "PIN set" : "PIN required but not set")
+                    : "no second factor"
+                print("\(c["id"]?.string ?? "?")  \(c["state"]?.string ?? "?")")
+                print("  cardholder: \(c["cardholderName"]?.string ?? "?")")
+                print("  site:       \(c["siteName"]?.string ?? "?") (\(c["site"]?.string ?? "?"), \(c["siteURL"]?.string ?? "?"))")
+                print("  second factor: \(pin); items: \(c["itemCount"]?.int ?? 0)")
+            }
+        }
+    }
+
+    struct Register: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register an invitation: by URL, or by --host and --code.",
+            discussion: """
+                If the site asks for a second factor, set a PIN now: it is asked for twice without echo \
+                (or read from standard input with --pin-stdin). Without one, the credential works only at \
+                readers that need no second factor.
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The invitation URL.") var url: String?
+        @Option(help: "The site's host (with the code, instead of a URL).") var host: String?
+        @Option(help: "The invitation code.") var code: String?
+        @Option(help: "The name the site shows for this device (default: accessd's).") var deviceName: String?
+        @Flag(help: "Set no PIN, and do not ask.") var noPin = false
+        @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
+
+        func validate() throws {
+            guard (url != nil) != (host != nil || code != nil), url != nil || (host != nil && code != nil) else {
+                throw ValidationError("give an invitation URL, or --host and --code")
+            }
+            guard !(noPin && pinStdin) else { throw ValidationError("--no-pin and --pin-stdin exclude each other") }
+        }
+
+        func run() throws {
+            var params: [String: JSONValue] = [:]
+            if let url { params["url"] = .string(url) }
+            if let host { params["host"] = .string(host) }
+            if let code { params["code"] = .string(code) }
+            if let deviceName { params["deviceName"] = .string(deviceName) }
+            if pinStdin {
+                guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
+                params["pin"] = .string(line)
+            } else if !noPin && isatty(0) == 1 {
+                if let pin = try PinPrompt.askTwice() { params["pin"] = .string(pin) }
+            }
+            let connection = try options.connect()
+            let credential = try options.call(connection, "credentials.register", .object(params))
+            if options.json {
+                print(credential.jsonText)
+                return
+            }
+            print("registered \(credential["id"]?.string ?? "?") for \(credential["cardholderName"]?.string ?? "?") at \(credential["siteName"]?.string ?? "?")")
+            let second = credential["secondFactor"] ?? .null
+            if second["required"]?.bool == true && second["pinSet"]?.bool != true {
+                print("note: the site asks for a second factor and no PIN was set; readers that require one will deny")
+            }
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a credential here, and tell its site when it can.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The credential id (or a unique prefix).") var id: String
+
+        func run() throws {
+            let connection = try options.connect()
+            let result = try options.call(connection, "credentials.delete", ["id": .string(id)])
+            if options.json {
+                print(result.jsonText)
+            } else if result["siteInformed"]?.bool == true {
+                print("deleted \(result["id"]?.string ?? id); the site was told")
+            } else {
+                print("deleted \(result["id"]?.string ?? id) here; the site was NOT told (\(result["siteError"]?.string ?? "?")): ask its administrator to revoke it")
+            }
+        }
+    }
+}
+
+struct Items: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Items sites pushed to credentials (Aperio, Salto, Digital ID).",
+        subcommands: [List.self, Sync.self], defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Items held (secrets are never shown).")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let connection = try options.connect()
+            let items = try options.call(connection, "items.list")["items"]?.array ?? []
+            if options.json {
+                for item in items { print(item.jsonText) }
+                return
+            }
+            if items.isEmpty { print("(no items)") }
+            for item in items {
+                print("\(item["id"]?.string ?? "?")  \(item["type"]?.string ?? "?")  \(item["state"]?.string ?? "?")  \(item["name"]?.string ?? "")")
+            }
+        }
+    }
+
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Sync credential state and items with the sites now.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let connection = try options.connect()
+            let result = try options.call(connection, "items.sync")
+            if options.json {
+                print(result.jsonText)
+                return
+            }
+            var failed = false
+            for c in result["credentials"]?.array ?? [] {
+                if let error = c["error"]?.string {
+                    failed = true
+                    print("\(c["id"]?.string ?? "?")  failed: \(error) (\(c["message"]?.string ?? ""))")
+                } else {
+                    print("\(c["id"]?.string ?? "?")  \(c["state"]?.string ?? "?")  +\(c["added"]?.int ?? 0) ~\(c["updated"]?.int ?? 0) -\(c["removed"]?.int ?? 0)")
+                }
+            }
+            if failed { throw ExitCode(Exit.refused) }
+        }
+    }
+}
+
+/// Reads a PIN from the terminal without echo.
+enum PinPrompt {
+    static func read(_ prompt: String) -> String? {
+        let tty = open("/dev/tty", O_RDWR)
+        let fd = tty >= 0 ? tty : 0
+        defer { if tty >= 0 { close(tty) } }
+        _ = prompt.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+        var saved = termios()
+        let isTerminal = tcgetattr(fd, &saved) == 0
+        if isTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(fd, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if isTerminal {
+                tcsetattr(fd, TCSAFLUSH, &saved)
+                _ = write(fd, "\n", 1)
+            }
+        }
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(fd, &byte, 1) == 1 && byte != UInt8(ascii: "\n") && bytes.count < 64 { bytes.append(byte) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Nil when the person enters nothing (no PIN); throws when the two entries differ.
+    static func askTwice() throws -> String? {
+        guard let first = read("PIN for the second factor (4-12 digits; empty for none): "), !first.isEmpty else {
+            return nil
+        }
+        guard read("PIN again: ") == first else { throw ValidationError("the two PINs differ") }
+        return first
+    }
+}

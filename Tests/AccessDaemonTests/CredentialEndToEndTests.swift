@@ -1,0 +1,250 @@
+import AccessCore
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+import Testing
+
+/// Credentials through the real chain: a real `readersim site serve` on loopback, the real
+/// accessd, its socket, and `readersim site` commands changing the site's data.
+@Suite("credentials end to end")
+struct CredentialEndToEndTests {
+    static let fastSync = "[site]\nsync_interval = 10\nrequest_timeout = 3\n[features]\nenabled = [\"aperio\"]\n"
+
+    private func setUp(config: String = fastSync) async throws -> (DaemonHarness, SiteHarness) {
+        let harness = try await DaemonHarness(config: config)
+        let site = try SiteHarness(directory: harness.directory)
+        try await site.serve()
+        try await harness.start()
+        return (harness, site)
+    }
+
+    private func failureCode(_ result: Result<JSONValue, RPCError>) -> String? {
+        guard case let .failure(error) = result else { return nil }
+        return error.data?["error"]?.string
+    }
+
+    @Test func registersByURLAndByHostAndCode() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let client = try harness.connect()
+        let watcher = try harness.connect()
+        _ = try watcher.call("events.subscribe", ["kinds": ["credentials.changed", "sdk.state"]])
+
+        let first = try site.invite("Ada Lovelace")
+        let registered = try client.call("credentials.register", ["url": .string(first.url), "deviceName": "kiosk-1"]).get()
+        #expect(registered["cardholderName"] == "Ada Lovelace")
+        #expect(registered["siteName"] == "Test site")
+        #expect(registered["site"] == "5117E001")
+        #expect(registered["state"] == "active")
+        #expect(registered["deviceName"] == "kiosk-1")
+        let event = try #require(try waitForEvent(watcher) { $0["params"]?["kind"] == "credentials.changed" })
+        #expect(event["params"]?["data"]?["reason"] == "registered")
+        // The SDK state no longer says there is no credential.
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoCredentials") == false }
+
+        // A host (with its scheme, as it is plain HTTP on loopback) and a typed code.
+        let second = try site.invite("Grace Hopper")
+        let typed = second.code.lowercased()
+        let byCode = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed)]).get()
+        #expect(byCode["cardholderName"] == "Grace Hopper")
+
+        let listed = try client.call("credentials.list").get()["credentials"]?.array ?? []
+        #expect(listed.count == 2)
+        #expect(try harness.connect().call("status.get").get()["credentialCount"] == 2)
+        // The site sees both devices.
+        let onSite = try site.run(["credentials"]).split(separator: "\n")
+        #expect(onSite.count == 2)
+        #expect(onSite.contains { $0.contains("kiosk-1") })
+        // Kept across a restart.
+        #expect(harness.stop() == 0)
+        try await harness.start()
+        #expect(try harness.connect().call("credentials.list").get()["credentials"]?.array?.count == 2)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func refusesBadInvitationsAndStoresNothing() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let client = try harness.connect()
+        let used = try site.invite("Ada")
+        _ = try client.call("credentials.register", ["url": .string(used.url)]).get()
+
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(used.url)])) == "invitation.used")
+        let unknown = site.url + "/v1/invitations/0000000000000000"
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(unknown)])) == "invitation.unknown")
+        let expired = try site.invite("Late", expiresIn: -1)
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(expired.url)])) == "invitation.expired")
+        // Refused locally, before any call.
+        #expect(failureCode(try client.call("credentials.register", ["host": .string(site.url), "code": "SHORT"])) == "invitation.malformed")
+        #expect(failureCode(try client.call("credentials.register",
+                                             ["url": "http://192.0.2.1/v1/invitations/0000000000000000"])) == "site.insecureTransport")
+        #expect(failureCode(try client.call("credentials.register", ["url": "ftp://x/v1/invitations/0000000000000000"])) == "invitation.malformedURL")
+        if case .success = try client.call("credentials.register", ["url": .string(used.url), "pin": "12"]) {
+            Issue.record("a two-digit PIN was accepted")
+        }
+        #expect(try client.call("credentials.list").get()["credentials"]?.array?.count == 1)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func secondFactorWithAndWithoutPIN() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let client = try harness.connect()
+        let without = try site.invite("No PIN", secondFactor: true)
+        let plain = try client.call("credentials.register", ["url": .string(without.url)]).get()
+        #expect(plain["secondFactor"]?["required"] == true)
+        #expect(plain["secondFactor"]?["pinSet"] == false)
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoSecondFactorSet") == true }
+
+        let with = try site.invite("With PIN", secondFactor: true)
+        let sealed = try client.call("credentials.register", ["url": .string(with.url), "pin": "482916"]).get()
+        #expect(sealed["secondFactor"]?["pinSet"] == true)
+        // The site got a second-factor key only for the one with a PIN.
+        let onSite = try site.run(["credentials"]).split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        #expect(onSite.first { $0["cardholderName"] == "With PIN" }?["secondFactorKeySet"] == true)
+        #expect(onSite.first { $0["cardholderName"] == "No PIN" }?["secondFactorKeySet"] == false)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func suspensionRevocationAndItemsFollowTheSite() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let client = try harness.connect()
+        let watcher = try harness.connect()
+        _ = try watcher.call("events.subscribe", ["kinds": ["credentials.changed"]])
+        let invitation = try site.invite("Ada")
+        let id = try #require(try client.call("credentials.register", ["url": .string(invitation.url)]).get()["id"]?.string)
+
+        // Items: added, then updated and removed, across syncs.
+        let lock = try JSONValue.parse(try site.run(["item", "add", "--credential", id, "--type", "aperio",
+                                                     "--name", "Store room", "--id", "lock-1"]))
+        #expect(lock["id"] == "lock-1")
+        try site.run(["item", "add", "--credential", id, "--type", "salto", "--name", "Locker", "--id", "salto-1"])
+        var sync = try client.call("items.sync").get()
+        #expect(sync["credentials"]?.array?.first?["added"] == 2)
+        var listed = try client.call("items.list").get()["items"]?.array ?? []
+        #expect(Set(listed.compactMap { $0["id"]?.string }) == ["lock-1", "salto-1"])
+        #expect(listed.first { $0["id"] == "lock-1" }?["site"] == "5117E001")
+
+        try site.run(["item", "update", "lock-1", "--name", "Store room (east)"])
+        try site.run(["item", "remove", "salto-1"])
+        sync = try client.call("items.sync").get()
+        #expect(sync["credentials"]?.array?.first?["updated"] == 1)
+        #expect(sync["credentials"]?.array?.first?["removed"] == 1)
+        listed = try client.call("items.list").get()["items"]?.array ?? []
+        #expect(listed.map { $0["name"] } == ["Store room (east)"])
+
+        // Suspended: taken out of use at the next sync; resumed: back.
+        try site.run(["suspend", id])
+        _ = try client.call("items.sync").get()
+        #expect(try client.call("credentials.list").get()["credentials"]?.array?.first?["state"] == "suspended")
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoCredentials") == true }
+        try site.run(["resume", id])
+        _ = try client.call("items.sync").get()
+        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoCredentials") == false }
+        // Revoked: for good; the background sync finds it without being asked.
+        try site.run(["revoke", id])
+        let revoked = try #require(try waitForEvent(watcher, timeout: .seconds(30)) {
+            $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == "revoked"
+        })
+        #expect(revoked["params"]?["data"]?["id"] == .string(id))
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func deletionInformsTheSiteWhenItCan() async throws {
+        let (harness, site) = try await setUp()
+        let client = try harness.connect()
+        let a = try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string
+        let b = try client.call("credentials.register", ["url": .string(try site.invite("B").url)]).get()["id"]?.string
+        let deleted = try client.call("credentials.delete", ["id": .string(try #require(a))]).get()
+        #expect(deleted["deleted"] == true)
+        #expect(deleted["siteInformed"] == true)
+        #expect(try site.run(["credentials"]).contains("\"deleted\":true"))
+        // The site is down: deleted here anyway, and the answer says the site was not told.
+        site.stop()
+        let offline = try client.call("credentials.delete", ["id": .string(try #require(b))]).get()
+        #expect(offline["deleted"] == true)
+        #expect(offline["siteInformed"] == false)
+        #expect(offline["siteError"] == "site.unreachable")
+        #expect(try client.call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
+        #expect(failureCode(try client.call("credentials.delete", ["id": "ffff"])) == "credential.unknown")
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func siteDownGarbageOrSlowIsReportedAndRetried() async throws {
+        let (harness, site) = try await setUp()
+        let client = try harness.connect()
+        let watcher = try harness.connect()
+        _ = try watcher.call("events.subscribe", ["kinds": ["feature.state"]])
+        let id = try #require(try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string)
+        try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
+        _ = try client.call("items.sync").get()
+        let port = try #require(site.url.split(separator: ":").last.map(String.init))
+
+        // Down: the feature state says so, with the retry delay; nothing held is lost.
+        site.stop()
+        let down = try client.call("items.sync").get()
+        #expect(down["credentials"]?.array?.first?["error"] == "site.unreachable")
+        let failed = try #require(try waitForEvent(watcher) { $0["params"]?["data"]?["state"] == "failed" })
+        #expect(failed["params"]?["data"]?["feature"] == "cloudConnection")
+        #expect(failed["params"]?["data"]?["retryInSeconds"] == 5)
+        #expect(try client.call("items.list").get()["items"]?.array?.count == 1)
+        _ = try await harness.waitForStatus { $0["featureErrors"]?.array?.contains("cloudConnection") == true }
+
+        // Garbage on the same port.
+        try await restartOnPort(site, port: port, fault: "garbage")
+        let garbage = try client.call("items.sync").get()
+        #expect(garbage["credentials"]?.array?.first?["error"] == "site.malformedAnswer" || garbage["credentials"]?.array?.first?["error"] == "site.unreachable")
+        // Hanging: the call times out after request_timeout (3 s here), the daemon answers others meanwhile.
+        try await restartOnPort(site, port: port, fault: "hang")
+        let started = ContinuousClock.now
+        let slow = Task { try harness.connect().call("items.sync").get() }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try harness.connect().call("status.get").get()["version"] != nil)
+        let hung = try await slow.value
+        #expect(hung["credentials"]?.array?.first?["error"] == "site.timeout")
+        #expect(ContinuousClock.now - started < .seconds(20))
+        // Back: the next sync recovers, the feature state says ok.
+        try await restartOnPort(site, port: port, fault: nil)
+        let back = try client.call("items.sync").get()
+        #expect(back["credentials"]?.array?.first?["error"] == nil)
+        _ = try #require(try waitForEvent(watcher) { $0["params"]?["data"]?["state"] == "ok" })
+        #expect(try client.call("items.list").get()["items"]?.array?.count == 1)
+        site.stop()
+        #expect(harness.stop() == 0)
+    }
+
+    private func restartOnPort(_ site: SiteHarness, port: String, fault: String?) async throws {
+        site.stop()
+        try await site.serveOn(port: port, fault: fault)
+    }
+
+    @Test func secretsNeverAppearInAnyOutput() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let client = try harness.connect()
+        let id = try #require(try client.call("credentials.register",
+                                              ["url": .string(try site.invite("Ada", secondFactor: true).url), "pin": "482916"]).get()["id"]?.string)
+        try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
+        _ = try client.call("items.sync").get()
+        // The secrets, as they sit in the database: the credential key, the Aperio key.
+        let secrets = try harness.secretsInStore()
+        #expect(secrets.count >= 2)
+        let everything = [
+            try client.call("credentials.list").get().jsonText,
+            try client.call("items.list").get().jsonText,
+            try client.call("status.get").get().jsonText,
+            harness.log,
+            try harness.journalText(),
+        ].joined(separator: "\n")
+        for secret in secrets {
+            #expect(!everything.contains(secret.hex), "secret found as hex")
+            #expect(!everything.contains(secret.base64), "secret found as base64")
+        }
+        #expect(!everything.contains("482916"))
+        // At rest: the state directory 0700, the database files 0600.
+        #expect(try harness.mode(of: harness.stateDirectory) == 0o700)
+        #expect(try harness.mode(of: harness.stateDirectory + "/accessd.sqlite") == 0o600)
+        #expect(harness.stop() == 0)
+    }
+}

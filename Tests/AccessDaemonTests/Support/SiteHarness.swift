@@ -1,0 +1,129 @@
+import BlueZTestSupport
+import ControlSocket
+import AccessCore
+import Foundation
+
+/// A real `readersim site serve` on loopback, with its database in `directory`, and the
+/// `readersim site …` commands a site administrator would run.
+final class SiteHarness: @unchecked Sendable {
+    let directory: String
+    var database: String { directory + "/site.sqlite" }
+    private(set) var server: ChildProcess?
+    private(set) var url = ""
+    private var outputPath: String { directory + "/site.out" }
+
+    static var readersimPath: String {
+        URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent().appendingPathComponent("readersim").path
+    }
+
+    init(directory: String, name: String = "Test site", tag: String = "5117e001") throws {
+        self.directory = directory
+        _ = try run(["init", "--name", name, "--tag", tag])
+    }
+
+    /// Starts the server on the port it had before (the URL accessd holds stays valid).
+    func serveOn(port: String, fault: String?) async throws {
+        try await serve(fault: fault, listen: "127.0.0.1:\(port)")
+    }
+
+    /// Starts the server (optionally misbehaving) and waits for its `listening` line.
+    func serve(fault: String? = nil, listen: String = "127.0.0.1:0", extra: [String] = []) async throws {
+        try? FileManager.default.removeItem(atPath: outputPath)
+        var arguments = [Self.readersimPath, "site", "serve", "--db", database, "--listen", listen] + extra
+        if let fault { arguments += ["--fault", fault] }
+        let process = try ChildProcess(arguments, output: outputPath)
+        server = process
+        for _ in 0..<500 {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n").first, let object = try? JSONValue.parse(String(line)),
+               let listening = object["url"]?.string {
+                url = listening
+                return
+            }
+            guard process.isRunning else { throw TestEnvironmentError("readersim site serve exited: \(text)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestEnvironmentError("readersim site serve did not start")
+    }
+
+    func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Runs `readersim site ARGS --db DB` and returns its standard output.
+    @discardableResult
+    func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.readersimPath)
+        let (command, rest) = (arguments[0], Array(arguments.dropFirst()))
+        process.arguments = ["site"] + (command == "item" ? [command, rest[0], "--db", database] + rest.dropFirst()
+                                                          : [command, "--db", database] + rest)
+        let pipe = Pipe()
+        let errors = Pipe()
+        process.standardOutput = pipe
+        process.standardError = errors
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestEnvironmentError("readersim site \(arguments.joined(separator: " ")) failed: \(errorText)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A fresh invitation's URL and code.
+    func invite(_ name: String, secondFactor: Bool = false, expiresIn: Double? = nil) throws -> (url: String, code: String) {
+        var arguments = ["invite", "--name", name, "--json", "--url", url.isEmpty ? "http://127.0.0.1:1" : url]
+        if secondFactor { arguments.append("--second-factor") }
+        if let expiresIn { arguments.append("--expires-in=\(expiresIn)") }
+        let object = try JSONValue.parse(try run(arguments).trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let url = object["url"]?.string, let code = object["code"]?.string else {
+            throw TestEnvironmentError("readersim site invite printed no code")
+        }
+        return (url, code)
+    }
+}
+
+extension DaemonHarness {
+    struct Secret {
+        var hex: String
+        var base64: String
+    }
+
+    /// Key material as stored: credential keys and Aperio keys, in the forms they could leak in.
+    func secretsInStore() throws -> [Secret] {
+        let database = stateDirectory + "/accessd.sqlite"
+        let output = try sqlite(database, "SELECT hex(signingKey) FROM credential UNION ALL SELECT hex(aperioKey) FROM item WHERE aperioKey IS NOT NULL")
+        return output.split(separator: "\n").compactMap { line in
+            guard let bytes = [UInt8](hexString: String(line)), !bytes.isEmpty else { return nil }
+            return Secret(hex: bytes.map { String(format: "%02x", $0) }.joined(), base64: Data(bytes).base64EncodedString())
+        }
+    }
+
+    /// Every journalled event, as text.
+    func journalText() throws -> String {
+        try sqlite(stateDirectory + "/accessd.sqlite", "SELECT kind || ' ' || data FROM event")
+    }
+
+    func mode(of path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? Int) ?? -1
+    }
+
+    private func sqlite(_ database: String, _ query: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", "import sqlite3,sys\nfor r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(r[0])",
+                             database, query]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
