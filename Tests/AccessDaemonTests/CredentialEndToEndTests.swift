@@ -248,3 +248,71 @@ struct CredentialEndToEndTests {
         #expect(harness.stop() == 0)
     }
 }
+
+/// HTTPS to a site with its own CA: trusted through `[site] ca_file`, refused without it.
+@Suite("credentials over TLS")
+struct CredentialTLSTests {
+    @Test func customCAIsTrustedOnlyWhenConfigured() async throws {
+        let probe = try await DaemonHarness()
+        let pki = try TestPKI(directory: probe.directory + "/pki")
+        let site = try SiteHarness(directory: probe.directory)
+        try await site.serve(extra: ["--tls-cert", pki.serverCertificate, "--tls-key", pki.serverKey])
+        defer { site.stop() }
+        #expect(site.url.hasPrefix("https://"))
+
+        try probe.writeConfig("[site]\nca_file = \"\(pki.caCertificate)\"\nrequest_timeout = 5\n")
+        try await probe.start()
+        let trusted = try probe.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)])
+        #expect(try trusted.get()["cardholderName"] == "Ada")
+        #expect(probe.stop() == 0)
+
+        // The same site, with the system's CAs only: refused, nothing stored.
+        let untrusting = try await DaemonHarness(config: "[site]\nrequest_timeout = 5\n")
+        try await untrusting.start()
+        let refused = try untrusting.connect().call("credentials.register", ["url": .string(try site.invite("Bob").url)])
+        guard case let .failure(error) = refused else {
+            Issue.record("a certificate from an unknown CA was accepted")
+            return
+        }
+        #expect(error.data?["error"] == "site.unreachable")
+        #expect(try untrusting.connect().call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
+        #expect(untrusting.stop() == 0)
+    }
+}
+
+/// A throwaway CA and a server certificate for 127.0.0.1, made with the openssl tool.
+struct TestPKI {
+    let caCertificate: String
+    let serverCertificate: String
+    let serverKey: String
+
+    init(directory: String) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        caCertificate = directory + "/ca.pem"
+        serverCertificate = directory + "/server.pem"
+        serverKey = directory + "/server.key"
+        let ca = directory + "/ca.key"
+        let request = directory + "/server.csr"
+        let extensions = directory + "/ext.cnf"
+        try "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n".write(toFile: extensions, atomically: true, encoding: .utf8)
+        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca,
+                          "-out", caCertificate, "-days", "2", "-subj", "/CN=accessd test CA"])
+        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", serverKey,
+                          "-out", request, "-subj", "/CN=127.0.0.1"])
+        try Self.openssl(["x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", ca, "-CAcreateserial",
+                          "-out", serverCertificate, "-days", "2", "-extfile", extensions])
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestEnvironmentError("openssl \(arguments.prefix(2).joined(separator: " ")) failed")
+        }
+    }
+}
