@@ -19,12 +19,12 @@ public actor AccessService: ControlRequestHandler {
     let logLevel: LogLevelSetting
     var logger: Logger
 
-    private var registry: ReaderRegistry
+    var registry: ReaderRegistry
     var sdk = SdkStateTracker()
     var controller: AccessController
     private var scanningEnabled: Bool
     private var automaticAccessEnabled: Bool
-    private var adapterPath: String?
+    var adapterPath: String?
     private var discoveryRequested = false
     /// A StartDiscovery or StopDiscovery call is under way: the actor may handle other
     /// events while it waits, and must neither start a second one nor mistake the
@@ -47,6 +47,15 @@ public actor AccessService: ControlRequestHandler {
     var sync = SyncSchedule()
     /// Feature states as last emitted (`feature.state`), by feature name.
     var featureStates: [String: FeatureState] = [:]
+
+    // Exchanges (AccessService+Exchanges.swift).
+    var exchanges: [ReaderID: ExchangeRun] = [:]
+    var controllerTimers: [AccessController.Timer: Task<Void, Never>] = [:]
+    var pendingRequests: [RequestID: CheckedContinuation<Result<JSONValue, RPCError>, Never>] = [:]
+    var secondFactorPrompts: [String: ReaderID] = [:]
+    var pendingDisconnects: [String: Task<Void, Never>] = [:]
+    var nextRequest: UInt64 = 0
+    var replayGuard = ChallengeReplayGuard()
 
     public init(configuration: AccessdConfiguration, store: AccessStore, bluez: BlueZClient, site: SiteClient,
                 logLevel: LogLevelSetting, logger: Logger) throws {
@@ -139,8 +148,10 @@ public actor AccessService: ControlRequestHandler {
             await chooseAdapter()
         case let .deviceAdvertised(device):
             advertised(device)
-        case .deviceConnectionChanged, .deviceRemoved:
-            return
+        case let .deviceConnectionChanged(device):
+            if !device.connected { await linkDropped(device: device.path) }
+        case let .deviceRemoved(path):
+            await linkDropped(device: path)
         }
     }
 
@@ -273,22 +284,6 @@ public actor AccessService: ControlRequestHandler {
         }
     }
 
-    func perform(_ actions: [AccessController.Action]) {
-        for action in actions {
-            switch action {
-            case let .startExchange(reader, _, _):
-                // Exchanges need a usable credential, and this build holds none (credential
-                // registration is the next piece of work), so the controller never asks. If
-                // it ever does, the attempt is reported as failed rather than left hanging.
-                logger.error("exchange requested without an exchange engine", metadata: ["reader": "\(reader)"])
-                perform(controller.handle(.exchangeEnded(reader, .failed(.protocolViolation)), at: Clocks.monotonic()))
-            case .startTimer, .cancelTimer, .abortExchange, .refuse, .completed, .failed:
-                // Timers and completions belong to exchanges, which this build does not run.
-                continue
-            }
-        }
-    }
-
     // MARK: Events
 
     func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
@@ -348,6 +343,19 @@ public actor AccessService: ControlRequestHandler {
         case "events.unsubscribe":
             let was = subscribers.removeValue(forKey: client) != nil
             return .success(["subscribed": .bool(false), "wasSubscribed": .bool(was)])
+        case "access.request":
+            return await manualRequest(request.params, operation: { _ in .success(.access) }, client: client)
+        case "actions.list":
+            return await manualRequest(request.params, operation: { _ in .success(.enumerateActions) }, client: client)
+        case "actions.perform":
+            return await manualRequest(request.params, operation: { params in
+                guard let id = params["action"]?.int, let action = Int8(exactly: id) else {
+                    return .failure(.invalidParams("action must be an action id from actions.list"))
+                }
+                return .success(.performAction(action))
+            }, client: client)
+        case "secondFactor.respond":
+            return await respondToSecondFactor(request.params, client: client)
         case "credentials.list":
             guard client.role >= .admin else { return .failure(.forbidden(needs: .admin)) }
             return .success(["credentials": .array(credentials.map(renderCredential))])

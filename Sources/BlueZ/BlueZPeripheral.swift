@@ -41,6 +41,7 @@ public final class BlueZPeripheral: Sendable {
     public let characteristicUUID: String
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
+    private let onNotifyingChanged: @Sendable (Bool) -> Void
     private let state = LockedState<(notifying: Bool, value: [UInt8], registered: Bool)>((false, [], false))
 
     public var advertisementPath: String { root + "/advertisement" }
@@ -48,7 +49,9 @@ public final class BlueZPeripheral: Sendable {
     public var characteristicPath: String { root + "/service0/char0" }
 
     public init(connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
-                serviceUUID: String, characteristicUUID: String, onWrite: @escaping @Sendable (Write) -> Void) {
+                serviceUUID: String, characteristicUUID: String,
+                onNotifyingChanged: @escaping @Sendable (Bool) -> Void = { _ in },
+                onWrite: @escaping @Sendable (Write) -> Void) {
         self.connection = connection
         self.adapter = adapter
         self.root = root
@@ -56,6 +59,7 @@ public final class BlueZPeripheral: Sendable {
         self.serviceUUID = serviceUUID.lowercased()
         self.characteristicUUID = characteristicUUID.lowercased()
         self.onWrite = onWrite
+        self.onNotifyingChanged = onNotifyingChanged
     }
 
     /// Exports the objects and registers the application, then the advertisement.
@@ -97,6 +101,13 @@ public final class BlueZPeripheral: Sendable {
                                            arguments: [.objectPath(root)])
         }
         for path in [advertisementPath, characteristicPath, servicePath, root] { connection.unexport(path: path) }
+    }
+
+    /// Stops advertising but keeps the GATT service (a reader that goes quiet).
+    public func stopAdvertising() async {
+        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                       interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                       arguments: [.objectPath(advertisementPath)])
     }
 
     /// Sends a notification to subscribed centrals: a PropertiesChanged of `Value`.
@@ -202,9 +213,12 @@ public final class BlueZPeripheral: Sendable {
         case "StartNotify":
             state.withLock { $0.notifying = true }
             try? connection.reply(to: call)
+            onNotifyingChanged(true)
         case "StopNotify":
+            // bluetoothd also calls this when the subscribed central disconnects.
             state.withLock { $0.notifying = false }
             try? connection.reply(to: call)
+            onNotifyingChanged(false)
         default:
             unknown(call)
         }

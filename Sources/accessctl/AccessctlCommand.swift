@@ -25,8 +25,8 @@ struct AccessctlCommand: ParsableCommand {
             69 accessd not reachable, 77 not permitted for your user.
             """,
         version: "0.1.0",
-        subcommands: [Status.self, Readers.self, Scan.self, Auto.self, Events.self, Credentials.self, Items.self, LogLevel.self,
-                      Diagnose.self]
+        subcommands: [Status.self, Readers.self, Access.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
+                      Credentials.self, Items.self, LogLevel.self, Diagnose.self]
     )
 }
 
@@ -61,6 +61,10 @@ struct GlobalOptions: ParsableArguments {
             return value
         case let .failure(error):
             let reason = error.data?["error"]?.string
+            if let left = error.data?["attemptsLeft"]?.int, !json {
+                printError("accessctl: \(error.message) (\(left) attempts left)")
+                throw ExitCode(Exit.refused)
+            }
             if json {
                 var object: [String: JSONValue] = ["code": .int(Int64(error.code)), "message": .string(error.message)]
                 if let reason { object["error"] = .string(reason) }

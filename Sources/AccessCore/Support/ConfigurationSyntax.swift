@@ -1,4 +1,4 @@
-/// The part of TOML accessd.toml uses, parsed by hand: `[section]` headers, `key = value`
+/// The part of TOML accessd.toml and readersim's reader files use, parsed by hand: `[section]` headers, `key = value`
 /// lines and comments; values are strings ("basic" and 'literal'), booleans, integers,
 /// floats and one-line arrays of those.
 ///
@@ -6,8 +6,8 @@
 /// assertion in `parse_key`, found by this project's fuzz test), and a daemon must refuse a
 /// bad file, not crash on it. This parser refuses everything outside its subset with the
 /// line and the reason, and is fuzzed (ConfigurationTests).
-enum ConfigurationSyntax {
-    enum Value: Hashable, Sendable {
+public enum ConfigurationSyntax {
+    public enum Value: Hashable, Sendable {
         case string(String)
         case bool(Bool)
         case integer(Int)
@@ -15,23 +15,23 @@ enum ConfigurationSyntax {
         case array([Value])
     }
 
-    struct Entry: Hashable, Sendable {
-        var value: Value
-        var line: Int
+    public struct Entry: Hashable, Sendable {
+        public var value: Value
+        public var line: Int
     }
 
-    struct Document: Sendable {
+    public struct Document: Sendable {
         /// Section → key → value. Keys before any header belong to section "".
-        var sections: [String: [String: Entry]] = [:]
-        var sectionLines: [String: Int] = [:]
+        public var sections: [String: [String: Entry]] = [:]
+        public var sectionLines: [String: Int] = [:]
     }
 
-    struct Failure: Error {
-        var line: Int
-        var reason: String
+    public struct Failure: Error {
+        public var line: Int
+        public var reason: String
     }
 
-    static func parse(_ text: String) throws(Failure) -> Document {
+    public static func parse(_ text: String) throws(Failure) -> Document {
         var document = Document()
         var section = ""
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -152,7 +152,7 @@ enum ConfigurationSyntax {
                 let word = String(decoding: bytes[start..<position], as: UTF8.self)
                 if word == "true" { return .bool(true) }
                 if word == "false" { return .bool(false) }
-                let digits = word.replacingOccurrences(of: "_", with: "")
+                let digits = String(word.filter { $0 != "_" })
                 if let integer = Int(digits), !word.hasPrefix("_"), !word.hasSuffix("_") { return .integer(integer) }
                 if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let number = Double(digits), number.isFinite,
                    digits.first != ".", digits.last != "." {

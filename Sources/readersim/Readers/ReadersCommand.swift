@@ -1,0 +1,68 @@
+import AccessCore
+import ArgumentParser
+import BlueZ
+import Foundation
+import UnixSignals
+
+/// `readersim readers --config FILE`: brings up the readers a file describes on BlueZ.
+struct ReadersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "readers",
+        abstract: "Bring up simulated readers on a BlueZ adapter (config/readersim.example.toml).",
+        discussion: """
+            Every decision, action and fault is printed as one JSON line on standard output. \
+            One reader per adapter can be connected to: readers on one adapter share its address \
+            and GATT database, so give each reader its own adapter (`adapter = "hci1"`).
+            """)
+
+    @Option(help: "The readers' file.") var config: String
+    @Option(help: "Adapter for readers that name none.") var adapter = "hci0"
+    @Option(help: "D-Bus to reach bluetoothd on: system, or a bus address.") var bus = "system"
+
+    func run() async throws {
+        let text: String
+        do {
+            text = try String(contentsOfFile: config, encoding: .utf8)
+        } catch {
+            throw ValidationError("cannot read \(config): \(error.localizedDescription)")
+        }
+        let file: SimulatedReadersFile
+        do {
+            file = try SimulatedReadersFile.parse(text, file: config)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        var perAdapter: [String: String] = [:]
+        for reader in file.readers {
+            let chosen = reader.adapter ?? adapter
+            if let other = perAdapter[chosen] {
+                throw ValidationError("readers \(other) and \(reader.name) are both on \(chosen): one reader per adapter (see --help)")
+            }
+            perAdapter[chosen] = reader.name
+        }
+        let site = try SiteDatabase(path: file.siteDatabase)
+        let connection = try DBusConnection(address: bus == "system" ? nil : bus)
+        let readers = file.readers.map {
+            SimulatedReader(configuration: $0, adapter: $0.adapter ?? adapter, site: site, connection: connection)
+        }
+        // SIGTERM/SIGINT: unregister cleanly, so bluetoothd stops advertising at once.
+        let stop = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for reader in readers {
+                group.addTask { try await reader.run() }
+            }
+            group.addTask {
+                for await _ in stop { return }
+            }
+            do {
+                try await group.next()
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+            while !group.isEmpty { _ = try? await group.next() }
+        }
+        connection.close()
+    }
+}

@@ -1,0 +1,231 @@
+import AccessCore
+import BlueZ
+import Crypto
+import Foundation
+
+/// One simulated reader on a BlueZ adapter: advertises per docs/reader-protocol.md, serves
+/// the control point, and runs the reader side of the protocol (`ReaderSession`) for each
+/// central that subscribes, deciding from the site's data. Prints a JSON line for
+/// everything it does.
+actor SimulatedReader {
+    private enum Input: Sendable {
+        case write(BlueZPeripheral.Write)
+        case notifying(Bool)
+    }
+
+    let configuration: SimulatedReaderConfiguration
+    let adapter: String
+    private let site: SiteDatabase
+    private let connection: DBusConnection
+    private var peripheral: BlueZPeripheral?
+    private var session: ReaderSession?
+    private var central: String?
+    private var timer: Task<Void, Never>?
+    private let inputs: AsyncStream<Input>
+    private let feed: AsyncStream<Input>.Continuation
+
+    init(configuration: SimulatedReaderConfiguration, adapter: String, site: SiteDatabase, connection: DBusConnection) {
+        self.configuration = configuration
+        self.adapter = adapter
+        self.site = site
+        self.connection = connection
+        // The bus thread hands calls over in order; one consumer keeps that order.
+        (inputs, feed) = AsyncStream<Input>.makeStream()
+    }
+
+    private func line(_ event: String, _ fields: [String: Any] = [:]) {
+        var object = fields
+        object["event"] = event
+        object["reader"] = configuration.id.description
+        object["name"] = configuration.name
+        SiteOutput.line(object)
+    }
+
+    /// Registers with BlueZ and serves until cancelled.
+    func run() async throws {
+        let siteData = try site.site()
+        let advertisement = configuration.advertisement(siteTag: siteData.tag)
+        let feed = self.feed
+        let peripheral = BlueZPeripheral(
+            connection: connection, adapter: "/org/bluez/" + adapter,
+            root: "/org/accessd/readersim/r\(configuration.id.description.lowercased())",
+            advertisement: .init(serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData],
+                                 localName: configuration.displayName,
+                                 intervalMilliseconds: configuration.intervalMilliseconds),
+            serviceUUID: ReaderGATT.serviceUUID, characteristicUUID: ReaderGATT.controlPointUUID,
+            onNotifyingChanged: { feed.yield(.notifying($0)) },
+            onWrite: { feed.yield(.write($0)) })
+        self.peripheral = peripheral
+        try await peripheral.register()
+        line("advertising", ["adapter": adapter, "kind": configuration.kind.description, "site": siteData.tag.description,
+                             "serviceData": advertisement.serviceData.hexString])
+        if configuration.fault == .silent {
+            let delay = configuration.faultDelay
+            Task {
+                try? await Task.sleep(for: delay)
+                await peripheral.stopAdvertising()
+                self.line("fault", ["fault": "silent", "detail": "advertising stopped"])
+            }
+        }
+        await withTaskCancellationHandler {
+            for await input in inputs {
+                await handle(input)
+            }
+        } onCancel: {
+            feed.finish()
+        }
+        await peripheral.unregister()
+        line("stopped")
+    }
+
+    private func handle(_ input: Input) async {
+        switch input {
+        case .notifying(true):
+            await beginSession()
+        case .notifying(false):
+            if session != nil { await sessionInput(.disconnected) }
+        case let .write(write):
+            if let from = write.central { central = from }
+            if let mtu = write.mtu { await sessionInput(.mtuChanged(mtu)) }
+            if configuration.fault == .drop, session != nil, let central {
+                // Drop the link as soon as the credential answers the challenge.
+                line("fault", ["fault": "drop", "detail": "disconnecting \(central)"])
+                _ = try? await connection.call(destination: BlueZClient.service, path: central,
+                                               interface: "org.bluez.Device1", method: "Disconnect")
+                await sessionInput(.disconnected)
+                return
+            }
+            await sessionInput(.fragmentReceived(write.value))
+        }
+    }
+
+    /// A central subscribed: a fresh session with the site's current data.
+    private func beginSession() async {
+        timer?.cancel()
+        guard let data = try? siteConfiguration() else {
+            line("error", ["detail": "cannot read the site database"])
+            return
+        }
+        session = ReaderSession(configuration: data)
+        line("connected", ["central": central ?? NSNull()])
+        if configuration.fault == .malformed {
+            line("fault", ["fault": "malformed", "detail": "sending a malformed frame instead of the challenge"])
+            try? peripheral?.notify([0xC1, 0x01, 0xFF, 0xFF])
+            return
+        }
+        var generator = SystemRandomNumberGenerator()
+        let nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let secondNonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        await sessionInput(.connected(nonce: nonce, secondFactorNonce: secondNonce))
+    }
+
+    private func sessionInput(_ input: ReaderSession.Input) async {
+        guard var current = session else { return }
+        let actions = current.handle(input)
+        session = current
+        for action in actions {
+            switch action {
+            case let .send(fragments):
+                if configuration.fault == .late {
+                    try? await Task.sleep(for: configuration.faultDelay)
+                }
+                for fragment in fragments {
+                    do {
+                        try peripheral?.notify(fragment)
+                    } catch {
+                        line("error", ["detail": "cannot notify: \(error)"])
+                    }
+                }
+            case let .startTimer(delay):
+                timer?.cancel()
+                timer = Task {
+                    try? await Task.sleep(for: delay)
+                    guard !Task.isCancelled else { return }
+                    await self.sessionInput(.timerFired)
+                }
+            case .cancelTimer:
+                timer?.cancel()
+                timer = nil
+            case let .finish(report):
+                session = nil
+                report.printed(by: self)
+            }
+        }
+    }
+
+    fileprivate func printReport(_ fields: [String: Any]) {
+        var object = fields
+        if object["central"] == nil, let central { object["central"] = central }
+        line("exchange", object)
+    }
+
+    /// The reader's view of the site: its key and tag, the credentials and Aperio items.
+    private func siteConfiguration() throws -> ReaderSession.Configuration {
+        let siteData = try site.site()
+        let key = configuration.fault == .wrongKey ? P256.Signing.PrivateKey() : siteData.key
+        let credentials = try site.credentials().filter { !$0.deleted }.map {
+            ReaderSession.CredentialRecord(id: $0.id, publicKey: $0.publicKey, secondFactorPublicKey: $0.secondFactorKey,
+                                           state: $0.state)
+        }
+        var aperio: [ReaderSession.AperioRecord] = []
+        let owners = Dictionary(try site.credentials().map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for item in try site.allItems() where item.type == "aperio" {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
+                  let fields = object["aperio"] as? [String: String],
+                  let identifier = fields["identifier"].flatMap({ [UInt8](hexString: $0) }),
+                  let keyBytes = fields["key"].flatMap(Base64.decode),
+                  let secret = AperioSecret(identifier: identifier, key: keyBytes) else { continue }
+            // An item is only as good as the credential it was pushed to.
+            let ownerState = owners[item.credentialID]?.state ?? .revoked
+            let state: CredentialState = ownerState == .active ? item.state : ownerState
+            aperio.append(ReaderSession.AperioRecord(secret: secret, state: state))
+        }
+        let policy: ReaderSession.DecisionPolicy = switch configuration.decision {
+        case .site: .fromSite
+        case .grant: .grant
+        case let .deny(decision): .deny(decision)
+        }
+        return ReaderSession.Configuration(
+            readerID: configuration.id, siteTag: siteData.tag, kind: configuration.kind, siteKey: key, policy: policy,
+            mode: configuration.mode, secondFactorRequired: configuration.secondFactorRequired,
+            actions: configuration.actions, actionOutcomes: configuration.actionOutcomes, credentials: credentials,
+            aperioCredentials: aperio)
+    }
+}
+
+extension ReaderSession.Report {
+    /// The report as readersim's JSON line fields.
+    func printed(by reader: isolated SimulatedReader) {
+        var fields: [String: Any] = ["credential": credential ?? NSNull()]
+        if let operation {
+            fields["operation"] = switch operation {
+            case .access: "access"
+            case .enumerateActions: "actions.list"
+            case let .performAction(id): "actions.perform \(id)"
+            }
+        }
+        switch outcome {
+        case let .decided(result):
+            fields["outcome"] = "decided"
+            fields["decision"] = result.decision.description
+            fields["granted"] = result.decision.isGranted
+        case let .actionsListed(actions):
+            fields["outcome"] = "actionsListed"
+            fields["actions"] = actions.map { ["id": Int($0.id), "name": $0.name] }
+        case let .actionPerformed(id, result):
+            fields["outcome"] = "actionPerformed"
+            fields["action"] = Int(id)
+            fields["decision"] = result.decision.description
+            fields["granted"] = result.decision.isGranted
+        case let .refused(code):
+            fields["outcome"] = "refused"
+            fields["error"] = "\(code)"
+        case let .failed(error):
+            fields["outcome"] = "failed"
+            fields["error"] = "\(error)"
+        case .disconnected:
+            fields["outcome"] = "disconnected"
+        }
+        reader.printReport(fields)
+    }
+}

@@ -1,0 +1,205 @@
+import AccessCore
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+import Testing
+
+/// accessd against readersim through the real kernel Bluetooth stack and the real
+/// bluetoothd, in the bluez-lab VM with Bumble controllers (scripts/test runs this suite
+/// there; outside the lab it is not enabled). hci1 is the kiosk (accessd), hci0 the reader,
+/// hci2 a second reader. The radio sets what hci1 hears, so a test walks a person to the door.
+@Suite("End to end in the lab", .serialized, .enabled(if: Lab.isBumble))
+struct LabEndToEndTests {
+    static let frontDoor = """
+        [front]
+        id = "2A01"
+        name = "Front"
+        adapter = "hci0"
+        interval_ms = 100
+        auto_connect_path_loss = 20
+        manual_connect_path_loss = 40
+        actions = ["1:Open", "2:Lockdown"]
+        action_outcomes = ["2:deniedLockdown"]
+        """
+    /// Readers go stale quickly, so walking away takes seconds, not the default ten.
+    static let quickRange = "[range]\nstale_timeout = 3\n"
+
+    @Test func readerAppearsAndItsPathLossFollowsTheRadio() async throws {
+        let lab = try await LabScenario(name: "appears", readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        try lab.radio.rssi("hci1", "hci0", -90)
+        let far = try #require(try lab.event("reader.updated") { $0["id"] == "00002A01" })
+        #expect(far["name"] == "Front")
+        #expect(far["kind"] == "gallagher")
+        #expect(far["site"] == "5117E001")
+        #expect(far["autoConnectPathLoss"] == 20)
+        #expect(far["isInAutoConnectRange"] == false)
+        // Walk to the door: path loss = txPower (-59) - RSSI.
+        try lab.radio.rssi("hci1", "hci0", -68)
+        let near = try #require(try lab.event("reader.updated") { $0["isInAutoConnectRange"] == true })
+        let pathLoss = try #require(near["measuredPathLoss"]?.number)
+        #expect(pathLoss < 20)
+        // And settles near the value set.
+        try await Task.sleep(for: .seconds(3))
+        let settled = try #require(try await lab.waitForReader("00002A01")["measuredPathLoss"]?.number)
+        #expect(abs(settled - 9) <= 3, "path loss \(settled), expected about 9")
+        // Walk away: out of range, then unavailable.
+        try lab.radio.off("hci1", "hci0")
+        #expect(try lab.event("reader.unavailable", timeout: .seconds(20)) { $0["id"] == "00002A01" } != nil)
+    }
+
+    @Test func walkingUpGrantsOncePerApproach() async throws {
+        let lab = try await LabScenario(name: "approach", accessdConfig: Self.quickRange, readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        for approach in 1...2 {
+            try lab.radio.ramp("hci1", "hci0", from: -100, to: -60, seconds: 3, sigma: 1)
+            let completed = try #require(try lab.event("access.completed", timeout: .seconds(40)) { $0["origin"] == "automatic" },
+                                         "approach \(approach): no automatic access")
+            #expect(completed["granted"] == true)
+            #expect(completed["decision"] == "granted")
+            // Standing at the door: no second exchange.
+            try await Task.sleep(for: .seconds(6))
+            #expect(lab.readers.exchanges.count == approach, "approach \(approach): \(lab.readers.exchanges.map(\.jsonText))")
+            // Walk away until the reader is gone.
+            try lab.radio.off("hci1", "hci0")
+            _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)))
+        }
+        #expect(lab.readers.exchanges.allSatisfy { $0["granted"] == true && $0["operation"] == "access" })
+    }
+
+    @Test func noiseAroundTheThresholdDoesNotFlap() async throws {
+        let lab = try await LabScenario(name: "noise", accessdConfig: Self.quickRange, readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        // Hovering at the auto-connect threshold (path loss 20 = -79 dBm) with 3 dB of noise.
+        try lab.radio.rssi("hci1", "hci0", -79, sigma: 3)
+        try await Task.sleep(for: .seconds(12))
+        let completed = lab.readers.exchanges.count
+        #expect(completed <= 1, "hovering at the threshold gave \(completed) exchanges")
+    }
+
+    @Test func manualAccessActionsAndDenial() async throws {
+        let lab = try await LabScenario(name: "manual", readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        let credential = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -90)  // heard, beyond auto range, within manual range
+        _ = try await lab.waitForReader("00002A01")
+
+        let (status, output) = try lab.daemon.accessctl(["access", "2A01"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("granted"))
+        let granted = try await lab.readers.waitForLines { $0.contains { $0["event"] == "exchange" && $0["granted"] == true } }
+        #expect(granted.last { $0["event"] == "exchange" }?["credential"] == .string(credential))
+
+        let actions = try lab.daemon.call("actions.list", ["reader": "2A01"]).get()
+        #expect(actions["actions"]?.array?.compactMap { $0["name"]?.string } == ["Open", "Lockdown"])
+        let open = try lab.daemon.call("actions.perform", ["reader": "2A01", "action": 1]).get()
+        #expect(open["granted"] == true)
+        let lockdown = try lab.daemon.call("actions.perform", ["reader": "2A01", "action": 2]).get()
+        #expect(lockdown["decision"] == "deniedLockdown")
+        #expect(lockdown["granted"] == false)
+
+        // The site suspends the credential: after the sync it is not presented at all.
+        try lab.site.run(["suspend", credential])
+        _ = try lab.daemon.call("items.sync").get()
+        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+            Issue.record("a suspended credential was presented")
+            return
+        }
+        #expect(error.data?["error"] == "forbidden")
+    }
+
+    @Test func deniedWithTheReadersDecisionCode() async throws {
+        let lab = try await LabScenario(name: "deny", readers: Self.frontDoor + "\ndecision = \"deny:deniedZoneTime\"\n")
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let answer = try lab.daemon.call("access.request", ["reader": "2A01"]).get()
+        #expect(answer["granted"] == false)
+        #expect(answer["decision"] == "deniedZoneTime")
+        let completed = try #require(try lab.event("access.completed"))
+        #expect(completed["decision"] == "deniedZoneTime")
+    }
+
+    @Test func secondFactorAnsweredWithThePIN() async throws {
+        let lab = try await LabScenario(name: "pin", readers: Self.frontDoor + "\nsecond_factor = true\n")
+        defer { lab.tearDown() }
+        _ = try lab.register(secondFactor: true, pin: "482916")
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let request = Task { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let prompt = try #require(try lab.event("secondFactor.required"))
+        let id = try #require(prompt["request"]?.string)
+        #expect(prompt["prompt"] == "Enter your PIN to open the door")
+        // A wrong PIN first: refused, attempts counted, the prompt stays open.
+        let (wrongStatus, wrongOutput) = try lab.daemon.accessctl(["pin", id, "--pin-stdin"], input: "111111\n")
+        #expect(wrongStatus == 1)
+        #expect(wrongOutput.contains("attempts left"))
+        let (status, output) = try lab.daemon.accessctl(["pin", id, "--pin-stdin"], input: "482916\n")
+        #expect(status == 0, "\(output)")
+        let answer = try await request.value.get()
+        #expect(answer["granted"] == true)
+        #expect(lab.readers.exchanges.last?["granted"] == true)
+    }
+
+    @Test func aperioLockGetsTheSyncedAperioCredential() async throws {
+        let lab = try await LabScenario(
+            name: "aperio", accessdConfig: "[features]\nenabled = [\"aperio\"]\n",
+            readers: "[lock]\nid = \"A9E1\"\nname = \"Store\"\nkind = \"aperio\"\nadapter = \"hci0\"\n")
+        defer { lab.tearDown() }
+        let credential = try lab.register()
+        try lab.site.run(["item", "add", "--credential", credential, "--type", "aperio", "--name", "Store room", "--id", "lock-1"])
+        _ = try lab.daemon.call("items.sync").get()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("0000A9E1")
+        let answer = try lab.daemon.call("access.request", ["reader": "A9E1"]).get()
+        #expect(answer["granted"] == true)
+        // The lock saw the Aperio identifier (16 hex digits), not the mobile credential.
+        let presented = try #require(lab.readers.exchanges.last?["credential"]?.string)
+        #expect(presented.count == 16)
+        #expect(presented != credential)
+    }
+
+    @Test func droppedLinkIsRemoteCloseAndRetried() async throws {
+        let lab = try await LabScenario(name: "drop", accessdConfig: Self.quickRange,
+                                        readers: Self.frontDoor + "\nfault = \"drop\"\n")
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+            Issue.record("a dropped link gave a decision")
+            return
+        }
+        #expect(error.data?["error"] == "remoteClose")
+        // Automatic access retries a dropped link by the retry rules (transient), then gives up.
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        try lab.radio.rssi("hci1", "hci0", -65)
+        let failed = try #require(try lab.event("access.completed", timeout: .seconds(60)) {
+            $0["origin"] == "automatic" && $0["outcome"] == "failed"
+        })
+        #expect(failed["error"] == "remoteClose")
+        let drops = lab.readers.lines.filter { $0["event"] == "fault" && $0["fault"] == "drop" }.count
+        #expect(drops >= 2, "automatic access did not retry: \(drops) attempts")
+    }
+
+    @Test func spoofedReaderIsRefused() async throws {
+        let lab = try await LabScenario(name: "spoof", readers: Self.frontDoor + "\nfault = \"wrong-key\"\n")
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+            Issue.record("a reader signing with the wrong key got an answer")
+            return
+        }
+        #expect(error.data?["error"] == "forbidden")
+        // The credential never signed anything for it: the reader saw the session abandoned.
+        let seen = try await lab.readers.waitForLines { $0.contains { $0["event"] == "exchange" } }
+        #expect(seen.last { $0["event"] == "exchange" }?["outcome"] != "decided")
+    }
+}

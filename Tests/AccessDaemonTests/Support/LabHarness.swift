@@ -1,0 +1,228 @@
+import AccessCore
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Inside the bluez-lab VM (Bumble backend): the real accessd on the system bus's
+/// bluetoothd, `readersim readers` on other controllers, a `readersim site` on loopback,
+/// and the lab's radio, which sets the RSSI each controller hears from each other.
+enum Lab {
+    static var isBumble: Bool { ProcessInfo.processInfo.environment["LAB_BACKEND"] == "bumble" }
+    static var controllers: Int { Int(ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] ?? "") ?? 0 }
+}
+
+/// The lab's radio control socket (bluez-lab README, "Radio control channel").
+struct Radio {
+    let path = ProcessInfo.processInfo.environment["LAB_RADIO_SOCKET"] ?? "/run/bluez-lab/radio.sock"
+
+    /// Sends one command; throws unless the radio answers OK.
+    func send(_ command: String) throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestEnvironmentError("socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw TestEnvironmentError("cannot reach the radio at \(path): errno \(errno)") }
+        let line = command + "\n"
+        _ = line.withCString { write(fd, $0, strlen($0)) }
+        var reply: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1 && byte != UInt8(ascii: "\n") { reply.append(byte) }
+        let text = String(decoding: reply, as: UTF8.self)
+        guard text.hasPrefix("OK") else { throw TestEnvironmentError("radio refused '\(command)': \(text)") }
+    }
+
+    /// What `scanner` hears from `advertiser`: a fixed RSSI, optionally noisy.
+    func rssi(_ scanner: String, _ advertiser: String, _ dbm: Double, sigma: Double = 0) throws {
+        try send("rssi \(scanner) \(advertiser) \(dbm) \(sigma)")
+    }
+
+    func ramp(_ scanner: String, _ advertiser: String, from: Double, to: Double, seconds: Double, sigma: Double = 0) throws {
+        try send("ramp \(scanner) \(advertiser) \(from) \(to) \(seconds) \(sigma)")
+    }
+
+    func off(_ scanner: String, _ advertiser: String) throws {
+        try send("off \(scanner) \(advertiser)")
+    }
+}
+
+/// accessd on the lab's system bus, with its own socket and state under `directory`.
+final class LabDaemon: @unchecked Sendable {
+    let directory: String
+    var socketPath: String { directory + "/a.sock" }
+    private(set) var process: ChildProcess?
+
+    init(directory: String, config: String) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try config.write(toFile: directory + "/accessd.toml", atomically: true, encoding: .utf8)
+    }
+
+    func start() async throws {
+        let process = try ChildProcess([DaemonHarness.accessdPath, "--config", directory + "/accessd.toml", "--socket", socketPath,
+                                        "--state-dir", directory + "/state"], output: directory + "/accessd.log")
+        self.process = process
+        for _ in 0..<1500 {
+            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
+            guard process.isRunning else { throw TestEnvironmentError("accessd exited: \(log)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestEnvironmentError("accessd did not answer: \(log)")
+    }
+
+    var log: String { (try? String(contentsOfFile: directory + "/accessd.log", encoding: .utf8)) ?? "" }
+
+    func connect() throws -> ControlConnection { try ControlConnection(path: socketPath) }
+
+    func call(_ method: String, _ params: JSONValue = [:]) throws -> Result<JSONValue, RPCError> {
+        try connect().call(method, params)
+    }
+
+    /// Runs the real accessctl against this daemon; returns (status, output).
+    func accessctl(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: URL(fileURLWithPath: DaemonHarness.accessdPath)
+            .deletingLastPathComponent().appendingPathComponent("accessctl").path)
+        process.arguments = arguments + ["--socket", socketPath]
+        let output = Pipe()
+        let stdin = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func stop() -> Int32? {
+        guard let process else { return nil }
+        self.process = nil
+        process.stop(grace: 10)
+        return process.isRunning ? nil : 0
+    }
+}
+
+/// `readersim readers` with a file of readers; its JSON lines, as a test sees them.
+final class LabReaders: @unchecked Sendable {
+    let directory: String
+    private(set) var process: ChildProcess?
+    private var outputPath: String { directory + "/readers.out" }
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    func start(siteDatabase: String, readers: String) async throws {
+        try "[site]\ndb = \"\(siteDatabase)\"\n\n\(readers)".write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
+        try? FileManager.default.removeItem(atPath: outputPath)
+        let process = try ChildProcess([SiteHarness.readersimPath, "readers", "--config", directory + "/readers.toml"],
+                                       output: outputPath)
+        self.process = process
+        let expected = readers.components(separatedBy: "\n").filter { $0.hasPrefix("[") }.count
+        _ = try await waitForLines(timeout: .seconds(20)) { lines in
+            lines.filter { $0["event"] == "advertising" }.count >= expected
+        }
+    }
+
+    func stop() {
+        process?.stop(grace: 5)
+        process = nil
+    }
+
+    var lines: [JSONValue] {
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+    }
+
+    /// Exchanges the readers reported, oldest first.
+    var exchanges: [JSONValue] { lines.filter { $0["event"] == "exchange" } }
+
+    /// Waits until `condition` holds over all lines so far.
+    @discardableResult
+    func waitForLines(timeout: Duration = .seconds(30), _ condition: ([JSONValue]) -> Bool) async throws -> [JSONValue] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let current = lines
+            if condition(current) { return current }
+            guard process?.isRunning ?? false else {
+                throw TestEnvironmentError("readersim readers exited: \((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestEnvironmentError("readersim never printed what was expected; it printed: \(lines.map(\.jsonText).joined(separator: "\n"))")
+    }
+}
+
+/// Everything one lab scenario needs, torn down together.
+final class LabScenario: @unchecked Sendable {
+    let directory: String
+    let site: SiteHarness
+    let daemon: LabDaemon
+    let readers: LabReaders
+    let radio = Radio()
+    let events: ControlConnection
+
+    init(name: String, accessdConfig: String = "", readers readerConfig: String) async throws {
+        directory = "/tmp/lab-\(name)-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Out of range until the scenario says otherwise.
+        try radio.send("reset")
+        try radio.off("*", "*")
+        site = try SiteHarness(directory: directory)
+        try await site.serve()
+        daemon = try LabDaemon(directory: directory + "/accessd",
+                               config: "[bluetooth]\nadapter = \"hci1\"\n" + accessdConfig)
+        try await daemon.start()
+        events = try daemon.connect()
+        _ = try events.call("events.subscribe", [:])
+        readers = LabReaders(directory: directory)
+        try await readers.start(siteDatabase: site.database, readers: readerConfig)
+    }
+
+    /// Registers a fresh invitation (optionally with a PIN); returns the credential id.
+    func register(name: String = "Ada", secondFactor: Bool = false, pin: String? = nil) throws -> String {
+        var params: [String: JSONValue] = ["url": .string(try site.invite(name, secondFactor: secondFactor).url)]
+        if let pin { params["pin"] = .string(pin) }
+        let answer = try daemon.call("credentials.register", .object(params)).get()
+        guard let id = answer["id"]?.string else { throw TestEnvironmentError("registration gave no id") }
+        return id
+    }
+
+    /// The next event of `kind` (matching `where`), waiting up to `timeout`.
+    func event(_ kind: String, timeout: Duration = .seconds(30),
+               where predicate: (JSONValue) -> Bool = { _ in true }) throws -> JSONValue? {
+        try waitForEvent(events, timeout: timeout) {
+            $0["params"]?["kind"]?.string == kind && predicate($0["params"]?["data"] ?? .null)
+        }?["params"]?["data"]
+    }
+
+    /// Waits until accessd lists the reader (it is heard and parsed).
+    func waitForReader(_ id: String, timeout: Duration = .seconds(20)) async throws -> JSONValue {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let readers = try daemon.call("readers.list").get()["readers"]?.array ?? []
+            if let reader = readers.first(where: { $0["id"]?.string == id }) { return reader }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw TestEnvironmentError("accessd never heard reader \(id): \(daemon.log)")
+    }
+
+    func tearDown() {
+        readers.stop()
+        _ = daemon.stop()
+        site.stop()
+        try? radio.off("*", "*")
+    }
+}
