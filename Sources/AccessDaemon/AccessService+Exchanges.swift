@@ -20,6 +20,23 @@ struct ExchangeRun: Sendable {
     var secondFactorRequest: String?
     var started: ContinuousClock.Instant
     var ended = false
+    /// Phases, for `access.completed`'s `timings`.
+    var detected: ContinuousClock.Instant?
+    var connected: ContinuousClock.Instant?
+    var resolved: ContinuousClock.Instant?
+
+    /// Milliseconds per phase: detection (first in-range advertisement → exchange start,
+    /// automatic only), connect, service resolution, protocol exchange, and in all.
+    func timings(endedAt end: ContinuousClock.Instant) -> JSONValue {
+        func ms(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> JSONValue {
+            guard let from, let to else { return .null }
+            let d = to - from
+            return .double((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded() )
+        }
+        return ["detectionMs": ms(detected, started), "connectMs": ms(started, connected),
+                "resolveMs": ms(connected, resolved), "exchangeMs": ms(resolved, end),
+                "totalMs": ms(detected ?? started, end)]
+    }
 }
 
 /// The exchange engine: performs what `AccessController` decides (connect, run the
@@ -67,6 +84,7 @@ extension AccessService {
         var data = Render.outcome(outcome)
         data["reader"] = .string(reader.description)
         data["origin"] = Render.origin(origin)
+        if let timings = lastTimings.removeValue(forKey: reader) { data["timings"] = timings }
         emit("access.completed", .object(data))
         guard case let .manual(request) = origin else { return }
         if case let .failed(failure) = outcome {
@@ -124,7 +142,8 @@ extension AccessService {
             operation: operation, timeouts: ProtocolTimeouts(step: configuration.stepTimeout,
                                                              secondFactor: configuration.secondFactorTimeout))
         exchanges[reader] = ExchangeRun(session: session, origin: origin, credential: credential, devicePath: devicePath,
-                                        started: ContinuousClock.now)
+                                        started: ContinuousClock.now,
+                                        detected: origin == .automatic ? firstInRange[reader] : nil)
         emit("access.started", ["reader": .string(reader.description), "origin": Render.origin(origin),
                                 "operation": Render.operation(operation)])
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
@@ -161,7 +180,11 @@ extension AccessService {
     private func runLink(_ reader: ReaderID, devicePath: String, connectTimeout: Duration) async {
         if let disconnecting = pendingDisconnects.removeValue(forKey: devicePath) { await disconnecting.value }
         do {
-            try await bluez.connectAndResolve(device: devicePath, timeout: connectTimeout)
+            let deadline = ContinuousClock.now + connectTimeout
+            try await bluez.connect(device: devicePath, timeout: connectTimeout)
+            exchanges[reader]?.connected = ContinuousClock.now
+            try await bluez.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
+            exchanges[reader]?.resolved = ContinuousClock.now
             guard !Task.isCancelled else { return }
             guard let characteristic = await bluez.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
                                                                   characteristic: ReaderGATT.controlPointUUID) else {
@@ -252,11 +275,9 @@ extension AccessService {
         run.link?.cancel()
         if let request = run.secondFactorRequest { secondFactorPrompts[request] = nil }
         exchanges[reader] = nil
-        let elapsed = ContinuousClock.now - run.started
-        logger.info("exchange ended", metadata: [
-            "reader": "\(reader)", "outcome": "\(outcome)",
-            "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
-        ])
+        let timings = run.timings(endedAt: ContinuousClock.now)
+        lastTimings[reader] = timings
+        logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)", "timings": "\(timings.jsonText)"])
         // The link is dropped in the background so the decision is reported at once; the
         // next exchange with this device waits for it (a Connect racing a Disconnect fails).
         let device = run.devicePath

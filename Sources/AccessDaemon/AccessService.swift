@@ -54,6 +54,8 @@ public actor AccessService: ControlRequestHandler {
     var pendingRequests: [RequestID: CheckedContinuation<Result<JSONValue, RPCError>, Never>] = [:]
     var secondFactorPrompts: [String: ReaderID] = [:]
     var pendingDisconnects: [String: Task<Void, Never>] = [:]
+    var firstInRange: [ReaderID: ContinuousClock.Instant] = [:]
+    var lastTimings: [ReaderID: JSONValue] = [:]
     var nextRequest: UInt64 = 0
     var replayGuard = ChallengeReplayGuard()
 
@@ -233,8 +235,19 @@ public actor AccessService: ControlRequestHandler {
         let raw = address.bytes
         let deviceAddress = DeviceAddress(rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         let observation = registry.observe(advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)
+        // When this approach's first advertisement put the reader in auto range, unsmoothed:
+        // where the "detection" part of an automatic exchange's timings starts.
+        let rawPathLoss = Double(Int(advertisement.txPower) - Int(rssi)) + configuration.rangeConfiguration.sensitivityOffset
+        if rawPathLoss <= Double(advertisement.autoConnectPathLoss) {
+            if firstInRange[advertisement.readerID] == nil { firstInRange[advertisement.readerID] = ContinuousClock.now }
+        } else if observation.autoConnectRangeChanged && !observation.isInAutoConnectRange {
+            firstInRange[advertisement.readerID] = nil
+        }
         if let update = observation.update { emit("reader.updated", Render.reader(update)) }
-        if observation.becameUnavailable { emit("reader.unavailable", ["id": .string(advertisement.readerID.description)]) }
+        if observation.becameUnavailable {
+            firstInRange[advertisement.readerID] = nil
+            emit("reader.unavailable", ["id": .string(advertisement.readerID.description)])
+        }
         if observation.isInAutoConnectRange || observation.autoConnectRangeChanged,
            let attributes = registry.reader(advertisement.readerID) {
             perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange), at: now))
@@ -243,6 +256,7 @@ public actor AccessService: ControlRequestHandler {
 
     private func forgetReaders() {
         for id in registry.removeAll() {
+            firstInRange[id] = nil
             emit("reader.unavailable", ["id": .string(id.description)])
             perform(controller.handle(.readerUnavailable(id), at: Clocks.monotonic()))
         }
@@ -252,6 +266,7 @@ public actor AccessService: ControlRequestHandler {
     private func tick() async {
         let now = Clocks.monotonic()
         for id in registry.expire(at: now) {
+            firstInRange[id] = nil
             emit("reader.unavailable", ["id": .string(id.description)])
             perform(controller.handle(.readerUnavailable(id), at: now))
         }

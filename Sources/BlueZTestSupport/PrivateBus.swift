@@ -85,7 +85,8 @@ public final class BlueZMock: @unchecked Sendable {
     }
 
     public func waitForOwner(present: Bool) async throws {
-        let deadline = Date().addingTimeInterval(15)
+        // Generous: a python3 starting under a loaded CI machine has taken more than 15 s.
+        let deadline = Date().addingTimeInterval(45)
         while Date() < deadline {
             let reply = try await control.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                                interface: "org.freedesktop.DBus", method: "NameHasOwner",

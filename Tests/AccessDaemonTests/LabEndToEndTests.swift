@@ -146,6 +146,40 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.last?["granted"] == true)
     }
 
+    @Test func wrongPINsLockTheSecondFactor() async throws {
+        let lab = try await LabScenario(name: "lockout", accessdConfig: "[site]\npin_attempts = 2\n",
+                                        readers: Self.frontDoor + "\nsecond_factor = true\n")
+        defer { lab.tearDown() }
+        _ = try lab.register(secondFactor: true, pin: "482916")
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let request = Task { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let prompt = try #require(try lab.event("secondFactor.required"))
+        let id = try #require(prompt["request"]?.string)
+        #expect(prompt["attemptsLeft"] == 2)
+        guard case let .failure(first) = try lab.daemon.call("secondFactor.respond", ["request": .string(id), "pin": "000000"]) else {
+            Issue.record("a wrong PIN was accepted")
+            return
+        }
+        #expect(first.data?["attemptsLeft"] == 1)
+        guard case let .failure(second) = try lab.daemon.call("secondFactor.respond", ["request": .string(id), "pin": "111111"]) else {
+            Issue.record("a wrong PIN was accepted")
+            return
+        }
+        #expect(second.data?["error"] == "secondFactorLockedOut")
+        guard case let .failure(answer) = try await request.value else {
+            Issue.record("access was granted with a locked second factor")
+            return
+        }
+        #expect(answer.data?["error"] == "secondFactorLockedOut")
+        _ = try #require(try lab.event("sdk.state") { $0["states"]?.array?.contains("secondFactorLockedOut") == true })
+        // Locked across a restart too, and the right PIN no longer helps.
+        _ = lab.daemon.stop()
+        try await lab.daemon.start()
+        let status = try lab.daemon.call("status.get").get()
+        #expect(status["states"]?.array?.contains("secondFactorLockedOut") == true)
+    }
+
     @Test func aperioLockGetsTheSyncedAperioCredential() async throws {
         let lab = try await LabScenario(
             name: "aperio", accessdConfig: "[features]\nenabled = [\"aperio\"]\n",
@@ -201,5 +235,48 @@ struct LabEndToEndTests {
         // The credential never signed anything for it: the reader saw the session abandoned.
         let seen = try await lab.readers.waitForLines { $0.contains { $0["event"] == "exchange" } }
         #expect(seen.last { $0["event"] == "exchange" }?["outcome"] != "decided")
+    }
+
+    @Test(.enabled(if: Lab.controllers >= 3)) func theNearerOfTwoReadersIsChosen() async throws {
+        let lab = try await LabScenario(name: "two", readers: Self.frontDoor + """
+
+            [side]
+            id = "2A02"
+            name = "Side"
+            adapter = "hci2"
+            interval_ms = 100
+            auto_connect_path_loss = 20
+            manual_connect_path_loss = 40
+            """)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -95)
+        try lab.radio.rssi("hci1", "hci2", -95)
+        _ = try await lab.waitForReader("00002A01")
+        _ = try await lab.waitForReader("00002A02")
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        // Both come into auto range together; the side door (hci2) is nearer.
+        try lab.radio.rssi("hci1", "hci0", -76)
+        try lab.radio.rssi("hci1", "hci2", -64)
+        let first = try #require(try lab.event("access.started", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        #expect(first["reader"] == "00002A02")
+    }
+
+    @Test func scanningResumesAfterBluetoothdRestarts() async throws {
+        let lab = try await LabScenario(name: "restart", accessdConfig: Self.quickRange, readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        try lab.radio.rssi("hci1", "hci0", -80)
+        _ = try await lab.waitForReader("00002A01")
+        try Lab.restartBluetoothd()
+        #expect(try lab.event("sdk.state", timeout: .seconds(20)) {
+            $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true
+        } != nil)
+        // bluetoothd is back: accessd finds the adapter and scans again by itself. The reader
+        // (readersim shares this bluetoothd) registers again.
+        let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
+        #expect(scanning["states"]?.array?.contains("bluetoothServiceUnavailable") == false)
+        lab.readers.stop()
+        try await lab.readers.start(siteDatabase: lab.site.database, readers: Self.frontDoor)
+        _ = try #require(try lab.event("reader.updated", timeout: .seconds(30)) { $0["id"] == "00002A01" })
     }
 }

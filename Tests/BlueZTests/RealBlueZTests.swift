@@ -22,7 +22,7 @@ final class RealBlueZTests: Sendable {
         try await client.start()
         #expect(await recorder.wait { $0 == .serviceAppeared } != nil)
         let adapters = await client.adapters
-        #expect(adapters.keys.sorted() == ["/org/bluez/hci0", "/org/bluez/hci1"])
+        #expect(Set(adapters.keys).isSuperset(of: ["/org/bluez/hci0", "/org/bluez/hci1"]))
         #expect(adapters.values.allSatisfy { $0.powered })
         let readerAddress = try #require(adapters["/org/bluez/hci0"]?.address)
 

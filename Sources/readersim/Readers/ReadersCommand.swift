@@ -18,6 +18,7 @@ struct ReadersCommand: AsyncParsableCommand {
     @Option(help: "The readers' file.") var config: String
     @Option(help: "Adapter for readers that name none.") var adapter = "hci0"
     @Option(help: "D-Bus to reach bluetoothd on: system, or a bus address.") var bus = "system"
+    @Flag(help: "Check the file and exit.") var check = false
 
     func run() async throws {
         let text: String
@@ -39,6 +40,10 @@ struct ReadersCommand: AsyncParsableCommand {
                 throw ValidationError("readers \(other) and \(reader.name) are both on \(chosen): one reader per adapter (see --help)")
             }
             perAdapter[chosen] = reader.name
+        }
+        if check {
+            print("\(config): OK, \(file.readers.count) reader(s)")
+            return
         }
         let site = try SiteDatabase(path: file.siteDatabase)
         let connection = try DBusConnection(address: bus == "system" ? nil : bus)

@@ -12,6 +12,28 @@ import Glibc
 enum Lab {
     static var isBumble: Bool { ProcessInfo.processInfo.environment["LAB_BACKEND"] == "bumble" }
     static var controllers: Int { Int(ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] ?? "") ?? 0 }
+
+    /// Kills the lab's bluetoothd and starts it again as guest-init did (same main.conf and
+    /// arguments), as `systemctl restart bluetooth` would on a real machine.
+    static func restartBluetoothd() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let directory = environment["LAB_OUT"] ?? "/tmp"
+        var arguments = ["-n"]
+        if FileManager.default.fileExists(atPath: directory + "/main.conf") { arguments += ["-f", directory + "/main.conf"] }
+        arguments += (environment["LAB_BLUETOOTHD_ARGS"] ?? "-E").split(separator: " ").map(String.init)
+        let kill = Process()
+        kill.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
+        kill.arguments = ["-x", "bluetoothd"]
+        try kill.run()
+        kill.waitUntilExit()
+        Thread.sleep(forTimeInterval: 1)
+        let start = Process()
+        start.executableURL = URL(fileURLWithPath: "/usr/libexec/bluetooth/bluetoothd")
+        start.arguments = arguments
+        start.standardOutput = FileHandle(forWritingAtPath: directory + "/bluetoothd.restarted.log") ?? FileHandle.nullDevice
+        start.standardError = start.standardOutput
+        try start.run()
+    }
 }
 
 /// The lab's radio control socket (bluez-lab README, "Radio control channel").

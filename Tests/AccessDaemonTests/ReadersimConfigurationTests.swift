@@ -1,0 +1,55 @@
+import BlueZTestSupport
+import Foundation
+import Testing
+
+/// `readersim readers --check`: the shipped example is valid, and bad files are refused
+/// with the line and the reason, never a crash.
+@Suite("readersim reader files")
+struct ReadersimConfigurationTests {
+    private func check(_ text: String) throws -> (Int32, String) {
+        let path = NSTemporaryDirectory() + "readersim-\(UUID().uuidString).toml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try run(["readers", "--config", path, "--check"])
+    }
+
+    private func run(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SiteHarness.readersimPath)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func theShippedExampleIsValid() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/readersim.example.toml").path
+        let (status, output) = try run(["readers", "--config", example, "--check"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("2 reader(s)"))
+    }
+
+    @Test(arguments: [
+        ("[a]\nid = \"1\"\n", "[site]"),
+        ("[site]\ndb = \"x\"\n", "no readers"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"0\"\n", ":4: [a] id must be"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\nkind = \"nfc\"\n", ":5: [a] kind must be"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\n[b]\nid = \"1\"\n", "used twice"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\nactions = [\"x\"]\n", "ID:NAME"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\ndecision = \"deny:maybe\"\n", "not an AccessDecision"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\nauto_connect_path_loss = 50\nmanual_connect_path_loss = 40\n", "must not exceed"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\ncolour = \"red\"\n", "unknown key 'colour'"),
+        ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\nadapter = \"hci0\"\n[b]\nid = \"2\"\n", "both on hci0"),
+        ("[site\n", ":1:"),
+    ])
+    func badFilesAreRefusedWithTheReason(text: String, expected: String) throws {
+        let (status, output) = try check(text)
+        #expect(status == 64, "\(output)")
+        #expect(output.contains(expected), "\(output)")
+    }
+}
