@@ -59,6 +59,9 @@ struct LabEndToEndTests {
                                          "approach \(approach): no automatic access")
             #expect(completed["granted"] == true)
             #expect(completed["decision"] == "granted")
+            let timings = try #require(completed["timings"], "no timings in \(completed.jsonText)")
+            #expect(timings["detectionMs"]?.number != nil && timings["resolveMs"]?.number != nil)
+            print("approach \(approach) timings: \(timings.jsonText)")
             // Standing at the door: no second exchange.
             try await Task.sleep(for: .seconds(6))
             #expect(lab.readers.exchanges.count == approach, "approach \(approach): \(lab.readers.exchanges.map(\.jsonText))")
