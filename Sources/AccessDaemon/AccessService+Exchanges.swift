@@ -99,6 +99,22 @@ extension AccessService {
         pendingRequests.removeValue(forKey: request)?.resume(returning: result)
     }
 
+    /// The service is stopping: pending requests are answered, links and timers dropped.
+    func shutDownExchanges() {
+        for (_, continuation) in pendingRequests {
+            continuation.resume(returning: .failure(.failed("shuttingDown", "accessd is stopping")))
+        }
+        pendingRequests.removeAll()
+        for timer in controllerTimers.values { timer.cancel() }
+        controllerTimers.removeAll()
+        for run in exchanges.values {
+            run.link?.cancel()
+            run.stepTimer?.cancel()
+        }
+        exchanges.removeAll()
+        secondFactorPrompts.removeAll()
+    }
+
     // MARK: Manual requests
 
     /// `access.request`, `actions.list`, `actions.perform`: the controller decides whether

@@ -93,6 +93,8 @@ public actor AccessService: ControlRequestHandler {
         emit("sdk.state", Render.sdkState(sdk.current))
         try await bluez.start()
         let events = bluez.events
+        // However the service stops, nobody is left waiting for an exchange.
+        defer { shutDownExchanges() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events { await self.handle(event) }

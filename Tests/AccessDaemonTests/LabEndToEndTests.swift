@@ -97,11 +97,11 @@ struct LabEndToEndTests {
         let granted = try await lab.readers.waitForLines { $0.contains { $0["event"] == "exchange" && $0["granted"] == true } }
         #expect(granted.last { $0["event"] == "exchange" }?["credential"] == .string(credential))
 
-        let actions = try lab.daemon.call("actions.list", ["reader": "2A01"]).get()
+        let actions = try lab.manual("actions.list", ["reader": "2A01"]).get()
         #expect(actions["actions"]?.array?.compactMap { $0["name"]?.string } == ["Open", "Lockdown"])
-        let open = try lab.daemon.call("actions.perform", ["reader": "2A01", "action": 1]).get()
+        let open = try lab.manual("actions.perform", ["reader": "2A01", "action": 1]).get()
         #expect(open["granted"] == true)
-        let lockdown = try lab.daemon.call("actions.perform", ["reader": "2A01", "action": 2]).get()
+        let lockdown = try lab.manual("actions.perform", ["reader": "2A01", "action": 2]).get()
         #expect(lockdown["decision"] == "deniedLockdown")
         #expect(lockdown["granted"] == false)
 
@@ -121,7 +121,7 @@ struct LabEndToEndTests {
         _ = try lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        let answer = try lab.daemon.call("access.request", ["reader": "2A01"]).get()
+        let answer = try lab.manual("access.request", ["reader": "2A01"]).get()
         #expect(answer["granted"] == false)
         #expect(answer["decision"] == "deniedZoneTime")
         let completed = try #require(try lab.event("access.completed"))
@@ -193,7 +193,7 @@ struct LabEndToEndTests {
         _ = try lab.daemon.call("items.sync").get()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("0000A9E1")
-        let answer = try lab.daemon.call("access.request", ["reader": "A9E1"]).get()
+        let answer = try lab.manual("access.request", ["reader": "A9E1"]).get()
         #expect(answer["granted"] == true)
         // The lock saw the Aperio identifier (16 hex digits), not the mobile credential.
         let presented = try #require(lab.readers.exchanges.last?["credential"]?.string)
@@ -279,7 +279,7 @@ struct LabEndToEndTests {
         let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
         #expect(scanning["states"]?.array?.contains("bluetoothServiceUnavailable") == false)
         lab.readers.stop()
-        try await lab.readers.start(siteDatabase: lab.site.database, readers: Self.frontDoor)
+        try await lab.readers.startWithRetry(siteDatabase: lab.site.database, readers: Self.frontDoor)
         _ = try #require(try lab.event("reader.updated", timeout: .seconds(30)) { $0["id"] == "00002A01" })
     }
 }

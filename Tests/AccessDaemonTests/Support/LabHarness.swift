@@ -105,6 +105,20 @@ final class LabReaders: @unchecked Sendable {
         self.directory = directory
     }
 
+    /// Starts readersim, again up to twice if it exits at once (bluetoothd not yet back on
+    /// the bus after a restart).
+    func startWithRetry(siteDatabase: String, readers: String) async throws {
+        for attempt in 1...3 {
+            do {
+                try await start(siteDatabase: siteDatabase, readers: readers)
+                return
+            } catch where attempt < 3 {
+                print("readersim did not come up (attempt \(attempt)): \(error)")
+                try await Task.sleep(for: .seconds(2))
+            }
+        }
+    }
+
     func start(siteDatabase: String, readers: String) async throws {
         try "[site]\ndb = \"\(siteDatabase)\"\n\n\(readers)".write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: outputPath)
@@ -179,6 +193,18 @@ final class LabScenario: @unchecked Sendable {
         let answer = try daemon.call("credentials.register", .object(params)).get()
         guard let id = answer["id"]?.string else { throw TestEnvironmentError("registration gave no id") }
         return id
+    }
+
+    /// A manual request (`access.request`, `actions.*`), tried a second time when the first
+    /// ends in a link failure: the emulated radio sometimes loses a connection attempt right
+    /// after the previous link's teardown (bluez-lab README), as a real one does; a person
+    /// would try again. A wrong decision is never retried.
+    func manual(_ method: String, _ params: JSONValue) throws -> Result<JSONValue, RPCError> {
+        let first = try daemon.call(method, params)
+        guard case let .failure(error) = first,
+              ["timeout", "readerUnavailable"].contains(error.data?["error"]?.string ?? "") else { return first }
+        print("\(method): \(error.data?["error"]?.string ?? "?") on the first try; trying again")
+        return try daemon.call(method, params)
     }
 
     /// The next event of `kind` (matching `where`), waiting up to `timeout`.
