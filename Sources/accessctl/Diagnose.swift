@@ -58,8 +58,11 @@ struct Diagnose: ParsableCommand {
                                 detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
                                 hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
             let credentials = status["credentialCount"]?.int ?? 0
-            checks.append(Check(name: "credentials", ok: credentials > 0, detail: "\(credentials)",
-                                hint: credentials > 0 ? nil : "accessd holds no credential: it can scan but not open doors"))
+            let usable = status["usableCredentialCount"]?.int ?? credentials
+            checks.append(Check(name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
+                                hint: usable > 0 ? nil : credentials > 0
+                                    ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
+                                    : "accessd holds no credential: register one with `accessctl credentials register URL`"))
             checks.append(Check(name: "scanning", ok: status["isScanning"]?.bool == true,
                                 detail: status["isScanning"]?.bool == true ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
         }
