@@ -212,8 +212,9 @@ final class GattTests: Sendable {
         }
     }
 
+    /// Polls for up to 20 s (a loaded CI machine), returning as soon as `condition` holds.
     func waitUntil(_ condition: @Sendable () async -> Bool) async -> Bool {
-        for _ in 0..<300 {
+        for _ in 0..<2000 {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
