@@ -31,7 +31,7 @@ struct ExchangeRun: Sendable {
         func ms(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> JSONValue {
             guard let from, let to else { return .null }
             let d = to - from
-            return .double((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded() )
+            return .double((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded())
         }
         return ["detectionMs": ms(detected, started), "connectMs": ms(started, connected),
                 "resolveMs": ms(connected, resolved), "exchangeMs": ms(resolved, end),
@@ -237,9 +237,9 @@ extension AccessService {
 
     /// Feeds the session one input and performs what it returns, in order.
     private func sessionInput(_ reader: ReaderID, _ input: CredentialSession.Input) async {
-        guard var run = exchanges[reader], !run.ended else { return }
-        let actions = run.session.handle(input, replayGuard: &replayGuard)
-        exchanges[reader] = run
+        guard var session = exchanges[reader]?.session, exchanges[reader]?.ended == false else { return }
+        let actions = session.handle(input, replayGuard: &replayGuard)
+        exchanges[reader]?.session = session
         for action in actions {
             switch action {
             case let .send(fragments):
@@ -256,7 +256,6 @@ extension AccessService {
                     }
                 }
             case let .startTimer(delay):
-                run = exchanges[reader] ?? run
                 exchanges[reader]?.stepTimer?.cancel()
                 exchanges[reader]?.stepTimer = Task { [weak self] in
                     try? await Task.sleep(for: delay)

@@ -163,12 +163,15 @@ actor SimulatedReader {
     private func siteConfiguration() throws -> ReaderSession.Configuration {
         let siteData = try site.site()
         let key = configuration.fault == .wrongKey ? P256.Signing.PrivateKey() : siteData.key
-        let credentials = try site.credentials().filter { !$0.deleted }.map {
+        // One read per connection: the credentials serve both the mobile records and the
+        // states of the Aperio items' owners.
+        let rows = try site.credentials()
+        let credentials = rows.filter { !$0.deleted }.map {
             ReaderSession.CredentialRecord(id: $0.id, publicKey: $0.publicKey, secondFactorPublicKey: $0.secondFactorKey,
                                            state: $0.state)
         }
         var aperio: [ReaderSession.AperioRecord] = []
-        let owners = Dictionary(try site.credentials().map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let owners = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         for item in try site.allItems() where item.type == "aperio" {
             guard let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
                   let fields = object["aperio"] as? [String: String],
