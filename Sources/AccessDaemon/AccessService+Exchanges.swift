@@ -99,20 +99,41 @@ extension AccessService {
         pendingRequests.removeValue(forKey: request)?.resume(returning: result)
     }
 
-    /// The service is stopping: pending requests are answered, links and timers dropped.
-    func shutDownExchanges() {
+    /// The service is stopping: pending requests are answered, timers stopped, and every link
+    /// accessd opened or is opening is dropped. bluetoothd does not cancel a Connect whose
+    /// caller left the bus: it would keep connecting to the reader for a daemon that is gone,
+    /// and a connection attempt that then fails with its socket still open has crashed the
+    /// Bluetooth stack of Linux 6.1 (a kernel BUG in `hci_chan_del`, seen in the lab). Waits
+    /// for bluetoothd's answers at most `grace`, so stopping stays quick.
+    func shutDownExchanges(grace: Duration = .seconds(3)) async {
         for (_, continuation) in pendingRequests {
             continuation.resume(returning: .failure(.failed("shuttingDown", "accessd is stopping")))
         }
         pendingRequests.removeAll()
         for timer in controllerTimers.values { timer.cancel() }
         controllerTimers.removeAll()
+        var disconnects = Array(pendingDisconnects.values)
+        pendingDisconnects.removeAll()
         for run in exchanges.values {
             run.link?.cancel()
             run.stepTimer?.cancel()
+            let device = run.devicePath
+            logger.info("dropping the link on stop", metadata: ["device": "\(device)"])
+            disconnects.append(Task { [bluez] in try? await bluez.disconnect(device: device, timeout: grace) })
         }
         exchanges.removeAll()
         secondFactorPrompts.removeAll()
+        guard !disconnects.isEmpty else { return }
+        let sent = disconnects
+        // Not cancelled with the service's task, so the disconnects are sent and awaited.
+        await Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for disconnect in sent { await disconnect.value } }
+                group.addTask { try? await Task.sleep(for: grace) }
+                await group.next()
+                group.cancelAll()
+            }
+        }.value
     }
 
     // MARK: Manual requests

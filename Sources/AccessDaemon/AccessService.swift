@@ -93,8 +93,18 @@ public actor AccessService: ControlRequestHandler {
         emit("sdk.state", Render.sdkState(sdk.current))
         try await bluez.start()
         let events = bluez.events
-        // However the service stops, nobody is left waiting for an exchange.
-        defer { shutDownExchanges() }
+        // However the service stops, nobody is left waiting for an exchange and no link is
+        // left open or opening.
+        do {
+            try await follow(events)
+        } catch {
+            await shutDownExchanges()
+            throw error
+        }
+        await shutDownExchanges()
+    }
+
+    private func follow(_ events: AsyncStream<BlueZEvent>) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in events { await self.handle(event) }

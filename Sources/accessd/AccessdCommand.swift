@@ -88,13 +88,15 @@ struct AccessdCommand: AsyncParsableCommand {
 
         let socketPath = settings.socketPath
         let group = ServiceGroup(configuration: .init(
+            // Shut down in reverse order: the access service first, while the socket is still
+            // up, so the requests it answers on the way out (`shuttingDown`) reach their clients.
             services: [
-                .init(service: RunService { try await service.run() }),
                 .init(service: RunService {
                     try await server.run {
                         notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
                     }
                 }),
+                .init(service: RunService { try await service.run() }),
                 .init(service: RunService {
                     guard let interval = notifier.watchdogInterval else { return }
                     while true {

@@ -23,6 +23,25 @@ struct CredentialEndToEndTests {
         return error.data?["error"]?.string
     }
 
+    /// Stopping while a link is being set up: the pending request is answered and accessd
+    /// disconnects the reader itself (bluetoothd would keep the attempt going for nobody).
+    @Test func stoppingDropsTheLinkBeingOpened() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
+        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+        // The mock connects at once but never resolves services: the exchange waits there.
+        let request = Task { try harness.connect().call("access.request", ["reader": "2A01"]) }
+        #expect(try await harness.waitForCall("Connect", on: DaemonHarness.readerPath))
+        #expect(try await !harness.mock.calls(DaemonHarness.readerPath).contains("Disconnect"))
+        #expect(harness.stop() == 0)
+        #expect(failureCode(try await request.value) == "shuttingDown")
+        #expect(try await harness.mock.calls(DaemonHarness.readerPath).contains("Disconnect"), "\(harness.log)")
+    }
+
     @Test func registersByURLAndByHostAndCode() async throws {
         let (harness, site) = try await setUp()
         defer { site.stop() }
