@@ -72,14 +72,24 @@ public final class BlueZPeripheral: Sendable {
         } catch {
             throw BlueZError(error)
         }
+        var applicationRegistered = false
         do {
             _ = try await connection.call(destination: BlueZClient.service, path: adapter,
                                           interface: "org.bluez.GattManager1", method: "RegisterApplication",
                                           arguments: [.objectPath(root), .properties([:])])
+            applicationRegistered = true
             _ = try await connection.call(destination: BlueZClient.service, path: adapter,
                                           interface: "org.bluez.LEAdvertisingManager1", method: "RegisterAdvertisement",
                                           arguments: [.objectPath(advertisementPath), .properties([:])])
         } catch {
+            // All or nothing: an application left registered would make the next attempt
+            // fail with AlreadyExists (seen when the advertisement was refused by an adapter
+            // that bluetoothd had not finished powering).
+            if applicationRegistered {
+                _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                               interface: "org.bluez.GattManager1", method: "UnregisterApplication",
+                                               arguments: [.objectPath(root)])
+            }
             await unregister()
             throw BlueZError(error)
         }

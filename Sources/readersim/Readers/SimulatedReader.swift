@@ -11,6 +11,10 @@ actor SimulatedReader {
     private enum Input: Sendable {
         case write(BlueZPeripheral.Write)
         case notifying(Bool)
+        /// The adapter (re)appeared on bluetoothd: after bluetoothd restarted, or after the
+        /// adapter was removed and added again. Registrations die with either.
+        case adapterAppeared
+        case bluetoothdLeft
     }
 
     let configuration: SimulatedReaderConfiguration
@@ -56,9 +60,10 @@ actor SimulatedReader {
             onNotifyingChanged: { feed.yield(.notifying($0)) },
             onWrite: { feed.yield(.write($0)) })
         self.peripheral = peripheral
+        let watcher = try await watchBlueZ()
+        defer { watcher.cancel() }
         try await peripheral.register()
-        line("advertising", ["adapter": adapter, "kind": configuration.kind.description, "site": siteData.tag.description,
-                             "serviceData": advertisement.serviceData.hexString])
+        announceAdvertising(siteTag: siteData.tag, serviceData: advertisement.serviceData)
         if configuration.fault == .silent {
             let delay = configuration.faultDelay
             Task {
@@ -78,8 +83,72 @@ actor SimulatedReader {
         line("stopped")
     }
 
+    private func announceAdvertising(siteTag: SiteTag, serviceData: [UInt8]) {
+        line("advertising", ["adapter": adapter, "kind": configuration.kind.description, "site": siteTag.description,
+                             "serviceData": serviceData.hexString])
+    }
+
+    /// Follows bluetoothd's name and this reader's adapter, so the reader registers again by
+    /// itself when either comes back, as a real reader comes back after a power cut.
+    private func watchBlueZ() async throws -> Task<Void, Never> {
+        let adapterPath = "/org/bluez/" + adapter
+        let signals = try await connection.signals(matching: [
+            DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                          arg0: BlueZClient.service),
+            DBusMatchRule(sender: BlueZClient.service, interface: "org.freedesktop.DBus.ObjectManager",
+                          member: "InterfacesAdded"),
+        ])
+        let feed = self.feed
+        return Task {
+            for await message in signals {
+                switch message.member {
+                case "NameOwnerChanged":
+                    if message.arguments.count == 3, message.arguments[2].string?.isEmpty == true {
+                        feed.yield(.bluetoothdLeft)
+                    }
+                case "InterfacesAdded":
+                    if message.arguments.count == 2, message.arguments[0].string == adapterPath,
+                       message.arguments[1].stringKeyed?["org.bluez.Adapter1"] != nil {
+                        feed.yield(.adapterAppeared)
+                    }
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    /// Registers the advertisement and GATT application again on the adapter that came
+    /// back; bluetoothd may still be powering it (it refuses the advertisement until then),
+    /// so up to ten tries a second apart.
+    private func registerAgain() async {
+        guard let peripheral else { return }
+        timer?.cancel()
+        session = nil
+        central = nil
+        line("adapter", ["adapter": adapter, "detail": "appeared; registering again"])
+        await peripheral.unregister()
+        for attempt in 1...10 {
+            do {
+                try await peripheral.register()
+                let siteData = try site.site()
+                announceAdvertising(siteTag: siteData.tag,
+                                    serviceData: configuration.advertisement(siteTag: siteData.tag).serviceData)
+                return
+            } catch {
+                line("error", ["detail": "cannot register on \(adapter) (attempt \(attempt) of 10): \(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
     private func handle(_ input: Input) async {
         switch input {
+        case .adapterAppeared:
+            await registerAgain()
+        case .bluetoothdLeft:
+            line("bluetoothd", ["detail": "bluetoothd left the bus; registering again when it is back"])
+            if session != nil { await sessionInput(.disconnected) }
         case .notifying(true):
             await beginSession()
         case .notifying(false):
