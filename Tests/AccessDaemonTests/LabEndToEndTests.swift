@@ -263,6 +263,38 @@ struct LabEndToEndTests {
         try lab.radio.rssi("hci1", "hci2", -64)
         let first = try #require(try lab.event("access.started", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(first["reader"] == "00002A02")
+        let decided = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        #expect(decided["reader"] == "00002A02")
+        #expect(decided["granted"] == true)
+        #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
+    }
+
+    /// The kiosk's adapter and the reader's are unplugged and plugged back in (their
+    /// controllers detached from the kernel and attached again): accessd says there is no
+    /// adapter, then finds it again and scans by itself; readersim registers again by itself.
+    @Test func adapterRemovedAndAddedAgain() async throws {
+        let controllers = RemovableControllers(count: 2, directory: "/tmp/lab-removable-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(atPath: controllers.directory, withIntermediateDirectories: true)
+        try await controllers.plugIn()
+        defer { controllers.unplug() }
+        let kiosk = controllers.adapters[0], door = controllers.adapters[1]
+        let lab = try await LabScenario(name: "unplug", adapter: kiosk, accessdConfig: Self.quickRange,
+                                        readers: Self.frontDoor.replacingOccurrences(of: "\"hci0\"", with: "\"\(door)\""))
+        defer { lab.tearDown() }
+        _ = try await lab.waitForReader("00002A01")
+        controllers.unplug()
+        // The reader goes with the adapter, then the adapter itself.
+        _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)) { $0["id"] == "00002A01" })
+        let gone = try #require(try lab.event("sdk.state", timeout: .seconds(20)) {
+            $0["states"]?.array?.contains("errorNoBleFeature") == true
+        })
+        #expect(gone["isScanning"] == false)
+        try await controllers.plugIn()
+        let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
+        #expect(scanning["states"]?.array?.contains("errorNoBleFeature") == false)
+        // readersim noticed its adapter come back and advertises again, unprompted.
+        try await lab.readers.waitForLines { lines in lines.filter { $0["event"] == "advertising" }.count >= 2 }
+        _ = try #require(try lab.event("reader.updated", timeout: .seconds(30)) { $0["id"] == "00002A01" })
     }
 
     @Test func scanningResumesAfterBluetoothdRestarts() async throws {
@@ -274,12 +306,12 @@ struct LabEndToEndTests {
         #expect(try lab.event("sdk.state", timeout: .seconds(20)) {
             $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true
         } != nil)
-        // bluetoothd is back: accessd finds the adapter and scans again by itself. The reader
-        // (readersim shares this bluetoothd) registers again.
+        // bluetoothd is back: accessd finds the adapter and scans again by itself, and
+        // readersim (on the same bluetoothd) registers its reader again by itself.
         let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
         #expect(scanning["states"]?.array?.contains("bluetoothServiceUnavailable") == false)
-        lab.readers.stop()
-        try await lab.readers.startWithRetry(siteDatabase: lab.site.database, readers: Self.frontDoor)
+        let lines = try await lab.readers.waitForLines { lines in lines.filter { $0["event"] == "advertising" }.count >= 2 }
+        #expect(lines.contains { $0["event"] == "bluetoothd" })
         _ = try #require(try lab.event("reader.updated", timeout: .seconds(30)) { $0["id"] == "00002A01" })
     }
 }

@@ -13,14 +13,54 @@ enum Lab {
     static var isBumble: Bool { ProcessInfo.processInfo.environment["LAB_BACKEND"] == "bumble" }
     static var controllers: Int { Int(ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] ?? "") ?? 0 }
 
-    /// Kills the lab's bluetoothd and starts it again as guest-init did (same main.conf and
-    /// arguments), as `systemctl restart bluetooth` would on a real machine.
+    /// Fails the scenario with the reason when the lab's bluetoothd is gone (an earlier
+    /// scenario's restart that did not come back, or a kernel BUG in the Bluetooth stack,
+    /// which `dmesg` shows), instead of letting it time out on a missing service.
+    static func requireBluetoothd() throws {
+        guard !isRunning("bluetoothd") else { return }
+        let dmesg = Process()
+        dmesg.executableURL = URL(fileURLWithPath: "/bin/dmesg")
+        let output = Pipe()
+        dmesg.standardOutput = output
+        dmesg.standardError = FileHandle.nullDevice
+        try? dmesg.run()
+        let kernel = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        dmesg.waitUntilExit()
+        let lines = kernel.split(separator: "\n")
+        let bug = lines.firstIndex { $0.contains("kernel BUG") || $0.contains("list_del corruption") || $0.contains("Oops") }
+        throw TestEnvironmentError("the lab's bluetoothd is not running" + (bug.map {
+            "; the kernel reported:\n" + lines[$0..<min(lines.count, $0 + 12)].joined(separator: "\n")
+        } ?? ""))
+    }
+
+    /// The command line arguments (without the program) of the process called `name`.
+    static func runningArguments(_ name: String) -> [String]? {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
+        for entry in entries where entry.allSatisfy(\.isNumber) {
+            guard let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8),
+                  comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+                  let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            return raw.split(separator: 0).dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        }
+        return nil
+    }
+
+    static func isRunning(_ name: String) -> Bool {
+        let pgrep = Process()
+        pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+        pgrep.arguments = ["-x", name]
+        pgrep.standardOutput = FileHandle.nullDevice
+        guard (try? pgrep.run()) != nil else { return false }
+        pgrep.waitUntilExit()
+        return pgrep.terminationStatus == 0
+    }
+
+    /// Kills the lab's bluetoothd and starts it again with the arguments it ran with (read
+    /// from /proc before killing it), as `systemctl restart bluetooth` would on a real machine.
     static func restartBluetoothd() throws {
         let environment = ProcessInfo.processInfo.environment
         let directory = environment["LAB_OUT"] ?? "/tmp"
-        var arguments = ["-n"]
-        if FileManager.default.fileExists(atPath: directory + "/main.conf") { arguments += ["-f", directory + "/main.conf"] }
-        arguments += (environment["LAB_BLUETOOTHD_ARGS"] ?? "-E").split(separator: " ").map(String.init)
+        let arguments = runningArguments("bluetoothd").flatMap { $0.isEmpty ? nil : $0 } ?? ["-n", "-E"]
         let kill = Process()
         kill.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
         kill.arguments = ["-x", "bluetoothd"]
@@ -30,9 +70,84 @@ enum Lab {
         let start = Process()
         start.executableURL = URL(fileURLWithPath: "/usr/libexec/bluetooth/bluetoothd")
         start.arguments = arguments
+        _ = FileManager.default.createFile(atPath: directory + "/bluetoothd.restarted.log", contents: nil)
         start.standardOutput = FileHandle(forWritingAtPath: directory + "/bluetoothd.restarted.log") ?? FileHandle.nullDevice
         start.standardError = start.standardOutput
         try start.run()
+    }
+}
+
+/// Bumble controllers of their own, attached by a second instance of the lab's controller
+/// script: stopping it detaches them from the kernel, which is what unplugging a USB
+/// adapter does (bluetoothd drops the adapter); starting it again plugs them back in. The
+/// kernel gives them the lowest free indexes, so with the lab's three they are hci3, hci4...
+/// Every pair on their own radio hears each other at -60 dBm.
+final class RemovableControllers: @unchecked Sendable {
+    let count: Int
+    let directory: String
+    private var process: ChildProcess?
+
+    init(count: Int, directory: String) {
+        self.count = count
+        self.directory = directory
+    }
+
+    /// The adapter names they get, given the lab's own controllers.
+    var adapters: [String] { (0..<count).map { "hci\(Lab.controllers + $0)" } }
+
+    /// Attaches them and waits until bluetoothd lists every one of them as powered.
+    func plugIn() async throws {
+        let (python, script) = try Self.bumble()
+        let ready = directory + "/removable.ready"
+        try? FileManager.default.removeItem(atPath: ready)
+        let process = try ChildProcess([python, script, "--count", String(count), "--ctl", directory + "/removable.sock",
+                                        "--ready-file", ready, "--address-format", "00:BB:02:{i:02X}:00:{i:02X}"],
+                                       output: directory + "/removable.log")
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw TestEnvironmentError("the removable controllers exited: \(log)") }
+            if FileManager.default.fileExists(atPath: ready), try adapters.allSatisfy(Self.isPowered) { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw TestEnvironmentError("\(adapters) did not come up powered in 30 s: \(log)")
+    }
+
+    /// Detaches them, as pulling the adapters out would.
+    func unplug() {
+        process?.stop(grace: 5)
+        process = nil
+    }
+
+    var log: String { (try? String(contentsOfFile: directory + "/removable.log", encoding: .utf8)) ?? "" }
+
+    /// The lab's Bumble interpreter and controller script, from the lab's run configuration.
+    private static func bumble() throws -> (String, String) {
+        let out = ProcessInfo.processInfo.environment["LAB_OUT"] ?? ""
+        let config = (try? String(contentsOfFile: out + "/config.sh", encoding: .utf8)) ?? ""
+        var values: [String: String] = [:]
+        for line in config.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'\"")) }
+        }
+        guard let python = values["LAB_BUMBLE_PYTHON"], let script = values["LAB_BUMBLE_SCRIPT"] else {
+            throw TestEnvironmentError("no LAB_BUMBLE_PYTHON/LAB_BUMBLE_SCRIPT in \(out)/config.sh")
+        }
+        return (python, script)
+    }
+
+    private static func isPowered(_ adapter: String) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
+        process.arguments = ["--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
+                             "org.freedesktop.DBus.Properties.Get", "string:org.bluez.Adapter1", "string:Powered"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.contains("boolean true")
     }
 }
 
@@ -169,7 +284,8 @@ final class LabScenario: @unchecked Sendable {
     let radio = LabRadio()
     let events: ControlConnection
 
-    init(name: String, accessdConfig: String = "", readers readerConfig: String) async throws {
+    init(name: String, adapter: String = "hci1", accessdConfig: String = "", readers readerConfig: String) async throws {
+        try Lab.requireBluetoothd()
         directory = "/tmp/lab-\(name)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Out of range until the scenario says otherwise.
@@ -178,7 +294,7 @@ final class LabScenario: @unchecked Sendable {
         site = try SiteHarness(directory: directory)
         try await site.serve()
         daemon = try LabDaemon(directory: directory + "/accessd",
-                               config: "[bluetooth]\nadapter = \"hci1\"\n" + accessdConfig)
+                               config: "[bluetooth]\nadapter = \"\(adapter)\"\n" + accessdConfig)
         try await daemon.start()
         events = try daemon.connect()
         _ = try events.call("events.subscribe", [:])
@@ -226,10 +342,28 @@ final class LabScenario: @unchecked Sendable {
         throw TestEnvironmentError("accessd never heard reader \(id): \(daemon.log)")
     }
 
+    /// accessd stops first, so it drops any link it is opening while the reader still
+    /// answers: a connection attempt left to time out against a reader that has gone has
+    /// crashed the lab kernel's Bluetooth stack (Linux 6.1, `hci_chan_del`), and every later
+    /// scenario with it.
     func tearDown() {
-        readers.stop()
         _ = daemon.stop()
+        readers.stop()
         site.stop()
         try? radio.off("*", "*")
+        keepLogs()
+    }
+
+    /// Copies the scenario's logs (accessd's, readersim's, the site's) to the lab's output
+    /// directory, which outlives the VM: `scripts/test` keeps it when the run fails.
+    private func keepLogs() {
+        guard let out = ProcessInfo.processInfo.environment["LAB_OUT"] else { return }
+        let target = out + "/scenarios/" + URL(fileURLWithPath: directory).lastPathComponent
+        try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        let files = FileManager.default.enumerator(atPath: directory)?.compactMap { $0 as? String } ?? []
+        for file in files where file.hasSuffix(".log") || file.hasSuffix(".out") || file.hasSuffix(".toml") {
+            try? FileManager.default.copyItem(atPath: directory + "/" + file,
+                                              toPath: target + "/" + file.replacingOccurrences(of: "/", with: "-"))
+        }
     }
 }
