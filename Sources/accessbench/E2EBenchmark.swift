@@ -17,7 +17,7 @@ struct E2EBenchmark: AsyncParsableCommand {
         commandName: "e2e",
         abstract: "Approach-to-decision time through real BlueZ, accessd against a bleak script (run inside the lab).",
         discussion: """
-            ../shared/bluez-lab/lab --backend bumble --controllers 2 --bluetoothd-args -E -- \
+            ../shared/bluez-lab/lab --backend bumble --controllers 2 --bluetoothd-args "-E -P bap,mcp,vcp" -- \
             .build/release/accessbench e2e. The bleak baseline needs a Python with bleak and \
             cryptography (--python; default: $BLEAK_PYTHON or ~/.cache/bluez-lab/bleak-venv/bin/python, \
             made on the host with `python3 -m venv --system-site-packages DIR && DIR/bin/pip install bleak`).
@@ -26,6 +26,9 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "Approaches per client.") var approaches = 20
     @Option(help: "Python with bleak for the baseline.") var python: String?
     @Flag(help: "Measure accessd only.") var noBleak = false
+    @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
+    @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
+    var selectionWindow: Double?
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     static let reader = "00002A01"
@@ -41,7 +44,12 @@ struct E2EBenchmark: AsyncParsableCommand {
         if !noBleak && !FileManager.default.isExecutableFile(atPath: bleakPython) {
             throw ValidationError("no bleak Python at \(bleakPython) (see --help, or --no-bleak)")
         }
-        let bench = try await LabBench()
+        if let smoothing, !(0.01...1).contains(smoothing) { throw ValidationError("--smoothing 0.01…1") }
+        if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
+        var access = "", range = ""
+        if let selectionWindow { access += "selection_window = \(selectionWindow)\n" }
+        if let smoothing { range += "smoothing = \(smoothing)\n" }
+        let bench = try await LabBench(access: access, range: range)
         defer { bench.stop() }
 
         var accessd: [[String: Double]] = []
@@ -88,7 +96,9 @@ struct E2EBenchmark: AsyncParsableCommand {
         let bleakSorted = bleak.filter { !$0.isNaN }.sorted()
         let phases = ["detectionMs", "connectMs", "resolveMs", "exchangeMs"]
         if json {
-            var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)", "\"medianMs\":\(number(pct(total, 0.5)))",
+            var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
+                          "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
+                          "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"medianMs\":\(number(pct(total, 0.5)))",
                           "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
                           "\"bleakP95Ms\":\(number(pct(bleakSorted, 0.95)))"]
             for phase in phases {
@@ -100,6 +110,7 @@ struct E2EBenchmark: AsyncParsableCommand {
             return
         }
         print("e2e: \(accessd.count + failures) approaches each (accessd failures: \(failures)); first in-range advertisement → decision (ms)")
+        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default")")
         print("  accessd  median \(number(pct(total, 0.5)))  p95 \(number(pct(total, 0.95)))")
         for phase in phases {
             print("    \(phase.replacingOccurrences(of: "Ms", with: "")): median \(number(pct(sorted(phase, accessd), 0.5)))"
@@ -130,7 +141,8 @@ final class LabBench: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Baseline/bleak_approach.py").path
     }
 
-    init() async throws {
+    /// `access` and `range`: extra lines for accessd's `[access]` and `[range]` sections.
+    init(access: String = "", range: String = "") async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try radio.send("reset")
         try radio.off("*", "*")
@@ -152,7 +164,7 @@ final class LabBench: @unchecked Sendable {
         _ = try await waitForLine(directory + "/readers.out") { $0["event"] as? String == "advertising" ? true : nil }
         // cooldown = 1: approaches follow each other within seconds here; the default 10 s
         // once-per-approach hold-off would be measured instead of the approach.
-        try "[bluetooth]\nadapter = \"hci1\"\n[access]\nautomatic = true\ncooldown = 1\n[range]\nstale_timeout = 3\n[log]\nlevel = \"notice\"\n"
+        try "[bluetooth]\nadapter = \"hci1\"\n[access]\nautomatic = true\ncooldown = 1\n\(access)[range]\nstale_timeout = 3\n\(range)[log]\nlevel = \"notice\"\n"
             .write(toFile: directory + "/accessd.toml", atomically: true, encoding: .utf8)
         let daemon = try ChildProcess([binaries.appendingPathComponent("accessd").path, "--config", directory + "/accessd.toml",
                                        "--socket", socketPath, "--state-dir", directory + "/state"],
