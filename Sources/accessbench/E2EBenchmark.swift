@@ -69,16 +69,24 @@ struct E2EBenchmark: AsyncParsableCommand {
         bench.stopDaemon()
         var bleak: [Double] = []
         var bleakPhases: [[String: Double]] = []
+        var bleakFailures = 0
         if !noBleak {
             let keyFile = try bench.registerBleak(python: bleakPython)
             for approach in 1...approaches {
-                let phases = try await bench.bleakApproach(python: bleakPython, keyFile: keyFile)
-                bleak.append(phases["totalMs"] ?? .nan)
-                bleakPhases.append(phases)
-                log("bleak approach \(approach): \(Int(phases["totalMs"] ?? .nan)) ms")
+                do {
+                    let phases = try await bench.bleakApproach(python: bleakPython, keyFile: keyFile)
+                    bleak.append(phases["totalMs"] ?? .nan)
+                    bleakPhases.append(phases)
+                    log("bleak approach \(approach): \(Int(phases["totalMs"] ?? .nan)) ms")
+                } catch {
+                    // The script's own failures (bleak: "failed to discover services, device
+                    // disconnected") are counted like accessd's, not allowed to end the run.
+                    bleakFailures += 1
+                    log("bleak approach \(approach): failed: \(String(describing: error).suffix(300))")
+                }
             }
         }
-        report(accessd: accessd, failures: failures, bleak: bleak, bleakPhases: bleakPhases)
+        report(accessd: accessd, failures: failures, bleak: bleak, bleakFailures: bleakFailures, bleakPhases: bleakPhases)
     }
 
     private func log(_ text: String) {
@@ -86,7 +94,8 @@ struct E2EBenchmark: AsyncParsableCommand {
         _ = line.withCString { write(2, $0, strlen($0)) }
     }
 
-    private func report(accessd: [[String: Double]], failures: Int, bleak: [Double], bleakPhases: [[String: Double]]) {
+    private func report(accessd: [[String: Double]], failures: Int, bleak: [Double], bleakFailures: Int,
+                        bleakPhases: [[String: Double]]) {
         func sorted(_ key: String, _ rows: [[String: Double]]) -> [Double] { rows.compactMap { $0[key] }.filter { !$0.isNaN }.sorted() }
         func pct(_ values: [Double], _ p: Double) -> Double {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
@@ -97,6 +106,7 @@ struct E2EBenchmark: AsyncParsableCommand {
         let phases = ["detectionMs", "connectMs", "resolveMs", "exchangeMs"]
         if json {
             var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
+                          "\"bleakFailures\":\(bleakFailures)",
                           "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
                           "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"medianMs\":\(number(pct(total, 0.5)))",
                           "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
@@ -117,7 +127,7 @@ struct E2EBenchmark: AsyncParsableCommand {
                   + "  (bleak \(number(pct(sorted(phase, bleakPhases), 0.5))))")
         }
         if !bleakSorted.isEmpty {
-            print("  bleak    median \(number(pct(bleakSorted, 0.5)))  p95 \(number(pct(bleakSorted, 0.95)))")
+            print("  bleak    median \(number(pct(bleakSorted, 0.5)))  p95 \(number(pct(bleakSorted, 0.95)))  (failures: \(bleakFailures))")
             print("  ratio (bleak / accessd, median): \(String(format: "%.2f", pct(bleakSorted, 0.5) / pct(total, 0.5)))")
         }
     }
