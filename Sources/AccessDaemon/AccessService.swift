@@ -277,7 +277,7 @@ public actor AccessService: ControlRequestHandler {
     /// Once a second: stale readers, the discovery watchdog, journal retention.
     private func tick() async {
         let now = Clocks.monotonic()
-        for id in registry.expire(at: now) {
+        for id in registry.expire(at: now, linked: Set(exchanges.keys)) {
             firstInRange[id] = nil
             emit("reader.unavailable", ["id": .string(id.description)])
             perform(controller.handle(.readerUnavailable(id), at: now))

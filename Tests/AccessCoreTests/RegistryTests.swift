@@ -52,6 +52,21 @@ struct RegistryTests {
         #expect(updates <= 2)
     }
 
+    @Test mutating func aLinkedReaderIsNotStale() {
+        _ = observe()
+        // Connected for 30 s (a PIN being typed): silent, yet still there.
+        for _ in 0..<30 {
+            clock.advance(.seconds(1))
+            #expect(registry.expire(at: clock.now, linked: [Fixtures.readerID]).isEmpty)
+        }
+        #expect(registry.reader(Fixtures.readerID) != nil)
+        // The link is gone: the stale clock runs from its end.
+        clock.advance(.seconds(9))
+        #expect(registry.expire(at: clock.now).isEmpty)
+        clock.advance(.seconds(2))
+        #expect(registry.expire(at: clock.now) == [Fixtures.readerID])
+    }
+
     @Test mutating func staleReadersBecomeUnavailable() {
         _ = observe()
         clock.advance(.seconds(9))

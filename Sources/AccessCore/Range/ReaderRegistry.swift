@@ -184,10 +184,15 @@ public struct ReaderRegistry: Sendable {
 
     /// Reports readers that became unavailable by `now`: stale ones (not heard for
     /// `staleTimeout`) are forgotten; expired ones were reported by `observe` already.
-    public mutating func expire(at now: Timestamp) -> [ReaderID] {
+    /// Readers in `linked` count as heard now: a reader stops advertising while a central is
+    /// connected to it, and an exchange (a person typing a PIN, say) may outlast
+    /// `staleTimeout`. Without this the reader would vanish mid-exchange and come back as a
+    /// new approach, to be granted again.
+    public mutating func expire(at now: Timestamp, linked: Set<ReaderID> = []) -> [ReaderID] {
         var gone: [ReaderID] = []
         var position = 0
         while position < entries.count {
+            if linked.contains(entries[position].attributes.id) { entries[position].attributes.lastSeen = now }
             let entry = entries[position]
             if now - entry.attributes.lastSeen >= range.staleTimeout {
                 if entry.isAvailable { gone.append(entry.attributes.id) }
