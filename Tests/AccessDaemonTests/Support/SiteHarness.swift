@@ -33,7 +33,9 @@ final class SiteHarness: @unchecked Sendable {
         if let fault { arguments += ["--fault", fault] }
         let process = try ChildProcess(arguments, output: outputPath)
         server = process
-        for _ in 0..<500 {
+        // Up to 30 s: a debug readersim starts in well under a second on a host, but took
+        // over 10 s inside the lab VM (TCG) on a loaded CI machine.
+        for _ in 0..<1500 {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first, let object = try? JSONValue.parse(String(line)),
                let listening = object["url"]?.string {
@@ -43,7 +45,7 @@ final class SiteHarness: @unchecked Sendable {
             guard process.isRunning else { throw TestEnvironmentError("readersim site serve exited: \(text)") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestEnvironmentError("readersim site serve did not start")
+        throw TestEnvironmentError("readersim site serve did not start in 30 s")
     }
 
     func stop() {
