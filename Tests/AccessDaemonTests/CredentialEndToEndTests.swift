@@ -26,7 +26,9 @@ struct CredentialEndToEndTests {
     /// Stopping while a link is being set up: the pending request is answered and accessd
     /// disconnects the reader itself (bluetoothd would keep the attempt going for nobody).
     @Test func stoppingDropsTheLinkBeingOpened() async throws {
-        let (harness, site) = try await setUp()
+        // A long step timeout: the exchange must still be waiting when accessd is stopped,
+        // however slow the machine (its connect limit is twice the step timeout).
+        let (harness, site) = try await setUp(config: Self.fastSync + "[access]\nstep_timeout = 60\n")
         defer { site.stop() }
         _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
