@@ -85,11 +85,7 @@ public final class BlueZPeripheral: Sendable {
             // All or nothing: an application left registered would make the next attempt
             // fail with AlreadyExists (seen when the advertisement was refused by an adapter
             // that bluetoothd had not finished powering).
-            if applicationRegistered {
-                _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                               interface: "org.bluez.GattManager1", method: "UnregisterApplication",
-                                               arguments: [.objectPath(root)])
-            }
+            if applicationRegistered { await unregisterApplication() }
             await unregister()
             throw BlueZError(error)
         }
@@ -106,11 +102,15 @@ public final class BlueZPeripheral: Sendable {
             _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
                                            interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
                                            arguments: [.objectPath(advertisementPath)])
-            _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                           interface: "org.bluez.GattManager1", method: "UnregisterApplication",
-                                           arguments: [.objectPath(root)])
+            await unregisterApplication()
         }
         for path in [advertisementPath, characteristicPath, servicePath, root] { connection.unexport(path: path) }
+    }
+
+    private func unregisterApplication() async {
+        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                       interface: "org.bluez.GattManager1", method: "UnregisterApplication",
+                                       arguments: [.objectPath(root)])
     }
 
     /// Stops advertising but keeps the GATT service (a reader that goes quiet).

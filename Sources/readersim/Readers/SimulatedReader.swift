@@ -63,7 +63,8 @@ actor SimulatedReader {
         let watcher = try await watchBlueZ()
         defer { watcher.cancel() }
         try await peripheral.register()
-        announceAdvertising(siteTag: siteData.tag, serviceData: advertisement.serviceData)
+        announced = (siteData.tag, advertisement.serviceData)
+        announceAdvertising()
         if configuration.fault == .silent {
             let delay = configuration.faultDelay
             Task {
@@ -83,9 +84,13 @@ actor SimulatedReader {
         line("stopped")
     }
 
-    private func announceAdvertising(siteTag: SiteTag, serviceData: [UInt8]) {
-        line("advertising", ["adapter": adapter, "kind": configuration.kind.description, "site": siteTag.description,
-                             "serviceData": serviceData.hexString])
+    /// What the peripheral advertises (fixed at start), as the `advertising` line says it.
+    private var announced: (siteTag: SiteTag, serviceData: [UInt8])?
+
+    private func announceAdvertising() {
+        guard let announced else { return }
+        line("advertising", ["adapter": adapter, "kind": configuration.kind.description,
+                             "site": announced.siteTag.description, "serviceData": announced.serviceData.hexString])
     }
 
     /// Follows bluetoothd's name and this reader's adapter, so the reader registers again by
@@ -131,9 +136,7 @@ actor SimulatedReader {
         for attempt in 1...10 {
             do {
                 try await peripheral.register()
-                let siteData = try site.site()
-                announceAdvertising(siteTag: siteData.tag,
-                                    serviceData: configuration.advertisement(siteTag: siteData.tag).serviceData)
+                announceAdvertising()
                 return
             } catch {
                 line("error", ["detail": "cannot register on \(adapter) (attempt \(attempt) of 10): \(error)"])

@@ -45,15 +45,7 @@ enum Lab {
         return nil
     }
 
-    static func isRunning(_ name: String) -> Bool {
-        let pgrep = Process()
-        pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
-        pgrep.arguments = ["-x", name]
-        pgrep.standardOutput = FileHandle.nullDevice
-        guard (try? pgrep.run()) != nil else { return false }
-        pgrep.waitUntilExit()
-        return pgrep.terminationStatus == 0
-    }
+    static func isRunning(_ name: String) -> Bool { runningArguments(name) != nil }
 
     /// Kills the lab's bluetoothd and starts it again with the arguments it ran with (read
     /// from /proc before killing it), as `systemctl restart bluetooth` would on a real machine.
