@@ -112,9 +112,11 @@ let package = Package(
         ),
 
         .testTarget(name: "AccessCoreTests", dependencies: ["AccessCore"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport"]),
+        // Traits the suites that block on sockets and child processes share.
+        .target(name: "SuiteTraits", dependencies: ["BlueZTestSupport"], path: "Tests/SuiteTraits"),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport", "SuiteTraits"]),
         .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore"]),
-        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessCore", "AccessDaemon", "ControlSocket", "BlueZTestSupport"]),
+        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessCore", "AccessDaemon", "ControlSocket", "BlueZTestSupport", "SuiteTraits"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,7 +14,14 @@ public final class ChildProcess: @unchecked Sendable {
     private var reaped = false
     private let lock = NSLock()
 
-    public init(_ arguments: [String], environment: [String: String] = [:], output: String? = nil) throws {
+    /// Starts `arguments[0]` (a full path) with standard input from the file `input`,
+    /// standard output appended to the file `output` and standard error to `errors`, or to
+    /// `output` when nil (each `/dev/null` when not given). No descriptor of this process is
+    /// opened for it: Foundation's Process closed descriptors twice when many tests ran
+    /// commands at once (swiftlang/swift#57827), and libdbus then found its new socket
+    /// closed under it.
+    public init(_ arguments: [String], environment: [String: String] = [:],
+                input: String? = nil, output: String? = nil, errors: String? = nil) throws {
         name = arguments.first ?? "?"
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -30,10 +37,13 @@ public final class ChildProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let log = output ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 0, input ?? "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        if let errors {
+            posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
 
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
@@ -61,6 +71,35 @@ public final class ChildProcess: @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// Waits for the child to exit by itself; its exit status (128 + the signal when a signal
+    /// ended it), or nil when it was still running after `timeout` (it is then killed).
+    public func waitForExit(timeout: Duration = .seconds(60)) -> Int32? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !reaped else { return nil }
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                reaped = true
+                return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+        reaped = true
+        return nil
+    }
+
+    /// Leaves the child running when this object goes (a daemon the test restarted, as
+    /// systemd would, that later scenarios use).
+    public func detach() {
+        lock.lock()
+        reaped = true
+        lock.unlock()
     }
 
     /// SIGTERM, then SIGKILL after `grace`; waits for the child to end.

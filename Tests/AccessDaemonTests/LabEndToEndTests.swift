@@ -2,13 +2,14 @@ import AccessCore
 import BlueZTestSupport
 import ControlSocket
 import Foundation
+import SuiteTraits
 import Testing
 
 /// accessd against readersim through the real kernel Bluetooth stack and the real
 /// bluetoothd, in the bluez-lab VM with Bumble controllers (scripts/test runs this suite
 /// there; outside the lab it is not enabled). hci1 is the kiosk (accessd), hci0 the reader,
 /// hci2 a second reader. The radio sets what hci1 hears, so a test walks a person to the door.
-@Suite("End to end in the lab", .serialized, .enabled(if: Lab.isBumble))
+@Suite("End to end in the lab", .threadOfItsOwn, .serialized, .enabled(if: Lab.isBumble))
 struct LabEndToEndTests {
     static let frontDoor = """
         [front]
@@ -137,7 +138,7 @@ struct LabEndToEndTests {
         _ = try lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        let request = Task { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let request = Task { try await withThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) } }
         let prompt = try #require(try lab.event("secondFactor.required"))
         let id = try #require(prompt["request"]?.string)
         #expect(prompt["prompt"] == "Enter your PIN to open the door")
@@ -160,7 +161,7 @@ struct LabEndToEndTests {
         _ = try lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        let request = Task { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let request = Task { try await withThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) } }
         let prompt = try #require(try lab.event("secondFactor.required"))
         let id = try #require(prompt["request"]?.string)
         #expect(prompt["attemptsLeft"] == 2)

@@ -1,10 +1,11 @@
 import BlueZTestSupport
 import Foundation
+import SuiteTraits
 import Testing
 
 /// `readersim readers --check`: the shipped example is valid, and bad files are refused
 /// with the line and the reason, never a crash.
-@Suite("readersim reader files")
+@Suite("readersim reader files", .threadOfItsOwn)
 struct ReadersimConfigurationTests {
     private func check(_ text: String) throws -> (Int32, String) {
         let path = NSTemporaryDirectory() + "readersim-\(UUID().uuidString).toml"
@@ -14,16 +15,8 @@ struct ReadersimConfigurationTests {
     }
 
     private func run(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SiteHarness.readersimPath)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try runCommand([SiteHarness.readersimPath] + arguments, mergingErrors: true)
+        return (result.status, result.output)
     }
 
     @Test func theShippedExampleIsValid() throws {

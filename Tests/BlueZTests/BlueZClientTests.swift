@@ -1,10 +1,11 @@
 import BlueZTestSupport
 import Foundation
+import SuiteTraits
 import Testing
 @testable import BlueZ
 
 /// The BlueZ client against python-dbusmock's bluez5 template on a private bus.
-@Suite("BlueZ client against dbusmock")
+@Suite("BlueZ client against dbusmock", .threadOfItsOwn)
 final class BlueZClientTests {
     let bus: PrivateBus
     let mock: BlueZMock

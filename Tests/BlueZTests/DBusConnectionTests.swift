@@ -1,10 +1,11 @@
 import BlueZTestSupport
 import Foundation
+import SuiteTraits
 import Testing
 @testable import BlueZ
 
 /// The shim's connection against a real dbus-daemon.
-@Suite("D-Bus connection")
+@Suite("D-Bus connection", .threadOfItsOwn)
 final class DBusConnectionTests {
     let bus: PrivateBus
     let connection: DBusConnection

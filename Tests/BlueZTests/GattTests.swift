@@ -1,11 +1,12 @@
 import BlueZTestSupport
 import Foundation
+import SuiteTraits
 import Testing
 @testable import BlueZ
 
 /// The GATT client against dbusmock extended with a reader's GATT objects, and the
 /// peripheral role's registration and exported objects.
-@Suite("GATT client and peripheral role")
+@Suite("GATT client and peripheral role", .threadOfItsOwn)
 final class GattTests: Sendable {
     let bus: PrivateBus
     let mock: BlueZMock

@@ -1,6 +1,7 @@
 import BlueZTestSupport
 import Foundation
 import Synchronization
+import SuiteTraits
 import Testing
 @testable import BlueZ
 
@@ -8,7 +9,7 @@ import Testing
 /// (`../shared/bluez-lab`, run by scripts/test): hci0 plays the reader, hci1 the kiosk.
 /// Outside the lab (no `LAB_CONTROLLERS`) there is no Bluetooth to test against; the test
 /// command runs this suite inside the lab explicitly, and fails if the lab does not boot.
-@Suite("Real BlueZ in the lab", .enabled(if: ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] != nil))
+@Suite("Real BlueZ in the lab", .threadOfItsOwn, .enabled(if: ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] != nil))
 final class RealBlueZTests: Sendable {
     static let serviceUUID = "6a4e0001-5c8d-4b7a-9f3e-2d1c0b8a7f60"
     static let characteristicUUID = "6a4e0002-5c8d-4b7a-9f3e-2d1c0b8a7f60"

@@ -134,6 +134,16 @@ extension ChildProcess {
     }
 }
 
+/// Reads `count` notifications (a replay whose size the subscription answer gave); fewer
+/// when none comes for `timeout`.
+func readNotifications(_ connection: ControlConnection, count: Int64, timeout: Duration = .seconds(20)) throws -> [JSONValue] {
+    var notifications: [JSONValue] = []
+    while notifications.count < count, connection.waitReadable(timeout: timeout) {
+        notifications.append(try connection.nextNotification())
+    }
+    return notifications
+}
+
 /// Reads notifications until `predicate` matches one (or the deadline passes).
 func waitForEvent(_ connection: ControlConnection, timeout: Duration = .seconds(10),
                   _ predicate: (JSONValue) -> Bool) throws -> JSONValue? {

@@ -18,14 +18,7 @@ enum Lab {
     /// which `dmesg` shows), instead of letting it time out on a missing service.
     static func requireBluetoothd() throws {
         guard !isRunning("bluetoothd") else { return }
-        let dmesg = Process()
-        dmesg.executableURL = URL(fileURLWithPath: "/bin/dmesg")
-        let output = Pipe()
-        dmesg.standardOutput = output
-        dmesg.standardError = FileHandle.nullDevice
-        try? dmesg.run()
-        let kernel = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        dmesg.waitUntilExit()
+        let kernel = (try? runCommand(["/bin/dmesg"]).output) ?? ""
         let lines = kernel.split(separator: "\n")
         let bug = lines.firstIndex { $0.contains("kernel BUG") || $0.contains("list_del corruption") || $0.contains("Oops") }
         throw TestEnvironmentError("the lab's bluetoothd is not running" + (bug.map {
@@ -53,19 +46,10 @@ enum Lab {
         let environment = ProcessInfo.processInfo.environment
         let directory = environment["LAB_OUT"] ?? "/tmp"
         let arguments = runningArguments("bluetoothd").flatMap { $0.isEmpty ? nil : $0 } ?? ["-n", "-E"]
-        let kill = Process()
-        kill.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
-        kill.arguments = ["-x", "bluetoothd"]
-        try kill.run()
-        kill.waitUntilExit()
+        _ = try runCommand(["/usr/bin/pkill", "-x", "bluetoothd"])
         Thread.sleep(forTimeInterval: 1)
-        let start = Process()
-        start.executableURL = URL(fileURLWithPath: "/usr/libexec/bluetooth/bluetoothd")
-        start.arguments = arguments
-        _ = FileManager.default.createFile(atPath: directory + "/bluetoothd.restarted.log", contents: nil)
-        start.standardOutput = FileHandle(forWritingAtPath: directory + "/bluetoothd.restarted.log") ?? FileHandle.nullDevice
-        start.standardError = start.standardOutput
-        try start.run()
+        try ChildProcess(["/usr/libexec/bluetooth/bluetoothd"] + arguments,
+                         output: directory + "/bluetoothd.restarted.log").detach()
     }
 }
 
@@ -129,17 +113,9 @@ final class RemovableControllers: @unchecked Sendable {
     }
 
     private static func isPowered(_ adapter: String) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        process.arguments = ["--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
-                             "org.freedesktop.DBus.Properties.Get", "string:org.bluez.Adapter1", "string:Powered"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text.contains("boolean true")
+        try runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
+                        "org.freedesktop.DBus.Properties.Get", "string:org.bluez.Adapter1", "string:Powered"])
+            .output.contains("boolean true")
     }
 }
 
@@ -177,21 +153,10 @@ final class LabDaemon: @unchecked Sendable {
 
     /// Runs the real accessctl against this daemon; returns (status, output).
     func accessctl(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: URL(fileURLWithPath: DaemonHarness.accessdPath)
-            .deletingLastPathComponent().appendingPathComponent("accessctl").path)
-        process.arguments = arguments + ["--socket", socketPath]
-        let output = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
+            .appendingPathComponent("accessctl").path
+        let result = try runCommand([accessctl] + arguments + ["--socket", socketPath], input: input ?? "", mergingErrors: true)
+        return (result.status, result.output)
     }
 
     func stop() -> Int32? {

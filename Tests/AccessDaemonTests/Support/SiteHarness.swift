@@ -58,23 +58,13 @@ final class SiteHarness: @unchecked Sendable {
     /// Runs `readersim site ARGS --db DB` and returns its standard output.
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.readersimPath)
         let (command, rest) = (arguments[0], Array(arguments.dropFirst()))
-        process.arguments = ["site"] + (command == "item" ? [command, rest[0], "--db", database] + rest.dropFirst()
-                                                          : [command, "--db", database] + rest)
-        let pipe = Pipe()
-        let errors = Pipe()
-        process.standardOutput = pipe
-        process.standardError = errors
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestEnvironmentError("readersim site \(arguments.joined(separator: " ")) failed: \(errorText)")
+        let result = try runCommand([Self.readersimPath, "site"]
+            + (command == "item" ? [command, rest[0], "--db", database] + rest.dropFirst() : [command, "--db", database] + rest))
+        guard result.status == 0 else {
+            throw TestEnvironmentError("readersim site \(arguments.joined(separator: " ")) failed: \(result.errors)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return result.output
     }
 
     /// A fresh invitation's URL and code.
@@ -117,15 +107,7 @@ extension DaemonHarness {
     }
 
     private func sqlite(_ database: String, _ query: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", "import sqlite3,sys\nfor r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(r[0])",
-                             database, query]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runCommand(["/usr/bin/python3", "-c", "import sqlite3,sys\nfor r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(r[0])",
+                        database, query]).output
     }
 }

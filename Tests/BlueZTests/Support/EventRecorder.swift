@@ -25,11 +25,14 @@ final class EventRecorder: @unchecked Sendable {
     /// loaded CI machine running the whole suite in parallel took more than 5 s to deliver one.
     func wait(from: Int = 0, timeout: Duration = .seconds(20), for predicate: (BlueZEvent) -> Bool) async -> BlueZEvent? {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
+            // Looked at once more after the deadline: a sleep that overran it may have
+            // slept through the event's arrival.
+            let expired = ContinuousClock.now >= deadline
             if let found = events.dropFirst(from).first(where: predicate) { return found }
+            if expired { return nil }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return nil
     }
 
     deinit {
