@@ -31,8 +31,10 @@ public final class ControlConnection {
 
     public init(path: String) throws(Failure) {
         self.path = path
+        // The descriptor becomes a property only once connected: a class whose initializer
+        // throws after every property is set is deinitialized, and deinit closing it again
+        // closed whatever another thread had opened under the same number meanwhile.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        fileDescriptor = fd
         guard fd >= 0 else { throw .cannotConnect(path: path, errno: errno) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -50,6 +52,7 @@ public final class ControlConnection {
             close(fd)
             throw .cannotConnect(path: path, errno: code)
         }
+        fileDescriptor = fd
     }
 
     deinit {
