@@ -129,14 +129,21 @@ struct CredentialEndToEndTests {
     }
 
     @Test func suspensionRevocationAndItemsFollowTheSite() async throws {
-        // No background sync until the revocation: the counts below are those of the syncs
-        // the test asks for (on a loaded machine the site commands between two of them took
-        // longer than a 10 s interval, and a background sync took the first item).
+        // No background sync until the revocation but the one a registration starts, which
+        // the test waits for: the counts below are those of the syncs the test asks for (on
+        // a loaded machine the site commands between two of them took longer than a 10 s
+        // interval, and a background sync took the first item).
         let (harness, site) = try await setUp(config: Self.fastSync.replacingOccurrences(of: "sync_interval = 10", with: "sync_interval = 3600"))
         defer { site.stop() }
         let client = try harness.connect()
         let invitation = try site.invite("Ada")
         let id = try #require(try client.call("credentials.register", ["url": .string(invitation.url)]).get()["id"]?.string)
+        var registrationSynced = false
+        for _ in 0..<1500 where !registrationSynced {  // 30 s
+            registrationSynced = try client.call("credentials.list").get()["credentials"]?.array?.first?["lastSyncAt"]?.number != nil
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(registrationSynced, "the registration's sync never ran")
 
         // Items: added, then updated and removed, across syncs.
         let lock = try JSONValue.parse(try site.run(["item", "add", "--credential", id, "--type", "aperio",
