@@ -87,3 +87,13 @@ public func withThreadOfItsOwn<T>(_ body: () async throws -> T) async rethrows -
     defer { executor.stop() }
     return try await withTaskExecutorPreference(executor, operation: body)
 }
+
+/// Starts `body` as a task on a thread of its own: it neither waits for a thread of the
+/// shared pool to start (CPU-bound tests running alongside may hold them all) nor blocks one.
+public func taskOnThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Task<T, any Error> {
+    let executor = ThreadExecutor()
+    return Task(executorPreference: executor) {
+        defer { executor.stop() }
+        return try await body()
+    }
+}

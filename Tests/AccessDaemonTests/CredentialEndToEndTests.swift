@@ -37,7 +37,7 @@ struct CredentialEndToEndTests {
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
         _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
         // The mock connects at once but never resolves services: the exchange waits there.
-        let request = Task { try await withThreadOfItsOwn { try harness.connect().call("access.request", ["reader": "2A01"]) } }
+        let request = taskOnThreadOfItsOwn { try harness.connect().call("access.request", ["reader": "2A01"]) }
         #expect(try await harness.waitForCall("Connect", on: DaemonHarness.readerPath))
         #expect(try await !harness.mock.calls(DaemonHarness.readerPath).contains("Disconnect"))
         #expect(harness.stop() == 0)
@@ -234,7 +234,7 @@ struct CredentialEndToEndTests {
         // Hanging: the call times out after request_timeout (3 s here), the daemon answers others meanwhile.
         try await restartOnPort(site, port: port, fault: "hang")
         let started = ContinuousClock.now
-        let slow = Task { try await withThreadOfItsOwn { try harness.connect().call("items.sync").get() } }
+        let slow = taskOnThreadOfItsOwn { try harness.connect().call("items.sync").get() }
         try await Task.sleep(for: .milliseconds(300))
         #expect(try harness.connect().call("status.get").get()["version"] != nil)
         let hung = try await slow.value

@@ -199,7 +199,8 @@ struct DaemonEndToEndTests {
             // The reading client keeps up.
             while reader.waitReadable(timeout: .zero) { _ = try reader.nextNotification() }
         }
-        // The daemon still answers everyone.
+        // The daemon still answers everyone (once the last advertisement has reached it).
+        _ = try await harness.waitForStatus { $0["readerCount"] == 1500 }
         #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.count == 1500)
         // The sleeper wakes up: after what fit, it is told exactly what it missed.
         var dropped: JSONValue?
@@ -223,7 +224,8 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
         #expect(!FileManager.default.fileExists(atPath: harness.socketPath))
         try await harness.start()
-        let before = try harness.connect().call("status.get").get()["lastSequence"]?.int ?? 0
+        // Scanning again first: toggled off before that, it would change no state and journal nothing.
+        let before = try await harness.waitForStatus { $0["isScanning"]?.bool == true }["lastSequence"]?.int ?? 0
         #expect(before > 0)
         _ = try harness.connect().call("scanning.set", ["enabled": false])
         let afterToggle = try await harness.waitForStatus { $0["isScanning"]?.bool == false }["lastSequence"]?.int ?? 0

@@ -138,7 +138,7 @@ struct LabEndToEndTests {
         _ = try lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        let request = Task { try await withThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) } }
+        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
         let prompt = try #require(try lab.event("secondFactor.required"))
         let id = try #require(prompt["request"]?.string)
         #expect(prompt["prompt"] == "Enter your PIN to open the door")
@@ -161,7 +161,7 @@ struct LabEndToEndTests {
         _ = try lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        let request = Task { try await withThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) } }
+        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
         let prompt = try #require(try lab.event("secondFactor.required"))
         let id = try #require(prompt["request"]?.string)
         #expect(prompt["attemptsLeft"] == 2)

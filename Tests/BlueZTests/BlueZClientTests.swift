@@ -167,7 +167,7 @@ final class BlueZClientTests {
         #expect(connection.subscriptionCount == 1)
         await client.stop()
         var released = false
-        for _ in 0..<300 where !released {
+        for _ in 0..<2000 where !released {  // 20 s: only reached on failure
             released = connection.subscriptionCount == 0
             try await Task.sleep(for: .milliseconds(10))
         }

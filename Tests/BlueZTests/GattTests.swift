@@ -70,7 +70,7 @@ final class GattTests: Sendable {
     }
 
     @Test func connectWaitsForServiceResolution() async throws {
-        let waiting = Task { try await self.client.connectAndResolve(device: Self.device, timeout: .seconds(5)) }
+        let waiting = Task { try await self.client.connectAndResolve(device: Self.device, timeout: .seconds(30)) }
         try await Task.sleep(for: .milliseconds(100))
         try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
         try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))

@@ -6,12 +6,13 @@ import Testing
 /// The executor the end-to-end suites run their tests on.
 @Suite("A thread of its own")
 struct ThreadExecutorTests {
-    @Test func bodyRunsOnTheExecutorsThread() async {
+    @Test func bodyRunsOnTheExecutorsThread() async throws {
         let executor = ThreadExecutor()
         defer { executor.stop() }
         #expect(!executor.isCurrent)
         #expect(await withTaskExecutorPreference(executor) { executor.isCurrent })
         #expect(await withThreadOfItsOwn { ThreadExecutor.isRunningOnOne })
+        #expect(try await taskOnThreadOfItsOwn { ThreadExecutor.isRunningOnOne }.value)
     }
 
     /// Bodies blocked at once do not hold each other up, however few cores the machine has:

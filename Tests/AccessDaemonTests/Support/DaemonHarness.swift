@@ -105,7 +105,7 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Waits until the mock recorded `method` on `path`.
     func waitForCall(_ method: String, on path: String = "/org/bluez/hci0") async throws -> Bool {
-        for _ in 0..<300 {
+        for _ in 0..<1500 {  // 30 s: only reached on failure
             if try await mock.calls(path).contains(method) { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -145,7 +145,7 @@ func readNotifications(_ connection: ControlConnection, count: Int64, timeout: D
 }
 
 /// Reads notifications until `predicate` matches one (or the deadline passes).
-func waitForEvent(_ connection: ControlConnection, timeout: Duration = .seconds(10),
+func waitForEvent(_ connection: ControlConnection, timeout: Duration = .seconds(30),
                   _ predicate: (JSONValue) -> Bool) throws -> JSONValue? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
