@@ -122,13 +122,6 @@ public final class ChildProcess: @unchecked Sendable {
         reaped = true
     }
 
-    /// Records that the caller reaped the child itself (waitpid), so nothing waits for it again.
-    public func markReaped() {
-        lock.lock()
-        reaped = true
-        lock.unlock()
-    }
-
     /// SIGKILL at once: bluetoothd crashing.
     public func kill9() {
         lock.lock()

@@ -121,16 +121,8 @@ extension ChildProcess {
     /// SIGTERM, wait up to 10 s (then SIGKILL); the exit status, or nil when killed.
     func stopReportingStatus() -> Int32? {
         kill(pid, SIGTERM)
-        var status: Int32 = 0
-        for _ in 0..<1000 {
-            if waitpid(pid, &status, WNOHANG) == pid {
-                markReaped()
-                return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : nil
-            }
-            usleep(10_000)
-        }
-        kill9()
-        return nil
+        guard let status = waitForExit(timeout: .seconds(10)), status < 128 else { return nil }
+        return status
     }
 }
 
