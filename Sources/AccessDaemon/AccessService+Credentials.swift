@@ -186,10 +186,19 @@ extension AccessService {
         _ = await syncAll(reason: "scheduled")
     }
 
-    /// Syncs every credential's state and items; one sync at a time.
+    /// Syncs every credential's state and items; one sync at a time: a caller arriving during
+    /// one waits for its turn (the running sync hands over when it ends).
     func syncAll(reason: String) async -> JSONValue {
-        while sync.inProgress { try? await Task.sleep(for: .milliseconds(50)) }
+        if sync.inProgress {
+            await withCheckedContinuation { syncTurns.append($0) }
+        }
         sync.inProgress = true
+        defer {
+            if !syncTurns.isEmpty {
+                sync.inProgress = true
+                syncTurns.removeFirst().resume()
+            }
+        }
         var results: [JSONValue] = []
         var failure: SiteError?
         for id in credentials.map(\.credential.id) {

@@ -45,6 +45,8 @@ public actor AccessService: ControlRequestHandler {
     var credentials: [StoredCredential] = []
     var items: [StoredItem] = []
     var sync = SyncSchedule()
+    /// Callers of syncAll waiting for the running sync to end, first come first served.
+    var syncTurns: [CheckedContinuation<Void, Never>] = []
     /// Feature states as last emitted (`feature.state`), by feature name.
     var featureStates: [String: FeatureState] = [:]
 

@@ -19,6 +19,23 @@ struct CredentialEndToEndTests {
         return (harness, site)
     }
 
+    /// Background syncs only after a registration (which starts one at once).
+    static let slowSync = fastSync.replacingOccurrences(of: "sync_interval = 10", with: "sync_interval = 3600")
+
+    /// Registers a credential and waits for the sync its registration starts, so that the
+    /// test's own syncs count alone; returns its id.
+    private func registerAndWaitForItsSync(_ harness: DaemonHarness, _ site: SiteHarness) async throws -> String {
+        let client = try harness.connect()
+        let registered = try client.call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
+        let id = try #require(registered["id"]?.string)
+        for _ in 0..<1500 {  // 30 s
+            let listed = try client.call("credentials.list").get()["credentials"]?.array ?? []
+            if listed.first(where: { $0["id"] == .string(id) })?["lastSyncAt"]?.number != nil { return id }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestEnvironmentError("the registration's sync never ran")
+    }
+
     private func failureCode(_ result: Result<JSONValue, RPCError>) -> String? {
         guard case let .failure(error) = result else { return nil }
         return error.data?["error"]?.string
@@ -129,21 +146,13 @@ struct CredentialEndToEndTests {
     }
 
     @Test func suspensionRevocationAndItemsFollowTheSite() async throws {
-        // No background sync until the revocation but the one a registration starts, which
-        // the test waits for: the counts below are those of the syncs the test asks for (on
-        // a loaded machine the site commands between two of them took longer than a 10 s
-        // interval, and a background sync took the first item).
-        let (harness, site) = try await setUp(config: Self.fastSync.replacingOccurrences(of: "sync_interval = 10", with: "sync_interval = 3600"))
+        // No background sync until the revocation: the counts below are those of the syncs
+        // the test asks for (on a loaded machine the site commands between two of them took
+        // longer than a 10 s interval, and a background sync took the first item).
+        let (harness, site) = try await setUp(config: Self.slowSync)
         defer { site.stop() }
         let client = try harness.connect()
-        let invitation = try site.invite("Ada")
-        let id = try #require(try client.call("credentials.register", ["url": .string(invitation.url)]).get()["id"]?.string)
-        var registrationSynced = false
-        for _ in 0..<1500 where !registrationSynced {  // 30 s
-            registrationSynced = try client.call("credentials.list").get()["credentials"]?.array?.first?["lastSyncAt"]?.number != nil
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(registrationSynced, "the registration's sync never ran")
+        let id = try await registerAndWaitForItsSync(harness, site)
 
         // Items: added, then updated and removed, across syncs.
         let lock = try JSONValue.parse(try site.run(["item", "add", "--credential", id, "--type", "aperio",
@@ -184,6 +193,22 @@ struct CredentialEndToEndTests {
             $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == "revoked"
         })
         #expect(revoked["params"]?["data"]?["id"] == .string(id))
+        #expect(harness.stop() == 0)
+    }
+
+    /// Syncs asked for at once take turns: each answers, and the one item is counted once.
+    @Test func concurrentSyncsTakeTurns() async throws {
+        let (harness, site) = try await setUp(config: Self.slowSync)
+        defer { site.stop() }
+        let id = try await registerAndWaitForItsSync(harness, site)
+        try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
+        let syncs = (0..<4).map { _ in taskOnThreadOfItsOwn { try harness.connect().call("items.sync").get() } }
+        var added: Int64 = 0
+        for sync in syncs {
+            let answer = try await sync.value
+            added += answer["credentials"]?.array?.first?["added"]?.int ?? 0
+        }
+        #expect(added == 1)
         #expect(harness.stop() == 0)
     }
 
