@@ -102,24 +102,16 @@ public final class ChildProcess: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// SIGTERM, then SIGKILL after `grace`; waits for the child to end.
-    public func stop(grace: TimeInterval = 2) {
+    /// SIGTERM, then SIGKILL after `grace`; waits for the child to end. Its exit status as
+    /// `waitForExit` gives it: nil when it had to be killed or had already been reaped.
+    @discardableResult
+    public func stop(grace: TimeInterval = 2) -> Int32? {
         lock.lock()
-        defer { lock.unlock() }
-        guard !reaped else { return }
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(grace)
-        var status: Int32 = 0
-        while Date() < deadline {
-            if waitpid(pid, &status, WNOHANG) == pid {
-                reaped = true
-                return
-            }
-            usleep(10_000)
-        }
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, 0)
-        reaped = true
+        let running = !reaped
+        if running { kill(pid, SIGTERM) }
+        lock.unlock()
+        guard running else { return nil }
+        return waitForExit(timeout: .milliseconds(Int(grace * 1000)))
     }
 
     /// SIGKILL at once: bluetoothd crashing.

@@ -65,11 +65,11 @@ final class DaemonHarness: @unchecked Sendable {
 
     var log: String { (try? String(contentsOfFile: directory + "/accessd.log", encoding: .utf8)) ?? "" }
 
-    /// SIGTERM; returns the exit status.
+    /// SIGTERM (SIGKILL after 10 s); the exit status, nil when a signal ended it.
     func stop() -> Int32? {
         guard let daemon else { return nil }
         self.daemon = nil
-        return daemon.stopReportingStatus()
+        return daemon.stop(grace: 10).flatMap { $0 < 128 ? $0 : nil }
     }
 
     func kill() {
@@ -114,15 +114,6 @@ final class DaemonHarness: @unchecked Sendable {
 
     deinit {
         daemon?.stop(grace: 2)
-    }
-}
-
-extension ChildProcess {
-    /// SIGTERM, wait up to 10 s (then SIGKILL); the exit status, or nil when killed.
-    func stopReportingStatus() -> Int32? {
-        kill(pid, SIGTERM)
-        guard let status = waitForExit(timeout: .seconds(10)), status < 128 else { return nil }
-        return status
     }
 }
 

@@ -162,8 +162,7 @@ final class LabDaemon: @unchecked Sendable {
     func stop() -> Int32? {
         guard let process else { return nil }
         self.process = nil
-        process.stop(grace: 10)
-        return process.isRunning ? nil : 0
+        return process.stop(grace: 10)
     }
 }
 
