@@ -22,7 +22,7 @@ public actor BlueZClient {
     public private(set) var gattCharacteristics: [String: GattCharacteristicState] = [:]
     private var signalTask: Task<Void, Never>?
     private var notificationSubscribers: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
-    private var resolvedWaiters: [String: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
+    private var resolvedWaiters: [String: [UInt64: CheckedContinuation<ResolutionEnd, Never>]] = [:]
     private var nextWaiter: UInt64 = 0
 
     public init(connection: DBusConnection) {
@@ -118,7 +118,7 @@ public actor BlueZClient {
             let device = DeviceState(path: path, properties: properties)
             devices[path] = device
             continuation.yield(.deviceAdvertised(device))
-            if device.servicesResolved { wakeResolvedWaiters(device: path, resolved: true) }
+            if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
         }
         if let properties = interfaces["org.bluez.GattService1"]?.stringKeyed {
             gattServices[path] = GattServiceState(path: path, properties: properties)
@@ -135,7 +135,7 @@ public actor BlueZClient {
         if interfaces.contains("org.bluez.GattService1") { gattServices[path] = nil }
         if interfaces.contains("org.bluez.Device1"), devices.removeValue(forKey: path) != nil {
             forgetGatt(below: path)
-            wakeResolvedWaiters(device: path, resolved: false)
+            wakeResolvedWaiters(device: path, .vanished)
             continuation.yield(.deviceRemoved(path: path))
         }
         if interfaces.contains("org.bluez.Adapter1"), adapters.removeValue(forKey: path) != nil {
@@ -144,7 +144,7 @@ public actor BlueZClient {
             for devicePath in devices.keys.sorted() where devices[devicePath]?.adapterPath == path {
                 devices[devicePath] = nil
                 forgetGatt(below: devicePath)
-                wakeResolvedWaiters(device: devicePath, resolved: false)
+                wakeResolvedWaiters(device: devicePath, .vanished)
                 continuation.yield(.deviceRemoved(path: devicePath))
             }
             continuation.yield(.adapterRemoved(path: path))
@@ -164,11 +164,15 @@ public actor BlueZClient {
             let advertised = device.apply(changed, invalidated: invalidated)
             devices[path] = device
             if advertised { continuation.yield(.deviceAdvertised(device)) }
-            if before.connected != device.connected || before.servicesResolved != device.servicesResolved {
+            // Only a Connected=false that bluetoothd sent is a disconnection: BlueZ 5.66 can
+            // connect without ever signalling Connected=true (see DeviceState.apply), so a
+            // device still marked disconnected here may well be connected.
+            let disconnected = changed["Connected"]?.bool == false
+            if before.connected != device.connected || before.servicesResolved != device.servicesResolved || disconnected {
                 continuation.yield(.deviceConnectionChanged(device))
             }
-            if device.servicesResolved { wakeResolvedWaiters(device: path, resolved: true) }
-            if !device.connected { wakeResolvedWaiters(device: path, resolved: false) }
+            if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
+            if disconnected { wakeResolvedWaiters(device: path, .disconnected) }
         case "org.bluez.GattCharacteristic1":
             guard var characteristic = gattCharacteristics[path] else { return }
             characteristic.apply(changed)
@@ -184,7 +188,7 @@ public actor BlueZClient {
     private func vanish() {
         owner = nil
         for path in Array(notificationSubscribers.keys) { finishNotifications(path) }
-        for path in Array(resolvedWaiters.keys) { wakeResolvedWaiters(device: path, resolved: false) }
+        for path in Array(resolvedWaiters.keys) { wakeResolvedWaiters(device: path, .vanished) }
         gattServices.removeAll()
         gattCharacteristics.removeAll()
         for path in devices.keys.sorted() { continuation.yield(.deviceRemoved(path: path)) }
@@ -274,9 +278,14 @@ public actor BlueZClient {
         for path in gattServices.keys where path.hasPrefix(prefix) { gattServices[path] = nil }
     }
 
-    private func wakeResolvedWaiters(device: String, resolved: Bool) {
+    /// How a wait for `ServicesResolved` ended.
+    private enum ResolutionEnd {
+        case resolved, disconnected, vanished, timedOut
+    }
+
+    private func wakeResolvedWaiters(device: String, _ end: ResolutionEnd) {
         guard let waiters = resolvedWaiters.removeValue(forKey: device) else { return }
-        for waiter in waiters.values { waiter.resume(returning: resolved) }
+        for waiter in waiters.values { waiter.resume(returning: end) }
     }
 
     private func finishNotifications(_ path: String) {
@@ -291,8 +300,9 @@ public actor BlueZClient {
         try await waitForServicesResolved(device: device, timeout: deadline - ContinuousClock.now)
     }
 
-    /// Waits for `ServicesResolved` to become true. Fails with `.doesNotExist` when the
-    /// device disconnects or vanishes first, `.timeout` after `timeout`.
+    /// Waits for `ServicesResolved` to become true. Fails with `.doesNotExist` when
+    /// bluetoothd says the device disconnected (`Connected` false) or the device vanishes
+    /// first, `.timeout` after `timeout`.
     public func waitForServicesResolved(device: String, timeout: Duration) async throws(BlueZError) {
         guard let state = devices[device] else { throw .doesNotExist }
         if state.servicesResolved { return }
@@ -302,18 +312,25 @@ public actor BlueZClient {
             try? await Task.sleep(for: max(timeout, .zero))
             await self?.expireWaiter(device: device, id: id)
         }
-        let resolved = await withCheckedContinuation { continuation in
+        let end = await withCheckedContinuation { continuation in
             resolvedWaiters[device, default: [:]][id] = continuation
         }
         timer.cancel()
-        guard resolved else {
-            throw devices[device]?.servicesResolved == false && devices[device]?.connected == true ? .timeout : .doesNotExist
+        switch end {
+        case .resolved: return
+        case .timedOut: throw .timeout
+        case .disconnected, .vanished: throw .doesNotExist
         }
+    }
+
+    /// How many callers wait for this device's services (for tests and diagnostics).
+    public func resolutionWaiters(device: String) -> Int {
+        resolvedWaiters[device]?.count ?? 0
     }
 
     private func expireWaiter(device: String, id: UInt64) {
         guard let waiter = resolvedWaiters[device]?.removeValue(forKey: id) else { return }
-        waiter.resume(returning: false)
+        waiter.resume(returning: .timedOut)
     }
 
     /// The path of a characteristic of a connected device, by service and characteristic UUID.

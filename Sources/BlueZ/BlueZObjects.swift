@@ -74,7 +74,14 @@ public struct DeviceState: Hashable, Sendable {
         }
         if let value = changed["UUIDs"]?.strings { uuids = value }
         if let value = changed["Connected"]?.bool { connected = value }
-        if let value = changed["ServicesResolved"]?.bool { servicesResolved = value }
+        if let value = changed["ServicesResolved"]?.bool {
+            servicesResolved = value
+            // Services are only resolved over a link. BlueZ 5.66 does not always say
+            // Connected=true: when the ATT channel is up before the kernel's Device Connected
+            // event, it marks the device connected without a signal, then ignores the event
+            // as "already connected" (seen in the lab under load).
+            if value { connected = true }
+        }
         for key in invalidated {
             switch key {
             case "RSSI": rssi = nil

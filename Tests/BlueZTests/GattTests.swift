@@ -77,6 +77,35 @@ final class GattTests: Sendable {
         try await waiting.value
     }
 
+    /// BlueZ 5.66 may connect without signalling Connected=true (its ATT channel came up
+    /// before the kernel's Device Connected event). Other properties change meanwhile (the
+    /// GAP name it reads): that is no disconnection, and ServicesResolved then marks the
+    /// device connected. Seen in the lab, where the wait used to end at the name change.
+    @Test func resolutionSurvivesAConnectionNeverSignalled() async throws {
+        let waiting = Task { try await self.client.waitForServicesResolved(device: Self.device, timeout: .seconds(20)) }
+        _ = await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 }
+        try await mock.set(Self.device, "org.bluez.Device1", "Name", .string("BlueZ 5.66"))
+        #expect(await waitUntil { await self.client.devices[Self.device]?.name == "BlueZ 5.66" })
+        #expect(await client.resolutionWaiters(device: Self.device) == 1, "the name change ended the wait")
+        try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
+        try await waiting.value
+        #expect(await client.devices[Self.device]?.connected == true)
+    }
+
+    /// A Connected=false that bluetoothd sends ends the wait and is reported, even when the
+    /// connection itself was never signalled.
+    @Test func disconnectionEndsTheWaitAndIsReported() async throws {
+        let recorder = EventRecorder(client.events)
+        let waiting = Task { try await self.client.waitForServicesResolved(device: Self.device, timeout: .seconds(20)) }
+        _ = await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 }
+        try await mock.set(Self.device, "org.bluez.Device1", "Connected", .bool(false))
+        await #expect(throws: BlueZError.doesNotExist) { try await waiting.value }
+        let reported = await recorder.wait {
+            if case let .deviceConnectionChanged(device) = $0 { device.path == Self.device && !device.connected } else { false }
+        }
+        #expect(reported != nil)
+    }
+
     @Test func resolutionTimesOut() async throws {
         try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
         _ = await waitUntil { await self.client.devices[Self.device]?.connected == true }
