@@ -264,7 +264,9 @@ public actor AccessService: ControlRequestHandler {
         }
         if observation.isInAutoConnectRange || observation.autoConnectRangeChanged,
            let attributes = registry.reader(advertisement.readerID) {
-            perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange), at: now))
+            perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
+                                                      othersHeard: registry.isAnotherReaderHeard(besides: advertisement.readerID)),
+                                      at: now))
         }
     }
 

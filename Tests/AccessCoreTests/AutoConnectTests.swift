@@ -66,6 +66,16 @@ struct AutoConnectTests {
         #expect(started == [Fixtures.readerID])
     }
 
+    /// No other reader heard: no nearer one can turn up, so the window is not waited for.
+    @Test mutating func aReaderHeardAloneGoesAtOnce() {
+        send(.readerObserved(Self.reader(), isInAutoConnectRange: true, othersHeard: false))
+        #expect(started == [Fixtures.readerID])
+        #expect(timers[.automatic(.selection)] == nil)
+        // More reports while still in range: nothing new.
+        for _ in 0..<20 { approach(); wait(.milliseconds(100)) }
+        #expect(started == [Fixtures.readerID])
+    }
+
     @Test mutating func completionIsReported() {
         approach()
         wait(.milliseconds(200))

@@ -74,6 +74,28 @@ struct RangeTests {
         #expect(transitions <= 1)
     }
 
+    /// A person walking up (path loss falling 1.33 dB per report, the lab benchmark's ramp):
+    /// the reader is in range three reports after the raw path loss crossed the threshold
+    /// (the median's two, and one for the approach average). The symmetric average
+    /// (approach = recede = 0.2) took six.
+    @Test(arguments: [(0.5, 3), (0.2, 6)] as [(Double, Int)])
+    func anApproachIsNoticedWithinReportsOfTheCrossing(_ approach: Double, _ expectedLag: Int) {
+        var registry = ReaderRegistry(range: RangeConfiguration(approachSmoothingFactor: approach))
+        let advertisement = Fixtures.advertisement(txPower: -59, auto: 20, manual: 40)
+        var clock = VirtualClock()
+        var crossed: Int?, entered: Int?
+        for report in 0..<31 {
+            let pathLoss = 41 - 1.333 * Double(report)
+            if crossed == nil, pathLoss < 20 { crossed = report }
+            let observation = registry.observe(advertisement, rssi: Int((-59 - pathLoss).rounded()), address: Fixtures.address,
+                                               name: nil, at: clock.now)
+            if entered == nil, observation.isInAutoConnectRange { entered = report }
+            clock.advance(.milliseconds(100))
+        }
+        #expect(crossed != nil && entered != nil)
+        #expect((entered ?? 0) - (crossed ?? 0) == expectedLag)
+    }
+
     /// The other half of hysteresis: a real walk away is noticed promptly.
     @Test func walkingAwayLeavesRange() {
         var registry = ReaderRegistry()

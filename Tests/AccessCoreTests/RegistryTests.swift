@@ -23,6 +23,18 @@ struct RegistryTests {
         #expect(registry.count == 1)
     }
 
+    /// The auto-connect selection window waits only when another reader could be nearer.
+    @Test mutating func anotherReaderIsHeardOnlyWhileItIsAvailable() {
+        _ = observe()
+        #expect(!registry.isAnotherReaderHeard(besides: Fixtures.readerID))
+        _ = observe(Fixtures.advertisement(id: 0x2A02), rssi: -95)
+        #expect(registry.isAnotherReaderHeard(besides: Fixtures.readerID))
+        #expect(registry.isAnotherReaderHeard(besides: ReaderID(0x2A02)))
+        clock.advance(.seconds(11))
+        _ = registry.expire(at: clock.now)
+        #expect(!registry.isAnotherReaderHeard(besides: Fixtures.readerID))
+    }
+
     @Test mutating func steadyRSSIPublishesNothingMore() {
         _ = observe()
         for _ in 0..<50 { #expect(observe().update == nil) }

@@ -8,8 +8,9 @@ public struct AccessController: Sendable {
     }
 
     public enum Input: Hashable, Sendable {
-        /// The registry's view after an observation (see `ReaderRegistry.Observation`).
-        case readerObserved(ReaderAttributes, isInAutoConnectRange: Bool)
+        /// The registry's view after an observation (see `ReaderRegistry.Observation`), and
+        /// whether any other reader is heard (a rival the selection window waits for).
+        case readerObserved(ReaderAttributes, isInAutoConnectRange: Bool, othersHeard: Bool = true)
         case readerUnavailable(ReaderID)
         case automaticAccessChanged(Bool)
         case credentialsChanged(CredentialAvailability)
@@ -55,9 +56,9 @@ public struct AccessController: Sendable {
 
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
         switch input {
-        case let .readerObserved(attributes, inRange):
+        case let .readerObserved(attributes, inRange, othersHeard):
             let autoInput: AutoConnectMachine.Input = inRange
-                ? .readerInRange(.init(attributes)) : .readerLeftRange(attributes.id)
+                ? .readerInRange(.init(attributes, hasRivals: othersHeard)) : .readerLeftRange(attributes.id)
             return runAutomatic(autoInput, now: now)
         case let .readerUnavailable(id):
             return runAutomatic(.readerLeftRange(id), now: now)

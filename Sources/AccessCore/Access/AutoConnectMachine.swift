@@ -2,7 +2,8 @@
 ///
 /// A reader becomes a candidate ("armed") when it enters auto-connect range with
 /// `isBleAutoConnectEnabled`. Candidates wait a short selection window so that, when two
-/// readers come into range together, the nearer one is chosen. An exchange starts when
+/// readers come into range together, the nearer one is chosen; a reader heard alone has
+/// no rival to wait for and goes at once. An exchange starts when
 /// automatic access is on, a matching credential is held and a slot is free on the
 /// adapter. When it ends the reader is "spent": blocked for `cooldown` and re-armed only
 /// after it has left range. Transient failures retry with backoff while the reader stays
@@ -28,20 +29,24 @@ public struct AutoConnectMachine: Sendable {
         public var siteTag: SiteTag
         public var isBleAutoConnectEnabled: Bool
         public var measuredPathLoss: Double
+        /// Whether any other reader is heard: only then can a nearer one come into range
+        /// within the selection window.
+        public var hasRivals: Bool
 
         public init(id: ReaderID, kind: ReaderKind, siteTag: SiteTag, isBleAutoConnectEnabled: Bool,
-                    measuredPathLoss: Double) {
+                    measuredPathLoss: Double, hasRivals: Bool = true) {
             self.id = id
             self.kind = kind
             self.siteTag = siteTag
             self.isBleAutoConnectEnabled = isBleAutoConnectEnabled
             self.measuredPathLoss = measuredPathLoss
+            self.hasRivals = hasRivals
         }
 
-        public init(_ attributes: ReaderAttributes) {
+        public init(_ attributes: ReaderAttributes, hasRivals: Bool = true) {
             self.init(id: attributes.id, kind: attributes.kind, siteTag: attributes.siteTag,
                       isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled,
-                      measuredPathLoss: attributes.measuredPathLoss)
+                      measuredPathLoss: attributes.measuredPathLoss, hasRivals: hasRivals)
         }
     }
 
@@ -134,7 +139,7 @@ public struct AutoConnectMachine: Sendable {
     private mutating func readerInRange(_ candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
         guard var entry = tracked[candidate.id] else {
             tracked[candidate.id] = Tracked(phase: .armed(retries: 0), candidate: candidate, isInRange: true)
-            return scheduleSelection(now: now, slots: slots)
+            return scheduleSelection(for: candidate, now: now, slots: slots)
         }
         let wasInRange = entry.isInRange
         entry.candidate = candidate
@@ -142,7 +147,7 @@ public struct AutoConnectMachine: Sendable {
         if case let .spent(until, hasLeftRange) = entry.phase, !wasInRange, hasLeftRange, now >= until {
             entry.phase = .armed(retries: 0)
             tracked[candidate.id] = entry
-            return scheduleSelection(now: now, slots: slots)
+            return scheduleSelection(for: candidate, now: now, slots: slots)
         }
         tracked[candidate.id] = entry
         return []
@@ -207,15 +212,18 @@ public struct AutoConnectMachine: Sendable {
             if entry.isInRange {
                 entry.phase = .armed(retries: 0)
                 tracked[id] = entry
-                return scheduleSelection(now: now, slots: slots)
+                return scheduleSelection(for: entry.candidate, now: now, slots: slots)
             }
             tracked[id] = nil
             return []
         }
     }
 
-    private mutating func scheduleSelection(now: Timestamp, slots: ExchangeSlots) -> [Action] {
-        if configuration.selectionWindow <= .zero { return select(now: now, slots: slots) }
+    private mutating func scheduleSelection(for candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+        // A reader heard alone cannot lose to a nearer one: waiting would only delay the door.
+        if configuration.selectionWindow <= .zero || (!candidate.hasRivals && !selectionPending) {
+            return select(now: now, slots: slots)
+        }
         if selectionPending { return [] }
         selectionPending = true
         return [.startTimer(.selection, after: configuration.selectionWindow)]

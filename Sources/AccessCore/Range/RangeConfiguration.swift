@@ -3,8 +3,13 @@ public struct RangeConfiguration: Hashable, Sendable {
     /// dB added to every measured path loss, like the SDK's `BluetoothConnectionSensitivity`:
     /// negative values make readers seem nearer (more eager), positive ones further.
     public var sensitivityOffset: Double
-    /// Weight of a new median in the exponential moving average (0 < α ≤ 1).
+    /// Weight of a new median in the exponential moving average (0 < α ≤ 1) when it is
+    /// above the average: the reader seems to recede.
     public var smoothingFactor: Double
+    /// Weight of a new median below the average: the reader seems nearer. Larger than
+    /// `smoothingFactor`, so that an approach is noticed sooner; leaving range still
+    /// follows `smoothingFactor` and the exit margin.
+    public var approachSmoothingFactor: Double
     /// How far (dB) the smoothed path loss must rise above `autoConnectPathLoss` before a
     /// reader counts as having left auto-connect range: the hysteresis against flapping.
     public var autoRangeExitMargin: Double
@@ -17,12 +22,14 @@ public struct RangeConfiguration: Hashable, Sendable {
     public init(
         sensitivityOffset: Double = 0,
         smoothingFactor: Double = 0.2,
+        approachSmoothingFactor: Double = 0.5,
         autoRangeExitMargin: Double = 8,
         expiryDelay: Duration = .seconds(5),
         staleTimeout: Duration = .seconds(10)
     ) {
         self.sensitivityOffset = sensitivityOffset
         self.smoothingFactor = smoothingFactor
+        self.approachSmoothingFactor = approachSmoothingFactor
         self.autoRangeExitMargin = autoRangeExitMargin
         self.expiryDelay = expiryDelay
         self.staleTimeout = staleTimeout

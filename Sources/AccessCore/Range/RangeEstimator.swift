@@ -1,6 +1,8 @@
 /// Smooths one reader's path loss: the median of the last five samples (which discards
 /// single outliers, common when a body or a door blocks one packet), then an exponential
-/// moving average of those medians (which removes the remaining jitter).
+/// moving average of those medians (which removes the remaining jitter). The average may
+/// follow a falling median (the person approaching) faster than a rising one: a door opens
+/// sooner, while leaving range, and with it flapping, stays as slow as before.
 ///
 /// Fixed size, no allocation: the registry keeps one per reader and updates it on every
 /// advertisement.
@@ -15,9 +17,12 @@ public struct RangeEstimator: Sendable {
 
     public init() {}
 
-    /// Adds one measured path loss (dB) and returns the new smoothed value.
+    /// Adds one measured path loss (dB) and returns the new smoothed value. `alpha` weighs
+    /// a median above the average (receding), `approachAlpha` one below it (approaching);
+    /// nil means `alpha` for both.
     @discardableResult
-    public mutating func add(_ pathLoss: Double, smoothingFactor alpha: Double) -> Double {
+    public mutating func add(_ pathLoss: Double, smoothingFactor alpha: Double,
+                             approachSmoothingFactor approachAlpha: Double? = nil) -> Double {
         switch next {
         case 0: s0 = pathLoss
         case 1: s1 = pathLoss
@@ -29,7 +34,7 @@ public struct RangeEstimator: Sendable {
         if count < Self.windowSize { count += 1 }
 
         let median = currentMedian()
-        let value = smoothed.map { $0 + alpha * (median - $0) } ?? median
+        let value = smoothed.map { $0 + (median < $0 ? approachAlpha ?? alpha : alpha) * (median - $0) } ?? median
         smoothed = value
         return value
     }

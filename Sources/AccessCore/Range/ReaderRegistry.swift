@@ -54,6 +54,12 @@ public struct ReaderRegistry: Sendable {
 
     public var count: Int { entries.lazy.filter(\.isAvailable).count }
 
+    /// Whether a reader other than `id` is available (a rival when `id` enters range).
+    /// Stops at the first one found.
+    public func isAnotherReaderHeard(besides id: ReaderID) -> Bool {
+        entries.contains { $0.isAvailable && $0.attributes.id != id }
+    }
+
     public func reader(_ id: ReaderID) -> ReaderAttributes? {
         guard let position = index[id], entries[position].isAvailable else { return nil }
         return entries[position].attributes
@@ -77,7 +83,8 @@ public struct ReaderRegistry: Sendable {
 
         guard let position = index[advertisement.readerID] else {
             var estimator = RangeEstimator()
-            let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor)
+            let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
+                                         approachSmoothingFactor: range.approachSmoothingFactor)
             let inRange = smoothed < Double(advertisement.autoConnectPathLoss)
             let attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
                                             smoothed: smoothed, inRange: inRange, now: now)
@@ -109,7 +116,8 @@ public struct ReaderRegistry: Sendable {
             entry.estimator.reset()
             entry.beyondManualSince = nil
         }
-        let smoothed = entry.estimator.add(pathLoss, smoothingFactor: range.smoothingFactor)
+        let smoothed = entry.estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
+                                           approachSmoothingFactor: range.approachSmoothingFactor)
         var attributes = entry.attributes
         let before = attributes
 

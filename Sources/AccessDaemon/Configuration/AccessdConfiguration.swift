@@ -27,6 +27,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
     // [range]
     public var sensitivity: ConnectionSensitivity = .low
     public var smoothingFactor = 0.2
+    public var approachSmoothingFactor = 0.5
     public var autoRangeExitMargin = 8.0
     public var expiryDelay: Duration = .seconds(5)
     public var staleTimeout: Duration = .seconds(10)
@@ -74,7 +75,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     public var rangeConfiguration: RangeConfiguration {
         RangeConfiguration(sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
-                           autoRangeExitMargin: autoRangeExitMargin, expiryDelay: expiryDelay, staleTimeout: staleTimeout)
+                           approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin, expiryDelay: expiryDelay, staleTimeout: staleTimeout)
     }
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {

@@ -45,7 +45,7 @@ public enum ConfigurationLoader {
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
                 "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window",
                            "max_retries", "step_timeout", "second_factor_timeout"],
-                "range": ["sensitivity", "smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
+                "range": ["sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
                 "prompts": ["second_factor"],
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue"],
@@ -89,6 +89,7 @@ public enum ConfigurationLoader {
                 c.sensitivity = s
             }
             c.smoothingFactor = try double("range", "smoothing", 0.01...1) ?? c.smoothingFactor
+            c.approachSmoothingFactor = try double("range", "approach_smoothing", 0.01...1) ?? c.approachSmoothingFactor
             c.autoRangeExitMargin = try double("range", "exit_margin", 0...30) ?? c.autoRangeExitMargin
             c.expiryDelay = try seconds("range", "expiry_delay", 0...120) ?? c.expiryDelay
             c.staleTimeout = try seconds("range", "stale_timeout", 1...600) ?? c.staleTimeout
