@@ -5,7 +5,8 @@
 ///
 /// Object layout under `root` (e.g. `/org/accessd/readersim/reader0`):
 /// `root/advertisement` (LEAdvertisement1), `root` (ObjectManager of the application),
-/// `root/service0` (GattService1), `root/service0/char0` (GattCharacteristic1).
+/// `root/service0` (GattService1), `root/service0/char0` (GattCharacteristic1), and while a
+/// presence advertisement runs `root/presence` (LEAdvertisement1, non-connectable).
 public final class BlueZPeripheral: Sendable {
     public struct Advertisement: Sendable {
         /// 16-bit or 128-bit UUID string → bytes.
@@ -42,9 +43,11 @@ public final class BlueZPeripheral: Sendable {
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
     private let onNotifyingChanged: @Sendable (Bool) -> Void
-    private let state = LockedState<(notifying: Bool, value: [UInt8], registered: Bool)>((false, [], false))
+    private let state = LockedState<(notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)>(
+        (false, [], false, nil))
 
     public var advertisementPath: String { root + "/advertisement" }
+    public var presencePath: String { root + "/presence" }
     public var servicePath: String { root + "/service0" }
     public var characteristicPath: String { root + "/service0/char0" }
 
@@ -98,6 +101,7 @@ public final class BlueZPeripheral: Sendable {
             defer { state.registered = false }
             return state.registered
         }
+        await stopPresence()
         if wasRegistered {
             _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
                                            interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
@@ -118,6 +122,39 @@ public final class BlueZPeripheral: Sendable {
         _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
                                        interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
                                        arguments: [.objectPath(advertisementPath)])
+        await stopPresence()
+    }
+
+    /// Starts a second, non-connectable ("broadcast") advertisement beside the connectable
+    /// one: a controller stops the connectable set while a central is connected, and this
+    /// one keeps telling scanners how near the peripheral is. bluetoothd gives it an
+    /// address of its own (a random one).
+    public func startPresence(_ presence: Advertisement) async throws(BlueZError) {
+        let started = state.withLock { state in
+            defer { state.presence = presence }
+            return state.presence != nil
+        }
+        guard !started else { return }
+        do {
+            connection.unexport(path: presencePath)  // left exported when bluetoothd released it
+            try connection.export(path: presencePath) { [weak self] in self?.handlePresence($0) }
+            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
+                                          interface: "org.bluez.LEAdvertisingManager1", method: "RegisterAdvertisement",
+                                          arguments: [.objectPath(presencePath), .properties([:])])
+        } catch {
+            state.withLock { $0.presence = nil }
+            connection.unexport(path: presencePath)
+            throw BlueZError(error)
+        }
+    }
+
+    /// Stops the presence advertisement, if one runs.
+    public func stopPresence() async {
+        guard state.withLock({ state in defer { state.presence = nil }; return state.presence != nil }) else { return }
+        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
+                                       interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                       arguments: [.objectPath(presencePath)])
+        connection.unexport(path: presencePath)
     }
 
     /// Sends a notification to subscribed centrals: a PropertiesChanged of `Value`.
@@ -142,8 +179,12 @@ public final class BlueZPeripheral: Sendable {
     // MARK: Properties of each object
 
     var advertisementProperties: [String: DBusValue] {
+        Self.properties(of: advertisement, type: "peripheral")
+    }
+
+    static func properties(of advertisement: Advertisement, type: String) -> [String: DBusValue] {
         var values: [String: DBusValue] = [
-            "Type": .string("peripheral"),
+            "Type": .string(type),
             "ServiceData": .dictionary(keySignature: "s", valueSignature: "v",
                                        advertisement.serviceData.sorted { $0.key < $1.key }
                                            .map { .init(.string($0.key), .variant(.bytes($0.value))) }),
@@ -202,6 +243,17 @@ public final class BlueZPeripheral: Sendable {
             return
         }
         properties(call, interface: "org.bluez.LEAdvertisement1", values: advertisementProperties)
+    }
+
+    private func handlePresence(_ call: DBusMessage) {
+        if call.interface == "org.bluez.LEAdvertisement1", call.member == "Release" {
+            state.withLock { $0.presence = nil }
+            try? connection.reply(to: call)
+            return
+        }
+        let presence = state.withLock { $0.presence }
+        properties(call, interface: "org.bluez.LEAdvertisement1",
+                   values: presence.map { Self.properties(of: $0, type: "broadcast") } ?? [:])
     }
 
     private func handleCharacteristic(_ call: DBusMessage) {

@@ -39,8 +39,8 @@ struct AdvertisementTests {
         #expect(refusal(bytes) == .unsupportedVersion(2))
         bytes = good; bytes[1] = 9
         #expect(refusal(bytes) == .unknownReaderKind(9))
-        bytes = good; bytes[2] = 0x13
-        #expect(refusal(bytes) == .reservedFlagsSet(0x13))
+        bytes = good; bytes[2] = 0x23
+        #expect(refusal(bytes) == .reservedFlagsSet(0x23))
         bytes = good; bytes[3...6] = [0, 0, 0, 0]
         #expect(refusal(bytes) == .zeroReaderID)
         bytes = good; bytes[7] = 21

@@ -35,6 +35,24 @@ struct RegistryTests {
         #expect(!registry.isAnotherReaderHeard(besides: Fixtures.readerID))
     }
 
+    /// A connected reader's presence advertisements (non-connectable, another address)
+    /// move its path loss but neither its address nor its advertised flags.
+    @Test mutating func presenceAdvertisementsMovePathLossOnly() {
+        _ = observe(rssi: -89)
+        let presence = Fixtures.advertisement(flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
+        var observation = registry.observe(presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
+                                           at: clock.now)
+        for _ in 0..<10 {
+            clock.advance(.milliseconds(100))
+            observation = registry.observe(presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
+                                           at: clock.now)
+        }
+        #expect(observation.isInAutoConnectRange)
+        let reader = registry.reader(Fixtures.readerID)
+        #expect(reader?.address == Fixtures.address)
+        #expect(reader?.flags == [.autoConnectEnabled, .manualConnectEnabled])
+    }
+
     @Test mutating func steadyRSSIPublishesNothingMore() {
         _ = observe()
         for _ in 0..<50 { #expect(observe().update == nil) }

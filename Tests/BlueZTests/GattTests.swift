@@ -218,6 +218,24 @@ final class GattTests: Sendable {
                                    interface: "org.bluez.GattCharacteristic1", method: "Confirm")
         }
 
+        // A central connected: a presence advertisement, non-connectable, beside the first.
+        try await peripheral.startPresence(.init(serviceData: ["fff8": [1, 0x13, 3]], intervalMilliseconds: 100))
+        #expect(try await mock.calls("/org/bluez/hci0").last == "RegisterAdvertisement")
+        let presence = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.presencePath,
+                                              interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                                              arguments: [.string("org.bluez.LEAdvertisement1")])
+        let presenceProperties = try #require(presence.first?.stringKeyed)
+        #expect(presenceProperties["Type"]?.string == "broadcast")
+        #expect(presenceProperties["LocalName"] == nil)
+        #expect(presenceProperties["ServiceData"]?.stringKeyed?["fff8"]?.bytes == [1, 0x13, 3])
+        await peripheral.stopPresence()
+        #expect(try await mock.calls("/org/bluez/hci0").last == "UnregisterAdvertisement")
+        await #expect(throws: DBusError.self) {
+            try await control.call(destination: peripheralBus.uniqueName, path: peripheral.presencePath,
+                                   interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                                   arguments: [.string("org.bluez.LEAdvertisement1")])
+        }
+
         await peripheral.unregister()
         #expect(try await mock.calls("/org/bluez/hci0").suffix(2) == ["UnregisterAdvertisement", "UnregisterApplication"])
         await #expect(throws: DBusError.self) {

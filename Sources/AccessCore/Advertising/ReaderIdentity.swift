@@ -57,7 +57,12 @@ public struct ReaderFlags: OptionSet, Hashable, Sendable {
     public static let manualConnectEnabled = ReaderFlags(rawValue: 1 << 1)
     public static let secondFactorRequired = ReaderFlags(rawValue: 1 << 2)
     public static let actionsEnabled = ReaderFlags(rawValue: 1 << 3)
+    /// A presence advertisement: sent by a reader while a holder is connected to it, from a
+    /// second, non-connectable advertising set, so that the holder still hears how near it
+    /// is. Its address is not one to connect to (docs/reader-protocol.md §2).
+    public static let presence = ReaderFlags(rawValue: 1 << 4)
 
-    /// Bits 4–7 are reserved in protocol version 1 and must be zero.
-    public static let defined: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled, .secondFactorRequired, .actionsEnabled]
+    /// Bits 5–7 are reserved in protocol version 1 and must be zero.
+    public static let defined: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled, .secondFactorRequired, .actionsEnabled,
+                                              .presence]
 }

@@ -137,11 +137,13 @@ public struct ReaderRegistry: Sendable {
 
         attributes.kind = advertisement.kind
         attributes.siteTag = advertisement.siteTag
-        attributes.flags = advertisement.flags
+        attributes.flags = advertisement.flags.subtracting(.presence)
         attributes.txPower = Int(advertisement.txPower)
         attributes.autoConnectPathLoss = Int(advertisement.autoConnectPathLoss)
         attributes.manualConnectPathLoss = Int(advertisement.manualConnectPathLoss)
-        attributes.address = address
+        // A presence advertisement comes from the reader's non-connectable set: it tells how
+        // near the reader is, but its address is not the one to connect to.
+        if !advertisement.flags.contains(.presence) { attributes.address = address }
         if let name { attributes.name = name }
         attributes.rssi = rssi
         attributes.measuredPathLoss = smoothed
@@ -245,6 +247,6 @@ public struct ReaderRegistry: Sendable {
                 txPower: Double(advertisement.txPower)),
             autoConnectPathLoss: Int(advertisement.autoConnectPathLoss),
             manualConnectPathLoss: Int(advertisement.manualConnectPathLoss),
-            flags: advertisement.flags, isInAutoConnectRange: inRange, lastSeen: now)
+            flags: advertisement.flags.subtracting(.presence), isInAutoConnectRange: inRange, lastSeen: now)
     }
 }

@@ -15,6 +15,8 @@ actor SimulatedReader {
         /// adapter was removed and added again. Registrations die with either.
         case adapterAppeared
         case bluetoothdLeft
+        /// A central connected to this reader's adapter, or disconnected (its device path).
+        case central(String, connected: Bool)
     }
 
     let configuration: SimulatedReaderConfiguration
@@ -24,6 +26,8 @@ actor SimulatedReader {
     private var peripheral: BlueZPeripheral?
     private var session: ReaderSession?
     private var central: String?
+    /// Centrals connected now, by device path: presence advertisements run while any is.
+    private var connectedCentrals: Set<String> = []
     private var timer: Task<Void, Never>?
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
@@ -102,6 +106,8 @@ actor SimulatedReader {
                           arg0: BlueZClient.service),
             DBusMatchRule(sender: BlueZClient.service, interface: "org.freedesktop.DBus.ObjectManager",
                           member: "InterfacesAdded"),
+            DBusMatchRule(sender: BlueZClient.service, interface: "org.freedesktop.DBus.Properties",
+                          member: "PropertiesChanged", pathNamespace: adapterPath, arg0: "org.bluez.Device1"),
         ])
         let feed = self.feed
         return Task {
@@ -110,6 +116,11 @@ actor SimulatedReader {
                 case "NameOwnerChanged":
                     if message.arguments.count == 3, message.arguments[2].string?.isEmpty == true {
                         feed.yield(.bluetoothdLeft)
+                    }
+                case "PropertiesChanged":
+                    if let path = message.path, message.arguments.count >= 2,
+                       let connected = message.arguments[1].stringKeyed?["Connected"]?.bool {
+                        feed.yield(.central(path, connected: connected))
                     }
                 case "InterfacesAdded":
                     if message.arguments.count == 2, message.arguments[0].string == adapterPath,
@@ -132,6 +143,7 @@ actor SimulatedReader {
         session = nil
         central = nil
         line("adapter", ["adapter": adapter, "detail": "appeared; registering again"])
+        connectedCentrals.removeAll()
         await peripheral.unregister()
         for attempt in 1...10 {
             do {
@@ -149,7 +161,10 @@ actor SimulatedReader {
         switch input {
         case .adapterAppeared:
             await registerAgain()
+        case let .central(path, connected):
+            await centralChanged(path, connected: connected)
         case .bluetoothdLeft:
+            connectedCentrals.removeAll()
             line("bluetoothd", ["detail": "bluetoothd left the bus; registering again when it is back"])
             if session != nil { await sessionInput(.disconnected) }
         case .notifying(true):
@@ -168,6 +183,30 @@ actor SimulatedReader {
                 return
             }
             await sessionInput(.fragmentReceived(write.value))
+        }
+    }
+
+    /// The connectable advertisement stops while a central is connected; the presence
+    /// advertisement (non-connectable, `presence` flag) keeps telling scanners how near the
+    /// reader is, so a holder that connected early sees the person reach the door.
+    private func centralChanged(_ path: String, connected: Bool) async {
+        let wasConnected = !connectedCentrals.isEmpty
+        if connected { connectedCentrals.insert(path) } else { connectedCentrals.remove(path) }
+        guard configuration.presence, configuration.fault != .silent, let peripheral, let announced,
+              wasConnected != !connectedCentrals.isEmpty else { return }
+        if connected {
+            let presence = configuration.advertisement(siteTag: announced.siteTag, presence: true)
+            do {
+                try await peripheral.startPresence(
+                    .init(serviceData: [ReaderAdvertisement.serviceDataUUIDString: presence.serviceData],
+                          intervalMilliseconds: configuration.intervalMilliseconds))
+                line("presence", ["advertising": true, "central": path])
+            } catch {
+                line("error", ["detail": "cannot advertise presence: \(error)"])
+            }
+        } else {
+            await peripheral.stopPresence()
+            line("presence", ["advertising": false])
         }
     }
 

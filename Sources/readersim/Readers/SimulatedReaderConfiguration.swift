@@ -36,6 +36,8 @@ struct SimulatedReaderConfiguration: Sendable {
     var autoConnect = true
     var manualConnect = true
     var secondFactorRequired = false
+    /// Presence advertisements while a central is connected (docs/reader-protocol.md §2).
+    var presence = true
     var actions: [ReaderAction] = []
     var actionOutcomes: [Int8: AccessDecision] = [:]
     var decision: Decision = .site
@@ -43,8 +45,10 @@ struct SimulatedReaderConfiguration: Sendable {
     var fault: Fault = .none
     var faultDelay: Duration = .seconds(8)
 
-    func advertisement(siteTag: SiteTag) -> ReaderAdvertisement {
-        var flags: ReaderFlags = []
+    /// What the reader advertises; with `presence`, the presence advertisement sent while
+    /// a central is connected.
+    func advertisement(siteTag: SiteTag, presence: Bool = false) -> ReaderAdvertisement {
+        var flags: ReaderFlags = presence ? [.presence] : []
         if autoConnect { flags.insert(.autoConnectEnabled) }
         if manualConnect { flags.insert(.manualConnectEnabled) }
         if secondFactorRequired { flags.insert(.secondFactorRequired) }
@@ -69,8 +73,8 @@ struct SimulatedReadersFile: Sendable {
 
     static let readerKeys: Set<String> = [
         "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss", "manual_connect_path_loss",
-        "auto_connect", "manual_connect", "second_factor", "actions", "action_outcomes", "decision", "mode", "fault",
-        "fault_delay",
+        "auto_connect", "manual_connect", "second_factor", "presence", "actions", "action_outcomes", "decision", "mode",
+        "fault", "fault_delay",
     ]
 
     static func parse(_ text: String, file: String) throws(Failure) -> SimulatedReadersFile {
@@ -170,6 +174,7 @@ struct SimulatedReadersFile: Sendable {
         c.autoConnect = try bool("auto_connect") ?? c.autoConnect
         c.manualConnect = try bool("manual_connect") ?? c.manualConnect
         c.secondFactorRequired = try bool("second_factor") ?? c.secondFactorRequired
+        c.presence = try bool("presence") ?? c.presence
         for entry in try strings("actions") {
             let parts = entry.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let actionID = Int8(parts[0]), !parts[1].isEmpty, parts[1].utf8.count <= 32 else {
