@@ -65,6 +65,10 @@ extension AccessService {
                 answer(request, .failure(.failed(error.rawValue, "refused: \(error.rawValue)")))
             case let .completed(reader, origin, outcome):
                 completed(reader, origin: origin, outcome: outcome)
+            case let .prepareLink(reader):
+                prepareLink(reader)
+            case let .releaseLink(reader):
+                releaseLink(reader)
             case let .failed(reader, origin, error):
                 emit("access.completed", ["reader": .string(reader.description), "origin": Render.origin(origin),
                                           "outcome": "failed", "error": .string(error.rawValue)])
@@ -114,6 +118,13 @@ extension AccessService {
         controllerTimers.removeAll()
         var disconnects = Array(pendingDisconnects.values)
         pendingDisconnects.removeAll()
+        for (_, link) in preparedLinks {
+            link.ready.cancel()
+            let device = link.devicePath
+            logger.info("dropping the early link on stop", metadata: ["device": "\(device)"])
+            disconnects.append(Task { [bluez] in try? await bluez.disconnect(device: device, timeout: grace) })
+        }
+        preparedLinks.removeAll()
         for run in exchanges.values {
             run.link?.cancel()
             run.stepTimer?.cancel()
@@ -173,7 +184,7 @@ extension AccessService {
             finishExchange(reader, .failed(.invalidatedCredential))
             return
         }
-        let devicePath = adapter + "/dev_" + attributes.address.description.replacingOccurrences(of: ":", with: "_")
+        let devicePath = Self.devicePath(adapter: adapter, address: attributes.address)
         let session = CredentialSession(
             readerID: reader, siteTag: attributes.siteTag, sitePublicKey: sitePublicKey, presentation: presentation,
             operation: operation, timeouts: ProtocolTimeouts(step: configuration.stepTimeout,
@@ -212,9 +223,62 @@ extension AccessService {
         }
     }
 
+    // MARK: Connecting early
+
+    /// BlueZ's object path of the device at `address` on `adapter`.
+    static func devicePath(adapter: String, address: DeviceAddress) -> String {
+        adapter + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_")
+    }
+
+    private func devicePath(of reader: ReaderID) -> String? {
+        guard let attributes = registry.reader(reader), let adapter = adapterPath else { return nil }
+        return Self.devicePath(adapter: adapter, address: attributes.address)
+    }
+
+    /// Connects to a reader still outside auto-connect range and resolves its services; the
+    /// exchange that follows at auto range finds the link up. A failure here costs nothing:
+    /// the exchange connects by itself.
+    private func prepareLink(_ reader: ReaderID) {
+        guard let devicePath = devicePath(of: reader) else { return }
+        let timeout = configuration.stepTimeout * 2
+        let previous = pendingDisconnects.removeValue(forKey: devicePath)
+        logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
+        let ready = Task { [bluez, logger] in
+            await previous?.value
+            do {
+                let deadline = ContinuousClock.now + timeout
+                try await bluez.connect(device: devicePath, timeout: timeout)
+                try await bluez.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
+            } catch {
+                logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
+            }
+        }
+        preparedLinks[reader] = (devicePath, ready)
+    }
+
+    /// Drops a prepared link that no exchange took over.
+    private func releaseLink(_ reader: ReaderID) {
+        guard let link = preparedLinks.removeValue(forKey: reader) else { return }
+        link.ready.cancel()
+        guard exchanges[reader] == nil else { return }
+        logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
+        let device = link.devicePath
+        let previous = pendingDisconnects[device]
+        pendingDisconnects[device] = Task { [bluez] in
+            await link.ready.value
+            await previous?.value
+            try? await bluez.disconnect(device: device)
+        }
+    }
+
     /// Connects, finds the control point, subscribes, and feeds the session until the
     /// link or the session ends.
     private func runLink(_ reader: ReaderID, devicePath: String, connectTimeout: Duration) async {
+        if let prepared = preparedLinks.removeValue(forKey: reader) {
+            // Connected early: wait for that connection (BlueZ answers Connect on a
+            // connected device at once, and its services are resolved).
+            await prepared.ready.value
+        }
         if let disconnecting = pendingDisconnects.removeValue(forKey: devicePath) { await disconnecting.value }
         do {
             let deadline = ContinuousClock.now + connectTimeout

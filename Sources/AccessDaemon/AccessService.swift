@@ -56,6 +56,9 @@ public actor AccessService: ControlRequestHandler {
     var pendingRequests: [RequestID: CheckedContinuation<Result<JSONValue, RPCError>, Never>] = [:]
     var secondFactorPrompts: [String: ReaderID] = [:]
     var pendingDisconnects: [String: Task<Void, Never>] = [:]
+    /// Links connected early (`[access] connect_early`), by reader: the device, and the
+    /// connect-and-resolve the exchange awaits before it goes on over the link.
+    var preparedLinks: [ReaderID: (devicePath: String, ready: Task<Void, Never>)] = [:]
     var firstInRange: [ReaderID: ContinuousClock.Instant] = [:]
     var lastTimings: [ReaderID: JSONValue] = [:]
     var nextRequest: UInt64 = 0
@@ -262,7 +265,10 @@ public actor AccessService: ControlRequestHandler {
             firstInRange[advertisement.readerID] = nil
             emit("reader.unavailable", ["id": .string(advertisement.readerID.description)])
         }
-        if observation.isInAutoConnectRange || observation.autoConnectRangeChanged,
+        // Out of auto range the controller hears only of changes worth a report, which is
+        // enough to connect early (an approach moves the path loss).
+        let nearby = configuration.connectEarly && observation.update != nil
+        if observation.isInAutoConnectRange || observation.autoConnectRangeChanged || nearby,
            let attributes = registry.reader(advertisement.readerID) {
             perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
                                                       othersHeard: registry.isAnotherReaderHeard(besides: advertisement.readerID)),

@@ -29,6 +29,8 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
+    @Flag(help: "Run accessd with [access] connect_early (connect in manual range, hold the link).")
+    var connectEarly = false
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     static let reader = "00002A01"
@@ -48,6 +50,7 @@ struct E2EBenchmark: AsyncParsableCommand {
         if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
         var access = "", range = ""
         if let selectionWindow { access += "selection_window = \(selectionWindow)\n" }
+        if connectEarly { access += "connect_early = true\n" }
         if let smoothing { range += "smoothing = \(smoothing)\n" }
         let bench = try await LabBench(access: access, range: range)
         defer { bench.stop() }
@@ -108,7 +111,8 @@ struct E2EBenchmark: AsyncParsableCommand {
             var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
                           "\"bleakFailures\":\(bleakFailures)",
                           "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
-                          "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"medianMs\":\(number(pct(total, 0.5)))",
+                          "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"connectEarly\":\(connectEarly)",
+                          "\"medianMs\":\(number(pct(total, 0.5)))",
                           "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
                           "\"bleakP95Ms\":\(number(pct(bleakSorted, 0.95)))"]
             for phase in phases {
@@ -120,7 +124,8 @@ struct E2EBenchmark: AsyncParsableCommand {
             return
         }
         print("e2e: \(accessd.count + failures) approaches each (accessd failures: \(failures)); first in-range advertisement → decision (ms)")
-        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default")")
+        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default"), "
+              + "connect early \(connectEarly ? "on" : "off")")
         print("  accessd  median \(number(pct(total, 0.5)))  p95 \(number(pct(total, 0.95)))")
         for phase in phases {
             print("    \(phase.replacingOccurrences(of: "Ms", with: "")): median \(number(pct(sorted(phase, accessd), 0.5)))"

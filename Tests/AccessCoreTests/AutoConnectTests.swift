@@ -243,4 +243,68 @@ struct AutoConnectTests {
         send(.exchangeEnded(ReaderID(9), .decided(AccessResult(decision: .granted, mode: .access))))
         #expect(started == [ReaderID(9), Fixtures.readerID])
     }
+
+    // MARK: Connecting early
+
+    mutating func connectEarly() {
+        controller = AccessController(automatic: .init(connectEarly: true), automaticAccessEnabled: true,
+                                      credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+    }
+
+    /// Heard within manual range (path loss 30 of 40), outside auto range (20).
+    @discardableResult
+    mutating func nearby(_ id: UInt32 = 0x2A01) -> [AccessController.Action] {
+        send(.readerObserved(Self.reader(id, pathLoss: 30), isInAutoConnectRange: false, othersHeard: false))
+    }
+
+    @Test mutating func aNearbyReadersLinkIsPreparedOnceAndTheExchangeTakesItOver() {
+        connectEarly()
+        #expect(nearby().contains(.prepareLink(Fixtures.readerID)))
+        wait(.seconds(2))
+        #expect(!nearby().contains(.prepareLink(Fixtures.readerID)), "prepared twice")
+        let actions = send(.readerObserved(Self.reader(), isInAutoConnectRange: true, othersHeard: false))
+        #expect(started == [Fixtures.readerID])
+        #expect(actions.contains(.cancelTimer(.automatic(.holdLimit(Fixtures.readerID)))))
+        #expect(!actions.contains(.releaseLink(Fixtures.readerID)), "the exchange's own link was dropped")
+    }
+
+    @Test mutating func anUnusedLinkIsDroppedAfterTheHoldLimitAndPreparedAgainOnlyAfterTheReaderWent() {
+        connectEarly()
+        nearby()
+        let dropped = controller.handle(.timerFired(.automatic(.holdLimit(Fixtures.readerID))), at: clock.now)
+        #expect(dropped == [.releaseLink(Fixtures.readerID)])
+        #expect(!nearby().contains(.prepareLink(Fixtures.readerID)), "a person sitting near the door is connected to again and again")
+        #expect(send(.readerUnavailable(Fixtures.readerID)).isEmpty)
+        #expect(nearby().contains(.prepareLink(Fixtures.readerID)))
+    }
+
+    @Test mutating func thePreparedLinkGoesWithTheReaderOrWithAutomaticAccess() {
+        connectEarly()
+        nearby()
+        #expect(send(.readerUnavailable(Fixtures.readerID)).contains(.releaseLink(Fixtures.readerID)))
+        nearby()
+        #expect(send(.automaticAccessChanged(false)).contains(.releaseLink(Fixtures.readerID)))
+        #expect(!nearby().contains(.prepareLink(Fixtures.readerID)))
+    }
+
+    @Test mutating func nothingIsPreparedWithoutConnectEarlyACredentialOrAutoConnect() {
+        #expect(nearby().isEmpty)
+        connectEarly()
+        send(.credentialsChanged(.none))
+        #expect(nearby().isEmpty)
+        send(.credentialsChanged(CredentialAvailability(mobileSites: [Fixtures.siteTag])))
+        let manualOnly = Self.reader(0x2A02, pathLoss: 30, flags: [.manualConnectEnabled])
+        #expect(send(.readerObserved(manualOnly, isInAutoConnectRange: false, othersHeard: false)).isEmpty)
+        // Beyond manual range (45 of 40): not yet.
+        #expect(send(.readerObserved(Self.reader(pathLoss: 45), isInAutoConnectRange: false, othersHeard: false)).isEmpty)
+    }
+
+    @Test mutating func anotherReaderChosenDropsThePreparedLinkFirst() {
+        connectEarly()
+        nearby(0x2A02)
+        let actions = send(.readerObserved(Self.reader(), isInAutoConnectRange: true, othersHeard: false))
+        let release = actions.firstIndex(of: .releaseLink(ReaderID(0x2A02)))
+        let start = actions.firstIndex(of: .startExchange(Fixtures.readerID, .automatic, .access))
+        #expect(release != nil && start != nil && release! < start!, "\(actions)")
+    }
 }

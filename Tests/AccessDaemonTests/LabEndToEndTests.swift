@@ -73,6 +73,36 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.allSatisfy { $0["granted"] == true && $0["operation"] == "access" })
     }
 
+    /// `connect_early`: accessd connects while the person is still in manual range; the reader
+    /// goes on sending presence advertisements, so accessd sees the walk-up over the held
+    /// link and at the door runs the exchange over it.
+    @Test func connectingEarlyHoldsTheLinkUntilTheDoor() async throws {
+        let lab = try await LabScenario(name: "early", accessdConfig: Self.quickRange + "[access]\nconnect_early = true\n",
+                                        readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        try lab.radio.rssi("hci1", "hci0", -90)  // manual range, not auto
+        let early = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        let held = try #require(early.first { $0["event"] == "presence" }?["central"])
+        // Connected, the reader sends only presence advertisements: accessd still hears it
+        // (readers go stale after 3 s here).
+        #expect(try lab.event("reader.unavailable", timeout: .seconds(5)) == nil)
+        try lab.radio.ramp("hci1", "hci0", from: -90, to: -62, seconds: 2, sigma: 1)
+        let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        #expect(completed["granted"] == true)
+        // The exchange ran over the link made in manual range: presence began before the
+        // central subscribed, and the central the reader decided for is the one that
+        // connected early.
+        let lines = lab.readers.lines
+        let presence = try #require(lines.firstIndex { $0["event"] == "presence" && $0["advertising"] == true })
+        let subscribed = try #require(lines.firstIndex { $0["event"] == "connected" })
+        #expect(presence < subscribed)
+        #expect(lab.readers.exchanges.first?["central"] == held)
+        #expect(lines.filter { $0["event"] == "presence" && $0["advertising"] == true }.count == 1, "\(lines.map(\.jsonText))")
+        #expect(lab.readers.exchanges.count == 1)
+    }
+
     @Test func noiseAroundTheThresholdDoesNotFlap() async throws {
         let lab = try await LabScenario(name: "noise", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }

@@ -33,6 +33,10 @@ public struct AccessController: Sendable {
         case completed(ReaderID, ExchangeOrigin, ExchangeOutcome)
         /// A manual request failed after it started (its timeout).
         case failed(ReaderID, ExchangeOrigin, ReaderConnectionError)
+        /// Connect early: connect and resolve services, and hold the link for the exchange.
+        case prepareLink(ReaderID)
+        /// Drop a prepared link no exchange took (unless an exchange runs over it).
+        case releaseLink(ReaderID)
     }
 
     public private(set) var slots: ExchangeSlots
@@ -57,11 +61,13 @@ public struct AccessController: Sendable {
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
         switch input {
         case let .readerObserved(attributes, inRange, othersHeard):
-            let autoInput: AutoConnectMachine.Input = inRange
-                ? .readerInRange(.init(attributes, hasRivals: othersHeard)) : .readerLeftRange(attributes.id)
-            return runAutomatic(autoInput, now: now)
+            let candidate = AutoConnectMachine.Candidate(attributes, hasRivals: othersHeard)
+            if inRange { return runAutomatic(.readerInRange(candidate), now: now) }
+            let left = runAutomatic(.readerLeftRange(attributes.id), now: now)
+            guard attributes.measuredPathLoss <= Double(attributes.manualConnectPathLoss) else { return left }
+            return left + runAutomatic(.readerNearby(candidate), now: now)
         case let .readerUnavailable(id):
-            return runAutomatic(.readerLeftRange(id), now: now)
+            return runAutomatic(.readerUnavailable(id), now: now)
         case let .automaticAccessChanged(enabled):
             return runAutomatic(.automaticAccessChanged(enabled), now: now)
         case let .credentialsChanged(availability):
@@ -96,6 +102,10 @@ public struct AccessController: Sendable {
                 return .startTimer(.automatic(timer), after: delay)
             case let .cancelTimer(timer):
                 return .cancelTimer(.automatic(timer))
+            case let .prepareLink(reader):
+                return .prepareLink(reader)
+            case let .releaseLink(reader):
+                return .releaseLink(reader)
             }
         }
     }

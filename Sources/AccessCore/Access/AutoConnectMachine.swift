@@ -8,17 +8,29 @@
 /// adapter. When it ends the reader is "spent": blocked for `cooldown` and re-armed only
 /// after it has left range. Transient failures retry with backoff while the reader stays
 /// in range; permanent ones end the approach.
+///
+/// With `connectEarly`, a reader heard within manual range that would be chosen gets its
+/// link prepared (connected, services resolved) before it is in auto range, so that the
+/// exchange there is only the protocol's round trips. One prepared link at a time, once
+/// per presence of the reader, dropped after `holdLimit`, when the reader is no longer
+/// heard, or when automatic access or the credential goes. The reader must keep sending
+/// presence advertisements while connected (docs/reader-protocol.md §2), or accessd could
+/// not tell when it is in auto range.
 public struct AutoConnectMachine: Sendable {
     public struct Configuration: Hashable, Sendable {
         public var cooldown: Duration
         public var selectionWindow: Duration
         public var retry: RetryPolicy
+        public var connectEarly: Bool
+        public var holdLimit: Duration
 
         public init(cooldown: Duration = .seconds(10), selectionWindow: Duration = .milliseconds(200),
-                    retry: RetryPolicy = RetryPolicy()) {
+                    retry: RetryPolicy = RetryPolicy(), connectEarly: Bool = false, holdLimit: Duration = .seconds(20)) {
             self.cooldown = cooldown
             self.selectionWindow = selectionWindow
             self.retry = retry
+            self.connectEarly = connectEarly
+            self.holdLimit = holdLimit
         }
     }
 
@@ -54,13 +66,19 @@ public struct AutoConnectMachine: Sendable {
         case selection
         case retry(ReaderID)
         case cooldown(ReaderID)
+        /// A prepared link not used by then is dropped.
+        case holdLimit(ReaderID)
     }
 
     public enum Input: Hashable, Sendable {
         /// Sent for every observation while the reader is in auto-connect range.
         case readerInRange(Candidate)
-        /// The reader left auto-connect range or became unavailable.
+        /// The reader was heard outside auto-connect range.
         case readerLeftRange(ReaderID)
+        /// The reader is heard within manual range, outside auto-connect range.
+        case readerNearby(Candidate)
+        /// The reader is no longer heard.
+        case readerUnavailable(ReaderID)
         case automaticAccessChanged(Bool)
         case credentialsChanged(CredentialAvailability)
         /// An automatic exchange with this reader ended.
@@ -74,6 +92,10 @@ public struct AutoConnectMachine: Sendable {
         case startExchange(ReaderID)
         case startTimer(Timer, after: Duration)
         case cancelTimer(Timer)
+        /// Connect and resolve services, and hold the link for an exchange to come.
+        case prepareLink(ReaderID)
+        /// Drop a prepared link that no exchange took.
+        case releaseLink(ReaderID)
     }
 
     private enum Phase: Hashable, Sendable {
@@ -96,6 +118,10 @@ public struct AutoConnectMachine: Sendable {
     public private(set) var credentials: CredentialAvailability
     private var tracked: [ReaderID: Tracked] = [:]
     private var selectionPending = false
+    /// The reader whose link is prepared, if any.
+    private var prepared: Candidate?
+    /// Readers prepared for since they were last unavailable: once per presence.
+    private var preparedOnce: Set<ReaderID> = []
 
     public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
                 credentials: CredentialAvailability = .none) {
@@ -109,6 +135,9 @@ public struct AutoConnectMachine: Sendable {
         tracked.filter { if case .armed = $0.value.phase { true } else { false } }.keys.sorted()
     }
 
+    /// The reader whose link is prepared for an exchange to come, for diagnostics.
+    public var preparedReader: ReaderID? { prepared?.id }
+
     /// Whether this reader is blocked from auto-connect until it leaves range or the cooldown ends.
     public func isSpent(_ reader: ReaderID) -> Bool {
         if case .spent = tracked[reader]?.phase { return true }
@@ -121,12 +150,19 @@ public struct AutoConnectMachine: Sendable {
             return readerInRange(candidate, now: now, slots: slots)
         case let .readerLeftRange(id):
             return readerLeftRange(id, now: now)
+        case let .readerNearby(candidate):
+            return readerNearby(candidate, slots: slots)
+        case let .readerUnavailable(id):
+            preparedOnce.remove(id)
+            let release = prepared?.id == id ? releasePrepared() : []
+            return release + readerLeftRange(id, now: now)
         case let .automaticAccessChanged(enabled):
             isAutomaticAccessEnabled = enabled
-            return enabled ? select(now: now, slots: slots) : []
+            return enabled ? select(now: now, slots: slots) : releasePrepared()
         case let .credentialsChanged(availability):
             credentials = availability
-            return select(now: now, slots: slots)
+            let stale = prepared.map { !credentials.canPresent(to: $0.kind, site: $0.siteTag) } ?? false
+            return (stale ? releasePrepared() : []) + select(now: now, slots: slots)
         case let .exchangeEnded(id, outcome):
             return exchangeEnded(id, outcome: outcome, now: now, slots: slots)
         case .slotFreed:
@@ -151,6 +187,23 @@ public struct AutoConnectMachine: Sendable {
         }
         tracked[candidate.id] = entry
         return []
+    }
+
+    private mutating func readerNearby(_ candidate: Candidate, slots: ExchangeSlots) -> [Action] {
+        guard configuration.connectEarly, isAutomaticAccessEnabled, prepared == nil,
+              candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
+              !preparedOnce.contains(candidate.id), tracked[candidate.id] == nil,
+              slots.freeCount > 0, !slots.isBusy(candidate.id)
+        else { return [] }
+        prepared = candidate
+        preparedOnce.insert(candidate.id)
+        return [.prepareLink(candidate.id), .startTimer(.holdLimit(candidate.id), after: configuration.holdLimit)]
+    }
+
+    private mutating func releasePrepared() -> [Action] {
+        guard let id = prepared?.id else { return [] }
+        prepared = nil
+        return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
     }
 
     private mutating func readerLeftRange(_ id: ReaderID, now: Timestamp) -> [Action] {
@@ -206,6 +259,10 @@ public struct AutoConnectMachine: Sendable {
             entry.phase = .armed(retries: retries)
             tracked[id] = entry
             return select(now: now, slots: slots)
+        case let .holdLimit(id):
+            guard prepared?.id == id else { return [] }
+            prepared = nil
+            return [.releaseLink(id)]
         case let .cooldown(id):
             guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
             guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
@@ -252,6 +309,14 @@ public struct AutoConnectMachine: Sendable {
             guard var chosen = best, case let .armed(retries) = chosen.phase else { break }
             chosen.phase = .exchanging(retries: retries)
             tracked[chosen.candidate.id] = chosen
+            if prepared?.id == chosen.candidate.id {
+                // The exchange takes the prepared link over.
+                prepared = nil
+                actions.append(.cancelTimer(.holdLimit(chosen.candidate.id)))
+            } else {
+                // Another reader's link would compete with this connection attempt.
+                actions += releasePrepared()
+            }
             actions.append(.startExchange(chosen.candidate.id))
             free -= 1
         }

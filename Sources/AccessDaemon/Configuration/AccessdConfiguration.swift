@@ -20,6 +20,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var manualTimeout: Duration = .seconds(15)
     public var cooldown: Duration = .seconds(10)
     public var selectionWindow: Duration = .milliseconds(200)
+    public var connectEarly = false
     public var maximumRetries = 4
     public var stepTimeout: Duration = .seconds(5)
     public var secondFactorTimeout: Duration = .seconds(30)
@@ -80,6 +81,6 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {
         AutoConnectMachine.Configuration(cooldown: cooldown, selectionWindow: selectionWindow,
-                                         retry: RetryPolicy(maximumRetries: maximumRetries))
+                                         retry: RetryPolicy(maximumRetries: maximumRetries), connectEarly: connectEarly)
     }
 }

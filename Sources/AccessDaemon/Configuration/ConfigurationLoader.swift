@@ -43,7 +43,7 @@ public enum ConfigurationLoader {
         mutating func read() throws(ConfigurationError) -> AccessdConfiguration {
             let sections: [String: [String]] = [
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
-                "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window",
+                "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early",
                            "max_retries", "step_timeout", "second_factor_timeout"],
                 "range": ["sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
@@ -79,6 +79,7 @@ public enum ConfigurationLoader {
             c.manualTimeout = try seconds("access", "manual_timeout", 1...120) ?? c.manualTimeout
             c.cooldown = try seconds("access", "cooldown", 0...600) ?? c.cooldown
             c.selectionWindow = try seconds("access", "selection_window", 0...5) ?? c.selectionWindow
+            c.connectEarly = try bool("access", "connect_early") ?? c.connectEarly
             c.maximumRetries = try int("access", "max_retries", 0...10) ?? c.maximumRetries
             c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
             c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout
