@@ -123,9 +123,16 @@ actor SimulatedReader {
                         feed.yield(.central(path, connected: connected))
                     }
                 case "InterfacesAdded":
-                    if message.arguments.count == 2, message.arguments[0].string == adapterPath,
-                       message.arguments[1].stringKeyed?["org.bluez.Adapter1"] != nil {
+                    guard message.arguments.count == 2, let path = message.arguments[0].string,
+                          let interfaces = message.arguments[1].stringKeyed else { break }
+                    if path == adapterPath, interfaces["org.bluez.Adapter1"] != nil {
                         feed.yield(.adapterAppeared)
+                    }
+                    // A central never seen before gets its device object as it connects, and
+                    // bluetoothd then says Connected only here, not in a PropertiesChanged.
+                    if path.hasPrefix(adapterPath + "/"),
+                       interfaces["org.bluez.Device1"]?.stringKeyed?["Connected"]?.bool == true {
+                        feed.yield(.central(path, connected: true))
                     }
                 default:
                     break
