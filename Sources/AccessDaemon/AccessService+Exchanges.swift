@@ -243,7 +243,7 @@ extension AccessService {
         let timeout = configuration.stepTimeout * 2
         let previous = pendingDisconnects.removeValue(forKey: devicePath)
         logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
-        let ready = Task { [bluez, logger] in
+        let ready = Task { [weak self, bluez, logger] in
             await previous?.value
             do {
                 let deadline = ContinuousClock.now + timeout
@@ -251,9 +251,16 @@ extension AccessService {
                 try await bluez.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
             } catch {
                 logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
+                return
             }
+            await self?.linkPrepared(reader)
         }
         preparedLinks[reader] = (devicePath, ready)
+    }
+
+    private func linkPrepared(_ reader: ReaderID) {
+        guard preparedLinks[reader] != nil else { return }
+        perform(controller.handle(.linkPrepared(reader), at: Clocks.monotonic()))
     }
 
     /// Drops a prepared link that no exchange took over.
@@ -261,6 +268,10 @@ extension AccessService {
         guard let link = preparedLinks.removeValue(forKey: reader) else { return }
         link.ready.cancel()
         guard exchanges[reader] == nil else { return }
+        if controller.automatic.withoutPresence.contains(reader) {
+            logger.notice("reader sends no presence advertisements while connected: not connecting early to it again",
+                          metadata: ["reader": "\(reader)"])
+        }
         logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
         let device = link.devicePath
         let previous = pendingDisconnects[device]

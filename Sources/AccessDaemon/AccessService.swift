@@ -261,6 +261,9 @@ public actor AccessService: ControlRequestHandler {
             firstInRange[advertisement.readerID] = nil
         }
         if let update = observation.update { emit("reader.updated", Render.reader(update)) }
+        if advertisement.flags.contains(.presence), preparedLinks[advertisement.readerID] != nil {
+            perform(controller.handle(.presenceHeard(advertisement.readerID), at: now))
+        }
         if observation.becameUnavailable {
             firstInRange[advertisement.readerID] = nil
             emit("reader.unavailable", ["id": .string(advertisement.readerID.description)])

@@ -103,6 +103,27 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.count == 1)
     }
 
+    /// A reader without presence advertisements falls silent once connected: accessd drops
+    /// the early link, stops connecting early to it, and grants at the door as it would
+    /// without `connect_early`.
+    @Test func connectingEarlyGivesUpOnAReaderSilentWhileConnected() async throws {
+        let lab = try await LabScenario(name: "silent-early", accessdConfig: "[access]\nconnect_early = true\n",
+                                        readers: Self.frontDoor + "\npresence = false\n")
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !lab.daemon.log.contains("not connecting early to it again"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(lab.daemon.log.contains("not connecting early to it again"), "\(lab.daemon.log)")
+        try lab.radio.ramp("hci1", "hci0", from: -90, to: -62, seconds: 2, sigma: 1)
+        let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        #expect(completed["granted"] == true)
+        #expect(!lab.readers.lines.contains { $0["event"] == "presence" })
+    }
+
     @Test func noiseAroundTheThresholdDoesNotFlap() async throws {
         let lab = try await LabScenario(name: "noise", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }

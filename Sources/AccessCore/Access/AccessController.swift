@@ -12,6 +12,10 @@ public struct AccessController: Sendable {
         /// whether any other reader is heard (a rival the selection window waits for).
         case readerObserved(ReaderAttributes, isInAutoConnectRange: Bool, othersHeard: Bool = true)
         case readerUnavailable(ReaderID)
+        /// A link asked for with `prepareLink` is up.
+        case linkPrepared(ReaderID)
+        /// A presence advertisement (docs/reader-protocol.md §2) of this reader was heard.
+        case presenceHeard(ReaderID)
         case automaticAccessChanged(Bool)
         case credentialsChanged(CredentialAvailability)
         case request(RequestID, ReaderID, ExchangeOperation, reader: ReaderAttributes?)
@@ -68,6 +72,10 @@ public struct AccessController: Sendable {
             return left + runAutomatic(.readerNearby(candidate), now: now)
         case let .readerUnavailable(id):
             return runAutomatic(.readerUnavailable(id), now: now)
+        case let .linkPrepared(id):
+            return runAutomatic(.linkPrepared(id), now: now)
+        case let .presenceHeard(id):
+            return runAutomatic(.presenceHeard(id), now: now)
         case let .automaticAccessChanged(enabled):
             return runAutomatic(.automaticAccessChanged(enabled), now: now)
         case let .credentialsChanged(availability):

@@ -15,7 +15,8 @@
 /// per presence of the reader, dropped after `holdLimit`, when the reader is no longer
 /// heard, or when automatic access or the credential goes. The reader must keep sending
 /// presence advertisements while connected (docs/reader-protocol.md §2), or accessd could
-/// not tell when it is in auto range.
+/// not tell when it is in auto range: a reader not heard within `presenceWait` of its link
+/// coming up has the link dropped and is never connected to early again.
 public struct AutoConnectMachine: Sendable {
     public struct Configuration: Hashable, Sendable {
         public var cooldown: Duration
@@ -23,14 +24,19 @@ public struct AutoConnectMachine: Sendable {
         public var retry: RetryPolicy
         public var connectEarly: Bool
         public var holdLimit: Duration
+        /// How long after a prepared link is up the reader's first presence advertisement
+        /// may take (readers advertise every 100 ms to 1 s).
+        public var presenceWait: Duration
 
         public init(cooldown: Duration = .seconds(10), selectionWindow: Duration = .milliseconds(200),
-                    retry: RetryPolicy = RetryPolicy(), connectEarly: Bool = false, holdLimit: Duration = .seconds(20)) {
+                    retry: RetryPolicy = RetryPolicy(), connectEarly: Bool = false, holdLimit: Duration = .seconds(20),
+                    presenceWait: Duration = .seconds(3)) {
             self.cooldown = cooldown
             self.selectionWindow = selectionWindow
             self.retry = retry
             self.connectEarly = connectEarly
             self.holdLimit = holdLimit
+            self.presenceWait = presenceWait
         }
     }
 
@@ -68,6 +74,8 @@ public struct AutoConnectMachine: Sendable {
         case cooldown(ReaderID)
         /// A prepared link not used by then is dropped.
         case holdLimit(ReaderID)
+        /// The prepared link's reader has not been heard since the link came up.
+        case presenceWait(ReaderID)
     }
 
     public enum Input: Hashable, Sendable {
@@ -79,6 +87,10 @@ public struct AutoConnectMachine: Sendable {
         case readerNearby(Candidate)
         /// The reader is no longer heard.
         case readerUnavailable(ReaderID)
+        /// The prepared link with this reader is up (connected, services resolved).
+        case linkPrepared(ReaderID)
+        /// A presence advertisement of this reader was heard.
+        case presenceHeard(ReaderID)
         case automaticAccessChanged(Bool)
         case credentialsChanged(CredentialAvailability)
         /// An automatic exchange with this reader ended.
@@ -122,6 +134,10 @@ public struct AutoConnectMachine: Sendable {
     private var prepared: Candidate?
     /// Readers prepared for since they were last unavailable: once per presence.
     private var preparedOnce: Set<ReaderID> = []
+    /// Whether the prepared reader's presence advertisements were heard over its link.
+    private var presenceConfirmed = false
+    /// Readers that went silent over a prepared link: never connected to early again.
+    public private(set) var withoutPresence: Set<ReaderID> = []
 
     public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
                 credentials: CredentialAvailability = .none) {
@@ -152,6 +168,13 @@ public struct AutoConnectMachine: Sendable {
             return readerLeftRange(id, now: now)
         case let .readerNearby(candidate):
             return readerNearby(candidate, slots: slots)
+        case let .linkPrepared(id):
+            guard prepared?.id == id, !presenceConfirmed else { return [] }
+            return [.startTimer(.presenceWait(id), after: configuration.presenceWait)]
+        case let .presenceHeard(id):
+            guard prepared?.id == id, !presenceConfirmed else { return [] }
+            presenceConfirmed = true
+            return [.cancelTimer(.presenceWait(id))]
         case let .readerUnavailable(id):
             preparedOnce.remove(id)
             let release = prepared?.id == id ? releasePrepared() : []
@@ -192,10 +215,11 @@ public struct AutoConnectMachine: Sendable {
     private mutating func readerNearby(_ candidate: Candidate, slots: ExchangeSlots) -> [Action] {
         guard configuration.connectEarly, isAutomaticAccessEnabled, prepared == nil,
               candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
-              !preparedOnce.contains(candidate.id), tracked[candidate.id] == nil,
+              !preparedOnce.contains(candidate.id), !withoutPresence.contains(candidate.id), tracked[candidate.id] == nil,
               slots.freeCount > 0, !slots.isBusy(candidate.id)
         else { return [] }
         prepared = candidate
+        presenceConfirmed = false
         preparedOnce.insert(candidate.id)
         return [.prepareLink(candidate.id), .startTimer(.holdLimit(candidate.id), after: configuration.holdLimit)]
     }
@@ -203,7 +227,7 @@ public struct AutoConnectMachine: Sendable {
     private mutating func releasePrepared() -> [Action] {
         guard let id = prepared?.id else { return [] }
         prepared = nil
-        return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
+        return [.cancelTimer(.holdLimit(id)), .cancelTimer(.presenceWait(id)), .releaseLink(id)]
     }
 
     private mutating func readerLeftRange(_ id: ReaderID, now: Timestamp) -> [Action] {
@@ -262,7 +286,13 @@ public struct AutoConnectMachine: Sendable {
         case let .holdLimit(id):
             guard prepared?.id == id else { return [] }
             prepared = nil
-            return [.releaseLink(id)]
+            return [.cancelTimer(.presenceWait(id)), .releaseLink(id)]
+        case let .presenceWait(id):
+            // Silent while connected: its distance cannot be followed over a held link.
+            guard prepared?.id == id, !presenceConfirmed else { return [] }
+            withoutPresence.insert(id)
+            prepared = nil
+            return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
         case let .cooldown(id):
             guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
             guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
@@ -312,7 +342,7 @@ public struct AutoConnectMachine: Sendable {
             if prepared?.id == chosen.candidate.id {
                 // The exchange takes the prepared link over.
                 prepared = nil
-                actions.append(.cancelTimer(.holdLimit(chosen.candidate.id)))
+                actions += [.cancelTimer(.holdLimit(chosen.candidate.id)), .cancelTimer(.presenceWait(chosen.candidate.id))]
             } else {
                 // Another reader's link would compete with this connection attempt.
                 actions += releasePrepared()
