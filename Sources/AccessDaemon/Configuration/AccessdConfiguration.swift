@@ -76,7 +76,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     public var rangeConfiguration: RangeConfiguration {
         RangeConfiguration(sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
-                           approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin, expiryDelay: expiryDelay, staleTimeout: staleTimeout)
+                           approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
+                           expiryDelay: expiryDelay, staleTimeout: staleTimeout)
     }
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {
