@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.26.0"),
+        .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
     ],
     targets: [
         // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
@@ -39,7 +40,7 @@ let package = Package(
             providers: [.apt(["libbluetooth-dev"])]
         ),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
-        .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus"]),
+        .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
         .target(name: "BlueZTestSupport", dependencies: ["BlueZ"]),
 
@@ -65,6 +66,7 @@ let package = Package(
             dependencies: [
                 "AccessCore", "AccessStore", "BlueZ", "ControlSocket",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -116,7 +118,13 @@ let package = Package(
         .target(name: "SuiteTraits", dependencies: ["BlueZTestSupport"], path: "Tests/SuiteTraits"),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport", "SuiteTraits"]),
         .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore"]),
-        .testTarget(name: "AccessDaemonTests", dependencies: ["AccessCore", "AccessDaemon", "ControlSocket", "BlueZTestSupport", "SuiteTraits"]),
+        .testTarget(
+            name: "AccessDaemonTests",
+            dependencies: [
+                "AccessCore", "AccessDaemon", "AccessStore", "ControlSocket", "BlueZTestSupport", "SuiteTraits",
+                .product(name: "Clocks", package: "swift-clocks"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,19 +1,23 @@
 /// accessd's view of bluetoothd: a mirror of the `org.bluez` object tree kept current from
 /// ObjectManager and PropertiesChanged signals, the events it derives, and the calls the
-/// daemon makes (discovery, power, connect).
+/// daemon makes (discovery, power, connect; the calls live beside their interface in
+/// `Interfaces/`).
 ///
 /// bluetoothd may restart at any time. The client follows `org.bluez`'s owner
 /// (NameOwnerChanged): when it leaves, every adapter and device is reported gone and
 /// `serviceVanished` follows; when it comes back, the tree is read again
 /// (GetManagedObjects) and reported, then `serviceAppeared`. Signals from any other sender
-/// are ignored, so a stale or impostor peer cannot inject devices.
-public actor BlueZClient {
+/// are ignored, so a stale or impostor peer cannot inject devices. When signals arrive
+/// faster than the client takes them and some are dropped, the tree is read again the same
+/// way (without `serviceAppeared`), so nothing the lost signals said is missed for long.
+public actor BlueZClient: BluetoothCentral {
     public static let service = "org.bluez"
 
     public nonisolated let connection: DBusConnection
     /// Events in the order BlueZ produced them. One consumer (the daemon).
     public nonisolated let events: AsyncStream<BlueZEvent>
-    private let continuation: AsyncStream<BlueZEvent>.Continuation
+    let continuation: AsyncStream<BlueZEvent>.Continuation
+    private let signalBufferLimit: Int
 
     private var owner: String?
     public private(set) var adapters: [String: AdapterState] = [:]
@@ -21,44 +25,57 @@ public actor BlueZClient {
     public private(set) var gattServices: [String: GattServiceState] = [:]
     public private(set) var gattCharacteristics: [String: GattCharacteristicState] = [:]
     private var signalTask: Task<Void, Never>?
-    private var notificationSubscribers: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
-    private var resolvedWaiters: [String: [UInt64: CheckedContinuation<ResolutionEnd, Never>]] = [:]
-    private var nextWaiter: UInt64 = 0
+    var notificationSubscribers: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
+    var resolvedWaiters: [String: [UInt64: CheckedContinuation<ResolutionEnd, Never>]] = [:]
+    var nextWaiter: UInt64 = 0
+    /// Signal overflows answered with a resynchronisation (diagnostics, tests).
+    public private(set) var overflowResyncs = 0
+    /// The serial of bluetoothd's last GetManagedObjects reply: its signals numbered below
+    /// it were sent before that snapshot, and would only take the mirror back in time.
+    private var snapshotSerial: UInt32?
 
-    public init(connection: DBusConnection) {
+    /// `signalBufferLimit`: signals that may wait for this client before some are dropped
+    /// and the tree is read again (small in tests, to provoke it).
+    public init(connection: DBusConnection, signalBufferLimit: Int = 4096) {
         self.connection = connection
+        self.signalBufferLimit = signalBufferLimit
         (events, continuation) = AsyncStream<BlueZEvent>.makeStream()
     }
 
     /// Whether bluetoothd is on the bus (as last seen).
     public var isServicePresent: Bool { owner != nil }
 
+    public func adapterList() -> [AdapterState] { Array(adapters.values) }
+
     /// Subscribes to BlueZ's signals, then reads the tree if bluetoothd is there. Events for
     /// what exists already are reported before this returns.
     public func start() async throws(BlueZError) {
         guard signalTask == nil else { return }
         let rules = [
-            DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+            DBusMatchRule(sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
                           arg0: Self.service),
-            DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager"),
-            DBusMatchRule(sender: Self.service, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            DBusMatchRule(sender: Self.service, interface: DBusObjectManager.interface),
+            DBusMatchRule(sender: Self.service, interface: DBusProperties.interface, member: "PropertiesChanged",
                           pathNamespace: "/org/bluez"),
         ]
-        let signals: AsyncStream<DBusMessage>
+        let signals: DBusSignalStream
         do {
-            signals = try await connection.signals(matching: rules)
+            signals = try await connection.signals(matching: rules, bufferLimit: signalBufferLimit)
         } catch {
             throw BlueZError(error)
         }
         signalTask = Task { [weak self] in
-            for await message in signals {
+            for await signal in signals {
                 guard let self else { return }
-                await self.handle(message)
+                switch signal {
+                case let .message(message): await self.handle(message)
+                case .overflow: await self.overflowed()
+                }
             }
         }
         if let current = await currentOwner() {
             owner = current
-            await resynchronise()
+            await resynchronise(announce: true)
         }
     }
 
@@ -70,8 +87,8 @@ public actor BlueZClient {
     }
 
     private func currentOwner() async -> String? {
-        let reply = try? await connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                               interface: "org.freedesktop.DBus", method: "GetNameOwner",
+        let reply = try? await connection.call(destination: DBusDaemon.service, path: DBusDaemon.path,
+                                               interface: DBusDaemon.interface, method: "GetNameOwner",
                                                arguments: [.string(Self.service)])
         return reply?.first?.string
     }
@@ -79,24 +96,25 @@ public actor BlueZClient {
     // MARK: Signals
 
     private func handle(_ message: DBusMessage) async {
+        if let snapshotSerial, message.sender == owner, message.serial < snapshotSerial { return }
         switch (message.interface, message.member) {
-        case ("org.freedesktop.DBus", "NameOwnerChanged"):
+        case (DBusDaemon.interface, "NameOwnerChanged"):
             guard message.arguments.count == 3, message.arguments[0].string == Self.service else { return }
             let previous = message.arguments[1].string ?? "", next = message.arguments[2].string ?? ""
             if !previous.isEmpty, previous == owner { vanish() }
             if !next.isEmpty {
                 owner = next
-                await resynchronise()
+                await resynchronise(announce: true)
             }
-        case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
+        case (DBusObjectManager.interface, "InterfacesAdded"):
             guard message.sender == owner, message.arguments.count == 2, let path = message.arguments[0].string,
                   let interfaces = message.arguments[1].stringKeyed else { return }
             add(path: path, interfaces: interfaces)
-        case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
+        case (DBusObjectManager.interface, "InterfacesRemoved"):
             guard message.sender == owner, message.arguments.count == 2, let path = message.arguments[0].string,
                   let interfaces = message.arguments[1].strings else { return }
             remove(path: path, interfaces: interfaces)
-        case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
+        case (DBusProperties.interface, "PropertiesChanged"):
             guard message.sender == owner, message.arguments.count >= 2, let path = message.path,
                   let interface = message.arguments[0].string, let changed = message.arguments[1].stringKeyed
             else { return }
@@ -107,38 +125,52 @@ public actor BlueZClient {
         }
     }
 
+    /// Some signals were dropped: what they said (a device gone, a disconnection) is read
+    /// back from the tree.
+    private func overflowed() async {
+        overflowResyncs += 1
+        guard owner != nil else { return }
+        await resynchronise(announce: false)
+    }
+
     private func add(path: String, interfaces: [String: DBusValue]) {
-        if let properties = interfaces["org.bluez.Adapter1"]?.stringKeyed {
+        if let properties = interfaces[Adapter1.interface]?.stringKeyed {
             let adapter = AdapterState(path: path, properties: properties)
             let known = adapters[path] != nil
             adapters[path] = adapter
             continuation.yield(known ? .adapterChanged(adapter) : .adapterAdded(adapter))
         }
-        if let properties = interfaces["org.bluez.Device1"]?.stringKeyed {
+        if let properties = interfaces[Device1.interface]?.stringKeyed {
             let device = DeviceState(path: path, properties: properties)
+            let before = devices[path]
             devices[path] = device
             continuation.yield(.deviceAdvertised(device))
+            // Read again after lost signals: a link that changed meanwhile is reported.
+            if let before, before.connected != device.connected || before.servicesResolved != device.servicesResolved {
+                continuation.yield(.deviceConnectionChanged(device))
+                if !device.connected { wakeResolvedWaiters(device: path, .disconnected) }
+            }
             if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
         }
-        if let properties = interfaces["org.bluez.GattService1"]?.stringKeyed {
+        if let properties = interfaces[GattService1.interface]?.stringKeyed {
             gattServices[path] = GattServiceState(path: path, properties: properties)
         }
-        if let properties = interfaces["org.bluez.GattCharacteristic1"]?.stringKeyed {
+        if let properties = interfaces[GattCharacteristic1.interface]?.stringKeyed {
             gattCharacteristics[path] = GattCharacteristicState(path: path, properties: properties)
         }
     }
 
     private func remove(path: String, interfaces: [String]) {
-        if interfaces.contains("org.bluez.GattCharacteristic1"), gattCharacteristics.removeValue(forKey: path) != nil {
+        if interfaces.contains(GattCharacteristic1.interface), gattCharacteristics.removeValue(forKey: path) != nil {
             finishNotifications(path)
         }
-        if interfaces.contains("org.bluez.GattService1") { gattServices[path] = nil }
-        if interfaces.contains("org.bluez.Device1"), devices.removeValue(forKey: path) != nil {
+        if interfaces.contains(GattService1.interface) { gattServices[path] = nil }
+        if interfaces.contains(Device1.interface), devices.removeValue(forKey: path) != nil {
             forgetGatt(below: path)
             wakeResolvedWaiters(device: path, .vanished)
             continuation.yield(.deviceRemoved(path: path))
         }
-        if interfaces.contains("org.bluez.Adapter1"), adapters.removeValue(forKey: path) != nil {
+        if interfaces.contains(Adapter1.interface), adapters.removeValue(forKey: path) != nil {
             // bluetoothd does not always remove an adapter's devices first (dbusmock's
             // template reproduces this): they go with it.
             for devicePath in devices.keys.sorted() where devices[devicePath]?.adapterPath == path {
@@ -153,12 +185,12 @@ public actor BlueZClient {
 
     private func propertiesChanged(path: String, interface: String, changed: [String: DBusValue], invalidated: [String]) {
         switch interface {
-        case "org.bluez.Adapter1":
+        case Adapter1.interface:
             guard var adapter = adapters[path] else { return }
             adapter.apply(changed)
             adapters[path] = adapter
             continuation.yield(.adapterChanged(adapter))
-        case "org.bluez.Device1":
+        case Device1.interface:
             guard var device = devices[path] else { return }
             let before = device
             let advertised = device.apply(changed, invalidated: invalidated)
@@ -173,7 +205,7 @@ public actor BlueZClient {
             }
             if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
             if disconnected { wakeResolvedWaiters(device: path, .disconnected) }
-        case "org.bluez.GattCharacteristic1":
+        case GattCharacteristic1.interface:
             guard var characteristic = gattCharacteristics[path] else { return }
             characteristic.apply(changed)
             gattCharacteristics[path] = characteristic
@@ -187,6 +219,7 @@ public actor BlueZClient {
 
     private func vanish() {
         owner = nil
+        snapshotSerial = nil
         for path in Array(notificationSubscribers.keys) { finishNotifications(path) }
         for path in Array(resolvedWaiters.keys) { wakeResolvedWaiters(device: path, .vanished) }
         gattServices.removeAll()
@@ -198,37 +231,45 @@ public actor BlueZClient {
         continuation.yield(.serviceVanished)
     }
 
-    /// Reads the whole tree and reports it. Objects that disappeared while bluetoothd was
-    /// away are reported removed; a crash that lost its adapters cannot leave stale ones.
-    private func resynchronise() async {
+    /// Reads the whole tree and reports it. Objects that disappeared meanwhile (while
+    /// bluetoothd was away, or in signals lost to an overflow) are reported removed; a crash
+    /// that lost its adapters cannot leave stale ones. `announce`: report `serviceAppeared`.
+    private func resynchronise(announce: Bool) async {
         let expectedOwner = owner
-        let reply: [DBusValue]
+        let reply: DBusConnection.Reply
         do {
-            reply = try await connection.call(destination: Self.service, path: "/",
-                                              interface: "org.freedesktop.DBus.ObjectManager",
-                                              method: "GetManagedObjects")
+            reply = try await connection.callForReply(destination: Self.service, path: "/",
+                                                      interface: DBusObjectManager.interface, method: "GetManagedObjects")
         } catch {
             return  // bluetoothd went away again: NameOwnerChanged will say so
         }
-        guard owner == expectedOwner, let objects = reply.first?.stringKeyed else { return }
-        for path in devices.keys.sorted() where objects[path]?.stringKeyed?["org.bluez.Device1"] == nil {
-            remove(path: path, interfaces: ["org.bluez.Device1"])
+        guard owner == expectedOwner, let objects = reply.arguments.first?.stringKeyed else { return }
+        snapshotSerial = reply.serial
+        for path in gattCharacteristics.keys.sorted()
+        where objects[path]?.stringKeyed?[GattCharacteristic1.interface] == nil {
+            remove(path: path, interfaces: [GattCharacteristic1.interface])
         }
-        for path in adapters.keys.sorted() where objects[path]?.stringKeyed?["org.bluez.Adapter1"] == nil {
-            remove(path: path, interfaces: ["org.bluez.Adapter1"])
+        for path in gattServices.keys.sorted() where objects[path]?.stringKeyed?[GattService1.interface] == nil {
+            remove(path: path, interfaces: [GattService1.interface])
+        }
+        for path in devices.keys.sorted() where objects[path]?.stringKeyed?[Device1.interface] == nil {
+            remove(path: path, interfaces: [Device1.interface])
+        }
+        for path in adapters.keys.sorted() where objects[path]?.stringKeyed?[Adapter1.interface] == nil {
+            remove(path: path, interfaces: [Adapter1.interface])
         }
         // Adapters first, so that a device's adapter is known when the device is reported.
         let ordered = objects.keys.sorted { ($0.split(separator: "/").count, $0) < ($1.split(separator: "/").count, $1) }
         for path in ordered {
             if let interfaces = objects[path]?.stringKeyed { add(path: path, interfaces: interfaces) }
         }
-        continuation.yield(.serviceAppeared)
+        if announce { continuation.yield(.serviceAppeared) }
     }
 
     // MARK: Calls
 
-    private nonisolated func call(_ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
-                                  timeout: Duration = .seconds(25)) async throws(BlueZError) -> [DBusValue] {
+    nonisolated func call(_ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
+                          timeout: Duration = .seconds(25)) async throws(BlueZError) -> [DBusValue] {
         do {
             return try await connection.call(destination: Self.service, path: path, interface: interface,
                                              method: method, arguments: arguments, timeout: timeout)
@@ -236,38 +277,6 @@ public actor BlueZClient {
             throw BlueZError(error)
         }
     }
-
-    public nonisolated func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError) {
-        _ = try await call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [filter.dbusValue])
-    }
-
-    public nonisolated func startDiscovery(adapter: String) async throws(BlueZError) {
-        _ = try await call(adapter, "org.bluez.Adapter1", "StartDiscovery")
-    }
-
-    public nonisolated func stopDiscovery(adapter: String) async throws(BlueZError) {
-        _ = try await call(adapter, "org.bluez.Adapter1", "StopDiscovery")
-    }
-
-    public nonisolated func setPowered(adapter: String, _ powered: Bool) async throws(BlueZError) {
-        _ = try await call(adapter, "org.freedesktop.DBus.Properties", "Set",
-                           [.string("org.bluez.Adapter1"), .string("Powered"), .variant(.bool(powered))])
-    }
-
-    public nonisolated func connect(device: String, timeout: Duration = .seconds(10)) async throws(BlueZError) {
-        _ = try await call(device, "org.bluez.Device1", "Connect", timeout: timeout)
-    }
-
-    public nonisolated func disconnect(device: String, timeout: Duration = .seconds(5)) async throws(BlueZError) {
-        _ = try await call(device, "org.bluez.Device1", "Disconnect", timeout: timeout)
-    }
-
-    /// Forgets a device (bluetoothd drops its object and cache).
-    public nonisolated func removeDevice(adapter: String, device: String) async throws(BlueZError) {
-        _ = try await call(adapter, "org.bluez.Adapter1", "RemoveDevice", [.objectPath(device)])
-    }
-
-    // MARK: GATT client
 
     private func forgetGatt(below devicePath: String) {
         let prefix = devicePath + "/"
@@ -278,110 +287,8 @@ public actor BlueZClient {
         for path in gattServices.keys where path.hasPrefix(prefix) { gattServices[path] = nil }
     }
 
-    /// How a wait for `ServicesResolved` ended.
-    private enum ResolutionEnd {
-        case resolved, disconnected, vanished, timedOut
-    }
-
-    private func wakeResolvedWaiters(device: String, _ end: ResolutionEnd) {
-        guard let waiters = resolvedWaiters.removeValue(forKey: device) else { return }
-        for waiter in waiters.values { waiter.resume(returning: end) }
-    }
-
-    private func finishNotifications(_ path: String) {
+    func finishNotifications(_ path: String) {
         guard let subscribers = notificationSubscribers.removeValue(forKey: path) else { return }
         for subscriber in subscribers.values { subscriber.finish() }
-    }
-
-    /// Connects and waits until BlueZ has resolved the device's GATT services.
-    public func connectAndResolve(device: String, timeout: Duration = .seconds(10)) async throws(BlueZError) {
-        let deadline = ContinuousClock.now + timeout
-        try await connect(device: device, timeout: timeout)
-        try await waitForServicesResolved(device: device, timeout: deadline - ContinuousClock.now)
-    }
-
-    /// Waits for `ServicesResolved` to become true. Fails with `.doesNotExist` when
-    /// bluetoothd says the device disconnected (`Connected` false) or the device vanishes
-    /// first, `.timeout` after `timeout`.
-    public func waitForServicesResolved(device: String, timeout: Duration) async throws(BlueZError) {
-        guard let state = devices[device] else { throw .doesNotExist }
-        if state.servicesResolved { return }
-        let id = nextWaiter
-        nextWaiter += 1
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: max(timeout, .zero))
-            await self?.expireWaiter(device: device, id: id)
-        }
-        let end = await withCheckedContinuation { continuation in
-            resolvedWaiters[device, default: [:]][id] = continuation
-        }
-        timer.cancel()
-        switch end {
-        case .resolved: return
-        case .timedOut: throw .timeout
-        case .disconnected, .vanished: throw .doesNotExist
-        }
-    }
-
-    /// How many callers wait for this device's services (for tests and diagnostics).
-    public func resolutionWaiters(device: String) -> Int {
-        resolvedWaiters[device]?.count ?? 0
-    }
-
-    private func expireWaiter(device: String, id: UInt64) {
-        guard let waiter = resolvedWaiters[device]?.removeValue(forKey: id) else { return }
-        waiter.resume(returning: .timedOut)
-    }
-
-    /// The path of a characteristic of a connected device, by service and characteristic UUID.
-    public func characteristic(device: String, service: String, characteristic: String) -> GattCharacteristicState? {
-        let serviceUUID = service.lowercased(), characteristicUUID = characteristic.lowercased()
-        let services = Set(gattServices.values.filter { $0.devicePath == device && $0.uuid == serviceUUID }.map(\.path))
-        return gattCharacteristics.values
-            .filter { services.contains($0.servicePath) && $0.uuid == characteristicUUID }
-            .min { $0.path < $1.path }
-    }
-
-    public nonisolated func readValue(characteristic: String, timeout: Duration = .seconds(5)) async throws(BlueZError) -> [UInt8] {
-        let reply = try await call(characteristic, "org.bluez.GattCharacteristic1", "ReadValue", [.properties([:])],
-                                   timeout: timeout)
-        guard let value = reply.first?.bytes else { throw .invalidArguments("ReadValue returned \(reply)") }
-        return value
-    }
-
-    public nonisolated func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType = .withResponse,
-                                       timeout: Duration = .seconds(5)) async throws(BlueZError) {
-        _ = try await call(characteristic, "org.bluez.GattCharacteristic1", "WriteValue",
-                           [.bytes(value), .properties(["type": .string(type.rawValue)])], timeout: timeout)
-    }
-
-    /// Enables notifications and returns them as a stream, which ends when the
-    /// characteristic (or its device, or bluetoothd) goes away. Subscribe before the peer
-    /// can send: the stream exists before StartNotify is called.
-    public func notifications(characteristic: String) async throws(BlueZError) -> AsyncStream<[UInt8]> {
-        guard gattCharacteristics[characteristic] != nil else { throw .doesNotExist }
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let id = nextWaiter
-        nextWaiter += 1
-        notificationSubscribers[characteristic, default: [:]][id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(characteristic: characteristic, id: id) }
-        }
-        do {
-            _ = try await call(characteristic, "org.bluez.GattCharacteristic1", "StartNotify")
-        } catch {
-            notificationSubscribers[characteristic]?[id] = nil
-            continuation.finish()
-            throw error
-        }
-        return stream
-    }
-
-    private func unsubscribe(characteristic: String, id: UInt64) async {
-        guard notificationSubscribers[characteristic]?.removeValue(forKey: id) != nil else { return }
-        if notificationSubscribers[characteristic]?.isEmpty == true {
-            notificationSubscribers[characteristic] = nil
-            _ = try? await call(characteristic, "org.bluez.GattCharacteristic1", "StopNotify")
-        }
     }
 }

@@ -23,12 +23,15 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
     case serviceUnknown
     /// Our own connection to the bus is gone.
     case disconnected
+    /// The caller's task was cancelled before BlueZ answered.
+    case cancelled
     /// Anything else, with its D-Bus name.
     case other(name: String, message: String)
 
     public init(_ error: DBusError) {
         switch error {
         case .disconnected, .connectionFailed: self = .disconnected
+        case .cancelled: self = .cancelled
         case let .invalidArgument(reason), let .unexpectedReply(reason): self = .invalidArguments(reason)
         case .outOfMemory: self = .failed("out of memory")
         case let .remote(name, message):
@@ -81,6 +84,7 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         case .timeout: "timeout"
         case .serviceUnknown: "serviceUnknown"
         case .disconnected: "disconnected"
+        case .cancelled: "cancelled"
         case .other: "other"
         }
     }

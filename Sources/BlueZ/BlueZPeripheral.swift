@@ -78,11 +78,11 @@ public final class BlueZPeripheral: Sendable {
         var applicationRegistered = false
         do {
             _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: "org.bluez.GattManager1", method: "RegisterApplication",
+                                          interface: GattManager1.interface, method: "RegisterApplication",
                                           arguments: [.objectPath(root), .properties([:])])
             applicationRegistered = true
             _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: "org.bluez.LEAdvertisingManager1", method: "RegisterAdvertisement",
+                                          interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
                                           arguments: [.objectPath(advertisementPath), .properties([:])])
         } catch {
             // All or nothing: an application left registered would make the next attempt
@@ -104,7 +104,7 @@ public final class BlueZPeripheral: Sendable {
         await stopPresence()
         if wasRegistered {
             _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                           interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                           interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
                                            arguments: [.objectPath(advertisementPath)])
             await unregisterApplication()
         }
@@ -113,14 +113,14 @@ public final class BlueZPeripheral: Sendable {
 
     private func unregisterApplication() async {
         _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: "org.bluez.GattManager1", method: "UnregisterApplication",
+                                       interface: GattManager1.interface, method: "UnregisterApplication",
                                        arguments: [.objectPath(root)])
     }
 
     /// Stops advertising but keeps the GATT service (a reader that goes quiet).
     public func stopAdvertising() async {
         _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                       interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
                                        arguments: [.objectPath(advertisementPath)])
         await stopPresence()
     }
@@ -139,7 +139,7 @@ public final class BlueZPeripheral: Sendable {
             connection.unexport(path: presencePath)  // left exported when bluetoothd released it
             try connection.export(path: presencePath) { [weak self] in self?.handlePresence($0) }
             _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: "org.bluez.LEAdvertisingManager1", method: "RegisterAdvertisement",
+                                          interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
                                           arguments: [.objectPath(presencePath), .properties([:])])
         } catch {
             state.withLock { $0.presence = nil }
@@ -152,7 +152,7 @@ public final class BlueZPeripheral: Sendable {
     public func stopPresence() async {
         guard state.withLock({ state in defer { state.presence = nil }; return state.presence != nil }) else { return }
         _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: "org.bluez.LEAdvertisingManager1", method: "UnregisterAdvertisement",
+                                       interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
                                        arguments: [.objectPath(presencePath)])
         connection.unexport(path: presencePath)
     }
@@ -165,9 +165,9 @@ public final class BlueZPeripheral: Sendable {
         }
         guard notifying else { throw .notReady }
         do {
-            try connection.emitSignal(path: characteristicPath, interface: "org.freedesktop.DBus.Properties",
+            try connection.emitSignal(path: characteristicPath, interface: DBusProperties.interface,
                                       name: "PropertiesChanged",
-                                      arguments: [.string("org.bluez.GattCharacteristic1"),
+                                      arguments: [.string(GattCharacteristic1.interface),
                                                   .properties(["Value": .bytes(value)]), .strings([])])
         } catch {
             throw BlueZError(error)
@@ -214,10 +214,10 @@ public final class BlueZPeripheral: Sendable {
 
     private func handleApplication(_ call: DBusMessage) {
         switch (call.interface, call.member) {
-        case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects"):
+        case (DBusObjectManager.interface, "GetManagedObjects"):
             let objects: [(String, String, [String: DBusValue])] = [
-                (servicePath, "org.bluez.GattService1", serviceProperties),
-                (characteristicPath, "org.bluez.GattCharacteristic1", characteristicProperties),
+                (servicePath, GattService1.interface, serviceProperties),
+                (characteristicPath, GattCharacteristic1.interface, characteristicProperties),
             ]
             let value = DBusValue.dictionary(
                 keySignature: "o", valueSignature: "a{sa{sv}}",
@@ -232,33 +232,33 @@ public final class BlueZPeripheral: Sendable {
     }
 
     private func handleService(_ call: DBusMessage) {
-        properties(call, interface: "org.bluez.GattService1", values: serviceProperties)
+        properties(call, interface: GattService1.interface, values: serviceProperties)
     }
 
     private func handleAdvertisement(_ call: DBusMessage) {
-        if call.interface == "org.bluez.LEAdvertisement1", call.member == "Release" {
+        if call.interface == LEAdvertisement1.interface, call.member == "Release" {
             // bluetoothd dropped the advertisement (adapter gone or powered off).
             state.withLock { $0.registered = false }
             try? connection.reply(to: call)
             return
         }
-        properties(call, interface: "org.bluez.LEAdvertisement1", values: advertisementProperties)
+        properties(call, interface: LEAdvertisement1.interface, values: advertisementProperties)
     }
 
     private func handlePresence(_ call: DBusMessage) {
-        if call.interface == "org.bluez.LEAdvertisement1", call.member == "Release" {
+        if call.interface == LEAdvertisement1.interface, call.member == "Release" {
             state.withLock { $0.presence = nil }
             try? connection.reply(to: call)
             return
         }
         let presence = state.withLock { $0.presence }
-        properties(call, interface: "org.bluez.LEAdvertisement1",
+        properties(call, interface: LEAdvertisement1.interface,
                    values: presence.map { Self.properties(of: $0, type: "broadcast") } ?? [:])
     }
 
     private func handleCharacteristic(_ call: DBusMessage) {
-        guard call.interface == "org.bluez.GattCharacteristic1" else {
-            properties(call, interface: "org.bluez.GattCharacteristic1", values: characteristicProperties)
+        guard call.interface == GattCharacteristic1.interface else {
+            properties(call, interface: GattCharacteristic1.interface, values: characteristicProperties)
             return
         }
         switch call.member {
@@ -287,7 +287,7 @@ public final class BlueZPeripheral: Sendable {
     }
 
     private func properties(_ call: DBusMessage, interface: String, values: [String: DBusValue]) {
-        guard call.interface == "org.freedesktop.DBus.Properties" else { return unknown(call) }
+        guard call.interface == DBusProperties.interface else { return unknown(call) }
         switch call.member {
         case "GetAll":
             guard call.arguments.first?.string == interface else {

@@ -19,7 +19,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     struct Subscription {
         var rules: [DBusMatchRule]
-        var continuation: AsyncStream<DBusMessage>.Continuation
+        var gauge: DBusSignalStream.Gauge
     }
 
     struct State {
@@ -28,6 +28,8 @@ public final class DBusConnection: @unchecked Sendable {
         var exported: [String: MethodHandler] = [:]
         var disconnectWaiters: [AsyncStream<Void>.Continuation] = []
         var closed = false
+        /// Signals dropped for full buffers since the connection opened, all subscriptions.
+        var droppedSignals = 0
     }
 
     /// Shared with the C callbacks through an unmanaged pointer.
@@ -84,7 +86,7 @@ public final class DBusConnection: @unchecked Sendable {
         }
         guard !wasClosed else { return }
         cbz_bus_close(bus)
-        for subscription in subscriptions { subscription.continuation.finish() }
+        for subscription in subscriptions { subscription.gauge.continuation.finish() }
         for waiter in waiters { waiter.finish() }
     }
 
@@ -105,11 +107,27 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: Calls
 
+    /// A method's reply: its arguments, and its serial (which orders it against the
+    /// replying peer's signals).
+    public struct Reply: Sendable {
+        public var arguments: [DBusValue]
+        public var serial: UInt32
+    }
+
     /// Calls a method and returns its reply's arguments.
     public func call(
         destination: String, path: String, interface: String, method: String, arguments: [DBusValue] = [],
         timeout: Duration = .seconds(25)
     ) async throws(DBusError) -> [DBusValue] {
+        try await callForReply(destination: destination, path: path, interface: interface, method: method,
+                               arguments: arguments, timeout: timeout).arguments
+    }
+
+    /// Calls a method and returns its whole reply.
+    public func callForReply(
+        destination: String, path: String, interface: String, method: String, arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25)
+    ) async throws(DBusError) -> Reply {
         guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
         guard let message = destination.withCString({ destination in
             path.withCString { path in
@@ -124,12 +142,20 @@ public final class DBusConnection: @unchecked Sendable {
         await router.inFlight.acquire()
         defer { router.inFlight.release() }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let result: Result<[DBusValue], DBusError> = await withCheckedContinuation { continuation in
-            let box = Unmanaged.passRetained(ReplyBox(continuation)).toOpaque()
-            if cbz_bus_call(bus, message, milliseconds, onReply, box) != 0 {
-                Unmanaged<ReplyBox>.fromOpaque(box).release()
-                continuation.resume(returning: .failure(.disconnected))
+        // A cancelled caller is answered at once with `.cancelled`; the reply, when it comes,
+        // is dropped (the box resumes its continuation once, whichever comes first).
+        let box = ReplyBox()
+        let result: Result<Reply, DBusError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard box.install(continuation) else { return }
+                let context = Unmanaged.passRetained(box).toOpaque()
+                if cbz_bus_call(bus, message, milliseconds, onReply, context) != 0 {
+                    Unmanaged<ReplyBox>.fromOpaque(context).release()
+                    box.resume(.failure(.disconnected))
+                }
             }
+        } onCancel: {
+            box.resume(.failure(.cancelled))
         }
         return try result.get()
     }
@@ -150,13 +176,21 @@ public final class DBusConnection: @unchecked Sendable {
     /// Signals matching any of `rules`, in the order the bus delivered them, until the
     /// returned stream is dropped or the connection closes. The match rules are added before
     /// this returns, so no signal sent after it is missed.
-    public func signals(matching rules: [DBusMatchRule]) async throws(DBusError) -> AsyncStream<DBusMessage> {
-        let (stream, continuation) = AsyncStream<DBusMessage>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+    ///
+    /// At most `bufferLimit` signals wait for a slow subscriber. Past that, newer signals are
+    /// dropped and counted, and the subscriber receives `.overflow(dropped:)` where the gap is,
+    /// before the next signal that fits: it must read the state again (BlueZClient answers with
+    /// GetManagedObjects). A signal is never dropped silently.
+    public func signals(matching rules: [DBusMatchRule], bufferLimit: Int = 4096) async throws(DBusError)
+        -> DBusSignalStream
+    {
+        let (stream, continuation) = AsyncStream<DBusSignal>.makeStream()
+        let gauge = DBusSignalStream.Gauge(limit: bufferLimit, continuation: continuation)
         let id: UInt64? = router.state.withLock { state in
             guard !state.closed else { return nil }
             let id = state.nextSubscription
             state.nextSubscription += 1
-            state.subscriptions[id] = Subscription(rules: rules, continuation: continuation)
+            state.subscriptions[id] = Subscription(rules: rules, gauge: gauge)
             return id
         }
         guard let id else { throw .disconnected }
@@ -166,27 +200,30 @@ public final class DBusConnection: @unchecked Sendable {
             guard removed, self.isConnected else { return }
             Task {
                 for rule in rules {
-                    _ = try? await self.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                             interface: "org.freedesktop.DBus", method: "RemoveMatch",
+                    _ = try? await self.call(destination: DBusDaemon.service, path: DBusDaemon.path,
+                                             interface: DBusDaemon.interface, method: "RemoveMatch",
                                              arguments: [.string(rule.description)])
                 }
             }
         }
         do {
             for rule in rules {
-                _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                   interface: "org.freedesktop.DBus", method: "AddMatch",
+                _ = try await call(destination: DBusDaemon.service, path: DBusDaemon.path,
+                                   interface: DBusDaemon.interface, method: "AddMatch",
                                    arguments: [.string(rule.description)])
             }
         } catch {
             continuation.finish()
             throw error
         }
-        return stream
+        return DBusSignalStream(base: stream, gauge: gauge)
     }
 
     /// The number of live signal subscriptions (each holds one match rule on the bus).
     public var subscriptionCount: Int { router.state.withLock { $0.subscriptions.count } }
+
+    /// Signals dropped because a subscriber's buffer was full, since the connection opened.
+    public var droppedSignals: Int { router.state.withLock { $0.droppedSignals } }
 
     // MARK: Exported objects
 
@@ -224,10 +261,11 @@ public final class DBusConnection: @unchecked Sendable {
         let type = dbus_message_get_type(raw)
         if type == CBZ_MESSAGE_TYPE_SIGNAL {
             let message = DBusMessage(raw, keepReference: false)
-            let targets = router.state.withLock { state in
-                state.subscriptions.values.filter { $0.rules.contains { $0.matches(message) } }.map(\.continuation)
+            let gauges = router.state.withLock { state in
+                state.subscriptions.values.filter { $0.rules.contains { $0.matches(message) } }.map(\.gauge)
             }
-            for continuation in targets { continuation.yield(message) }
+            let dropped = gauges.reduce(0) { $0 + ($1.offer(message) ? 0 : 1) }
+            if dropped > 0 { router.state.withLock { $0.droppedSignals += dropped } }
             return 0
         }
         guard type == CBZ_MESSAGE_TYPE_METHOD_CALL, let path = dbus_message_get_path(raw) else { return 0 }
@@ -246,11 +284,36 @@ public final class DBusConnection: @unchecked Sendable {
     }
 }
 
-/// Carries a call's continuation through the C shim.
-private final class ReplyBox {
-    let continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
-    init(_ continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>) {
-        self.continuation = continuation
+/// Carries a call's continuation through the C shim, and resumes it exactly once: with the
+/// reply, or earlier with `.cancelled` when the caller's task is cancelled.
+private final class ReplyBox: Sendable {
+    typealias Answer = Result<DBusConnection.Reply, DBusError>
+    private enum State {
+        case waiting
+        case installed(CheckedContinuation<Answer, Never>)
+        case answered
+    }
+
+    private let state = LockedState(State.waiting)
+
+    /// False when the call was cancelled before it was sent: the continuation is resumed.
+    func install(_ continuation: CheckedContinuation<Answer, Never>) -> Bool {
+        let installed = state.withLock { state -> Bool in
+            guard case .waiting = state else { return false }
+            state = .installed(continuation)
+            return true
+        }
+        if !installed { continuation.resume(returning: .failure(.cancelled)) }
+        return installed
+    }
+
+    func resume(_ answer: Answer) {
+        let continuation = state.withLock { state -> CheckedContinuation<Answer, Never>? in
+            defer { state = .answered }
+            if case let .installed(continuation) = state { return continuation }
+            return nil
+        }
+        continuation?.resume(returning: answer)
     }
 }
 
@@ -258,16 +321,17 @@ private func onReply(_ context: UnsafeMutableRawPointer?, _ reply: OpaquePointer
     guard let context else { return }
     let box = Unmanaged<ReplyBox>.fromOpaque(context).takeRetainedValue()
     guard let reply else {
-        box.continuation.resume(returning: .failure(.disconnected))
+        box.resume(.failure(.disconnected))
         return
     }
     defer { dbus_message_unref(reply) }
     if dbus_message_get_type(reply) == CBZ_MESSAGE_TYPE_ERROR {
         let name = dbus_message_get_error_name(reply).map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
         let text = DBusMessageCodec.arguments(of: reply).first?.string ?? ""
-        box.continuation.resume(returning: .failure(.remote(name: name, message: text)))
+        box.resume(.failure(.remote(name: name, message: text)))
     } else {
-        box.continuation.resume(returning: .success(DBusMessageCodec.arguments(of: reply)))
+        box.resume(.success(DBusConnection.Reply(arguments: DBusMessageCodec.arguments(of: reply),
+                                                 serial: dbus_message_get_serial(reply))))
     }
 }
 

@@ -11,6 +11,8 @@ public enum DBusError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The reply did not have the expected arguments.
     case unexpectedReply(String)
     case outOfMemory
+    /// The caller's task was cancelled before the reply came.
+    case cancelled
 
     public var name: String? {
         if case let .remote(name, _) = self { return name }
@@ -25,6 +27,7 @@ public enum DBusError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .invalidArgument(reason): "invalid D-Bus argument: \(reason)"
         case let .unexpectedReply(reason): "unexpected D-Bus reply: \(reason)"
         case .outOfMemory: "out of memory building a D-Bus message"
+        case .cancelled: "cancelled"
         }
     }
 }

@@ -13,6 +13,9 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     public var interface: String?
     public var member: String?
     public var arguments: [DBusValue]
+    /// The sender's number for this message. A sender numbers its messages (signals and
+    /// replies alike) in the order it sends them, and the bus keeps that order.
+    public var serial: UInt32
     let reference: DBusMessageReference?
 
     init(_ message: OpaquePointer, keepReference: Bool) {
@@ -29,6 +32,7 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         interface = header(dbus_message_get_interface(message))
         member = header(dbus_message_get_member(message))
         arguments = DBusMessageCodec.arguments(of: message)
+        serial = dbus_message_get_serial(message)
         reference = keepReference ? DBusMessageReference(message) : nil
     }
 

@@ -88,8 +88,8 @@ public final class BlueZMock: @unchecked Sendable {
         // Generous: a python3 starting under a loaded CI machine has taken more than 15 s.
         let deadline = Date().addingTimeInterval(45)
         while Date() < deadline {
-            let reply = try await control.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                               interface: "org.freedesktop.DBus", method: "NameHasOwner",
+            let reply = try await control.call(destination: DBusDaemon.service, path: DBusDaemon.path,
+                                               interface: DBusDaemon.interface, method: "NameHasOwner",
                                                arguments: [.string("org.bluez")])
             if reply.first?.bool == present { return }
             if present, !process.isRunning {
@@ -132,7 +132,17 @@ public final class BlueZMock: @unchecked Sendable {
     /// PropertiesChanged. Values take BlueZ's real types (see BLUEZ-NOTES.md).
     public func set(_ path: String, _ interface: String, _ property: String, _ value: DBusValue) async throws {
         try await mock("Set", [.string(interface), .string(property), .variant(value)], path: path,
-                       interface: "org.freedesktop.DBus.Properties")
+                       interface: DBusProperties.interface)
+    }
+
+    /// Runs Python inside the mock in one method call (dbusmock's AddMethod: `objects` maps
+    /// paths to mock objects, `dbus` is dbus-python). What it emits leaves in one burst, faster
+    /// than one D-Bus call per signal could send it.
+    public func run(python code: String) async throws {
+        let name = "Run\(UInt64.random(in: 0...UInt64.max))"
+        try await mock("AddMethod", [.string("org.accessd.Test"), .string(name), .string(""), .string(""), .string(code)],
+                       interface: "org.freedesktop.DBus.Mock")
+        try await mock(name, [], interface: "org.accessd.Test")
     }
 
     /// What the client called on an object, as dbusmock recorded it.

@@ -76,8 +76,8 @@ final class BusBench: Sendable {
     init() async throws {
         bus = try PrivateBus()
         emitter = try DBusConnection(address: bus.address)
-        let reply = try await emitter.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                           interface: "org.freedesktop.DBus", method: "RequestName",
+        let reply = try await emitter.call(destination: DBusDaemon.service, path: DBusDaemon.path,
+                                           interface: DBusDaemon.interface, method: "RequestName",
                                            arguments: [.string("org.bluez"), .uint32(0)])
         guard reply.first?.integer == 1 else { throw ValidationError("could not own org.bluez on the private bus") }
         let emitter = self.emitter
@@ -85,10 +85,10 @@ final class BusBench: Sendable {
         try emitter.export(path: "/") { call in
             let tree = DBusValue.dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", [
                 .init(.objectPath("/org/bluez/hci0"), .dictionary(keySignature: "s", valueSignature: "a{sv}", [
-                    .init(.string("org.bluez.Adapter1"), .properties(["Powered": .bool(true), "Address": .string("00:BB:01:01:00:01")])),
+                    .init(.string(Adapter1.interface), .properties(["Powered": .bool(true), "Address": .string("00:BB:01:01:00:01")])),
                 ])),
                 .init(.objectPath(BusBench.device), .dictionary(keySignature: "s", valueSignature: "a{sv}", [
-                    .init(.string("org.bluez.Device1"), .properties(["Address": .string("00:BB:01:00:00:00"),
+                    .init(.string(Device1.interface), .properties(["Address": .string("00:BB:01:00:00:00"),
                                                                       "Adapter": .objectPath("/org/bluez/hci0")])),
                 ])),
             ])
@@ -143,8 +143,8 @@ final class BusBench: Sendable {
             for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8((now >> UInt64(shift)) & 0xFF)) }
             payload += [UInt8(index & 0xFF), 0, 0, 0, 0, 0]
             try emitter.emitSignal(
-                path: Self.device, interface: "org.freedesktop.DBus.Properties", name: "PropertiesChanged",
-                arguments: [.string("org.bluez.Device1"),
+                path: Self.device, interface: DBusProperties.interface, name: "PropertiesChanged",
+                arguments: [.string(Device1.interface),
                             .properties(["RSSI": .int16(Int16(-40 - index % 50)),
                                          "ServiceData": .dictionary(keySignature: "s", valueSignature: "v",
                                                                     [.init(.string(Self.uuid), .variant(.bytes(payload)))])]),

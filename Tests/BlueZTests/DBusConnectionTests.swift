@@ -73,14 +73,14 @@ final class DBusConnectionTests {
         let stream = try await connection.signals(matching: [DBusMatchRule(interface: "org.accessd.Test", member: "Echo")])
         try connection.emitSignal(path: "/test", interface: "org.accessd.Test", name: "Echo", arguments: values)
         var iterator = stream.makeAsyncIterator()
-        let received = await iterator.next()
+        let received = await iterator.next()?.message
         #expect(received?.arguments == values)
         #expect(received?.sender == connection.uniqueName)
         #expect(received?.path == "/test")
     }
 
     @Test func subscriptionsEndWithTheirStream() async throws {
-        var stream: AsyncStream<DBusMessage>? = try await connection.signals(matching: [DBusMatchRule(interface: "org.accessd.Test")])
+        var stream: DBusSignalStream? = try await connection.signals(matching: [DBusMatchRule(interface: "org.accessd.Test")])
         #expect(connection.subscriptionCount == 1)
         _ = stream
         stream = nil

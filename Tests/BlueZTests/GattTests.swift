@@ -209,7 +209,7 @@ final class GattTests: Sendable {
                                                                          path: peripheral.characteristicPath)])
         try peripheral.notify([0xAA, 0xBB])
         var iterator = signals.makeAsyncIterator()
-        let notification = await iterator.next()
+        let notification = await iterator.next()?.message
         #expect(notification?.arguments[1].stringKeyed?["Value"]?.bytes == [0xAA, 0xBB])
 
         // Unknown methods are refused, not swallowed.

@@ -17,6 +17,8 @@ actor SimulatedReader {
         case bluetoothdLeft
         /// A central connected to this reader's adapter, or disconnected (its device path).
         case central(String, connected: Bool)
+        /// Signals were dropped for a full buffer: a connection change may have been missed.
+        case signalsLost(Int)
     }
 
     let configuration: SimulatedReaderConfiguration
@@ -102,16 +104,20 @@ actor SimulatedReader {
     private func watchBlueZ() async throws -> Task<Void, Never> {
         let adapterPath = "/org/bluez/" + adapter
         let signals = try await connection.signals(matching: [
-            DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+            DBusMatchRule(sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
                           arg0: BlueZClient.service),
-            DBusMatchRule(sender: BlueZClient.service, interface: "org.freedesktop.DBus.ObjectManager",
+            DBusMatchRule(sender: BlueZClient.service, interface: DBusObjectManager.interface,
                           member: "InterfacesAdded"),
-            DBusMatchRule(sender: BlueZClient.service, interface: "org.freedesktop.DBus.Properties",
-                          member: "PropertiesChanged", pathNamespace: adapterPath, arg0: "org.bluez.Device1"),
+            DBusMatchRule(sender: BlueZClient.service, interface: DBusProperties.interface,
+                          member: "PropertiesChanged", pathNamespace: adapterPath, arg0: Device1.interface),
         ])
         let feed = self.feed
         return Task {
-            for await message in signals {
+            for await signal in signals {
+                guard case let .message(message) = signal else {
+                    if case let .overflow(dropped) = signal { feed.yield(.signalsLost(dropped)) }
+                    continue
+                }
                 switch message.member {
                 case "NameOwnerChanged":
                     if message.arguments.count == 3, message.arguments[2].string?.isEmpty == true {
@@ -125,13 +131,13 @@ actor SimulatedReader {
                 case "InterfacesAdded":
                     guard message.arguments.count == 2, let path = message.arguments[0].string,
                           let interfaces = message.arguments[1].stringKeyed else { break }
-                    if path == adapterPath, interfaces["org.bluez.Adapter1"] != nil {
+                    if path == adapterPath, interfaces[Adapter1.interface] != nil {
                         feed.yield(.adapterAppeared)
                     }
                     // A central never seen before gets its device object as it connects, and
                     // bluetoothd then says Connected only here, not in a PropertiesChanged.
                     if path.hasPrefix(adapterPath + "/"),
-                       interfaces["org.bluez.Device1"]?.stringKeyed?["Connected"]?.bool == true {
+                       interfaces[Device1.interface]?.stringKeyed?["Connected"]?.bool == true {
                         feed.yield(.central(path, connected: true))
                     }
                 default:
@@ -170,6 +176,8 @@ actor SimulatedReader {
             await registerAgain()
         case let .central(path, connected):
             await centralChanged(path, connected: connected)
+        case let .signalsLost(dropped):
+            line("error", ["detail": "\(dropped) BlueZ signals lost for a full buffer: a central's connection change may be missed"])
         case .bluetoothdLeft:
             connectedCentrals.removeAll()
             line("bluetoothd", ["detail": "bluetoothd left the bus; registering again when it is back"])
@@ -185,7 +193,7 @@ actor SimulatedReader {
                 // Drop the link as soon as the credential answers the challenge.
                 line("fault", ["fault": "drop", "detail": "disconnecting \(central)"])
                 _ = try? await connection.call(destination: BlueZClient.service, path: central,
-                                               interface: "org.bluez.Device1", method: "Disconnect")
+                                               interface: Device1.interface, method: "Disconnect")
                 await sessionInput(.disconnected)
                 return
             }

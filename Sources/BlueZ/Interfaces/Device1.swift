@@ -1,32 +1,6 @@
-/// An adapter as BlueZ describes it (`org.bluez.Adapter1`).
-public struct AdapterState: Hashable, Sendable {
-    /// `/org/bluez/hci0`
-    public var path: String
-    public var address: BluetoothAddress?
-    public var powered: Bool
-    public var discovering: Bool
-    /// `PowerState` (BlueZ ≥ 5.66): "on", "off", "off-blocked" (rfkill), "off-enabling", "on-disabling".
-    public var powerState: String?
-
-    /// `hci0`
-    public var name: String { String(path.split(separator: "/").last ?? "") }
-    /// Powered off because rfkill blocks it.
-    public var isBlocked: Bool { powerState == "off-blocked" }
-
-    init(path: String, properties: [String: DBusValue]) {
-        self.path = path
-        self.address = properties["Address"]?.string.flatMap(BluetoothAddress.init)
-        self.powered = properties["Powered"]?.bool ?? false
-        self.discovering = properties["Discovering"]?.bool ?? false
-        self.powerState = properties["PowerState"]?.string
-    }
-
-    mutating func apply(_ changed: [String: DBusValue]) {
-        if let value = changed["Address"]?.string { address = BluetoothAddress(value) }
-        if let value = changed["Powered"]?.bool { powered = value }
-        if let value = changed["Discovering"]?.bool { discovering = value }
-        if let value = changed["PowerState"]?.string { powerState = value }
-    }
+/// `org.bluez.Device1`: a remote device, what it advertised and its link (doc/org.bluez.Device.rst).
+public enum Device1 {
+    public static let interface = "org.bluez.Device1"
 }
 
 /// A device as BlueZ describes it (`org.bluez.Device1`), with what its last advertisement said.
@@ -46,7 +20,7 @@ public struct DeviceState: Hashable, Sendable {
     public var connected: Bool
     public var servicesResolved: Bool
 
-    init(path: String, properties: [String: DBusValue]) {
+    public init(path: String, properties: [String: DBusValue]) {
         self.path = path
         self.adapterPath = properties["Adapter"]?.string ?? Self.adapterPath(of: path)
         self.address = properties["Address"]?.string.flatMap(BluetoothAddress.init)
@@ -110,43 +84,12 @@ public struct DeviceState: Hashable, Sendable {
     }
 }
 
-/// What the client reports, in the order BlueZ said it.
-public enum BlueZEvent: Hashable, Sendable {
-    /// bluetoothd is on the bus and its object tree has been read.
-    case serviceAppeared
-    /// bluetoothd left the bus: every adapter and device is gone with it.
-    case serviceVanished
-    case adapterAdded(AdapterState)
-    case adapterChanged(AdapterState)
-    case adapterRemoved(path: String)
-    /// A device was seen or advertised again (RSSI, service data, manufacturer data, name).
-    case deviceAdvertised(DeviceState)
-    /// Connection state of a device changed (`Connected`, `ServicesResolved`).
-    case deviceConnectionChanged(DeviceState)
-    case deviceRemoved(path: String)
-}
-
-/// `SetDiscoveryFilter`'s arguments, as accessd uses them.
-public struct DiscoveryFilter: Hashable, Sendable {
-    public var transport: String
-    /// Report every advertisement with its RSSI, not only changes.
-    public var duplicateData: Bool
-    /// Service UUIDs to report; empty for all.
-    public var uuids: [String]
-    /// Only devices with an RSSI at least this strong.
-    public var rssi: Int16?
-
-    public init(transport: String = "le", duplicateData: Bool = true, uuids: [String] = [], rssi: Int16? = nil) {
-        self.transport = transport
-        self.duplicateData = duplicateData
-        self.uuids = uuids
-        self.rssi = rssi
+extension BlueZClient {
+    public nonisolated func connect(device: String, timeout: Duration = .seconds(10)) async throws(BlueZError) {
+        _ = try await call(device, Device1.interface, "Connect", timeout: timeout)
     }
 
-    var dbusValue: DBusValue {
-        var values: [String: DBusValue] = ["Transport": .string(transport), "DuplicateData": .bool(duplicateData)]
-        if !uuids.isEmpty { values["UUIDs"] = .strings(uuids) }
-        if let rssi { values["RSSI"] = .int16(rssi) }
-        return .properties(values)
+    public nonisolated func disconnect(device: String, timeout: Duration = .seconds(5)) async throws(BlueZError) {
+        _ = try await call(device, Device1.interface, "Disconnect", timeout: timeout)
     }
 }

@@ -1,0 +1,31 @@
+/// What the daemon needs of a Bluetooth LE central: the adapters and devices BlueZ reports,
+/// discovery, links, GATT services and the control point. `BlueZClient` is the real one, over
+/// D-Bus; the test support's `FakeCentral` plays the same part in memory, with readers that
+/// answer over their control point, so the daemon's services are tested without a bus.
+///
+/// Every call honours task cancellation (it ends with `.cancelled`), and every failure is a
+/// `BlueZError` whatever the implementation.
+public protocol BluetoothCentral: Sendable {
+    /// Events in the order they happened. One consumer.
+    var events: AsyncStream<BlueZEvent> { get }
+
+    /// Starts following the Bluetooth service; what exists already is reported as events.
+    func start() async throws(BlueZError)
+    /// The adapters known now.
+    func adapterList() async -> [AdapterState]
+
+    func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError)
+    func startDiscovery(adapter: String) async throws(BlueZError)
+    func stopDiscovery(adapter: String) async throws(BlueZError)
+
+    func connect(device: String, timeout: Duration) async throws(BlueZError)
+    func disconnect(device: String, timeout: Duration) async throws(BlueZError)
+    /// Until the device's GATT services are resolved; `.doesNotExist` when it disconnects
+    /// or vanishes first, `.timeout` after `timeout`.
+    func waitForServicesResolved(device: String, timeout: Duration) async throws(BlueZError)
+    /// A characteristic of a connected device, by service and characteristic UUID.
+    func characteristic(device: String, service: String, characteristic: String) async -> GattCharacteristicState?
+    func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType, timeout: Duration) async throws(BlueZError)
+    /// Notifications of a characteristic, until it (or its device, or the service) goes away.
+    func notifications(characteristic: String) async throws(BlueZError) -> AsyncStream<[UInt8]>
+}
