@@ -144,6 +144,11 @@ public enum PIN {
 
 /// Counts wrong PINs for one credential and locks the second factor after `maximumAttempts`.
 /// A value the store persists, so a restart does not reset the count.
+///
+/// An attempt is charged before the key derivation and refunded only when the PIN proves
+/// right, so attempts evaluated at the same time can never exceed the attempts left: the
+/// caller persists the charge (`charge()`), runs the slow KDF anywhere, then applies the
+/// result (`succeeded()` or nothing). `unseal` does all three in one place.
 public struct SecondFactorGuard: Hashable, Sendable {
     public var maximumAttempts: Int
     public private(set) var failedAttempts: Int
@@ -156,16 +161,28 @@ public struct SecondFactorGuard: Hashable, Sendable {
     public var isLockedOut: Bool { failedAttempts >= maximumAttempts }
     public var attemptsLeft: Int { max(0, maximumAttempts - failedAttempts) }
 
+    /// Takes one attempt, or refuses when none is left. The PIN's format is checked first:
+    /// a malformed PIN costs no attempt.
+    public mutating func charge(pin: String) throws(SecondFactorError) {
+        try PIN.validate(pin)
+        guard !isLockedOut else { throw .lockedOut }
+        failedAttempts += 1
+    }
+
+    /// The charged PIN was right: the count starts again.
+    public mutating func succeeded() { failedAttempts = 0 }
+
+    /// Charges, unseals and applies the result. A wrong PIN that used the last attempt
+    /// throws `.lockedOut`.
     public mutating func unseal(
         _ sealed: SealedSecondFactorKey, pin: String, credential: CredentialID
     ) throws(SecondFactorError) -> P256.Signing.PrivateKey {
-        guard !isLockedOut else { throw .lockedOut }
+        try charge(pin: pin)
         do {
             let key = try sealed.unseal(pin: pin, credential: credential)
-            failedAttempts = 0
+            succeeded()
             return key
         } catch .wrongPIN {
-            failedAttempts += 1
             throw isLockedOut ? .lockedOut : .wrongPIN
         }
     }

@@ -1,0 +1,120 @@
+/// Keeps BlueZ discovery running on the chosen adapter while scanning is wanted and
+/// possible, and stopped when it is not. A StartDiscovery or StopDiscovery call in flight is
+/// a state: nothing else is asked of BlueZ until it ends, and a change that arrives meanwhile
+/// is acted on as soon as it ends (not at the next tick).
+///
+/// The watchdog: when discovery has run for `watchdog` without one advertisement, it is
+/// stopped and started again (some controllers stop reporting without saying so). A start
+/// that failed is tried again at the next tick.
+public struct DiscoveryMachine: Sendable {
+    public enum Input: Hashable, Sendable {
+        /// The operator's setting, and whether the SDK state allows scanning (service,
+        /// adapter powered, permission).
+        case conditionsChanged(scanningEnabled: Bool, canScan: Bool)
+        /// The adapter in use (nil: none), and whether BlueZ says it is discovering.
+        case adapterChanged(path: String?, discovering: Bool)
+        case startFinished(StartResult)
+        case stopFinished
+        /// Once a second: the watchdog, and a retry of a failed start.
+        case tick
+    }
+
+    public enum StartResult: Hashable, Sendable {
+        case started
+        /// Another client's discovery runs on the adapter: ours is merged into it.
+        case alreadyInProgress
+        case failed
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Set the discovery filter and call StartDiscovery.
+        case start(adapter: String)
+        case stop(adapter: String)
+    }
+
+    public enum State: Hashable, Sendable {
+        case noAdapter
+        /// No discovery session of ours on the adapter.
+        case idle(adapter: String)
+        case starting(adapter: String)
+        /// Our session runs; `quietSince`: its start or the last advertisement heard.
+        case running(adapter: String, quietSince: Timestamp)
+        /// `restart`: start again once stopped (the watchdog).
+        case stopping(adapter: String, restart: Bool)
+    }
+
+    public private(set) var state: State = .noAdapter
+    private var scanningEnabled = false
+    private var canScan = false
+    private let watchdog: Duration
+
+    public init(watchdog: Duration = .seconds(60)) {
+        self.watchdog = watchdog
+    }
+
+    /// Whether discovery of ours runs or is being started.
+    public var isActive: Bool {
+        switch state {
+        case .starting, .running: true
+        default: false
+        }
+    }
+
+    /// The hot path: called for every advertisement, so it only moves the watchdog.
+    public mutating func advertisementHeard(at now: Timestamp) {
+        if case let .running(adapter, _) = state { state = .running(adapter: adapter, quietSince: now) }
+    }
+
+    public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
+        switch input {
+        case let .conditionsChanged(enabled, possible):
+            scanningEnabled = enabled
+            canScan = possible
+        case let .adapterChanged(path, discovering):
+            guard let path else {
+                state = .noAdapter
+                return []
+            }
+            switch state {
+            case .noAdapter:
+                state = .idle(adapter: path)
+            case let .idle(adapter), let .starting(adapter), let .stopping(adapter, _):
+                // Another adapter: a call in flight on the old one no longer matters.
+                if adapter != path { state = .idle(adapter: path) }
+            case let .running(adapter, _):
+                // BlueZ ended our session (power cycle, controller reset): start it again.
+                if adapter != path || !discovering { state = .idle(adapter: path) }
+            }
+        case let .startFinished(result):
+            guard case let .starting(adapter) = state else { return [] }
+            state = result == .failed ? .idle(adapter: adapter) : .running(adapter: adapter, quietSince: now)
+            if result == .failed { return [] }  // tried again at the next tick, not in a loop
+        case .stopFinished:
+            guard case let .stopping(adapter, restart) = state else { return [] }
+            state = .idle(adapter: adapter)
+            if restart, scanningEnabled, canScan {
+                state = .starting(adapter: adapter)
+                return [.start(adapter: adapter)]
+            }
+        case .tick:
+            if case let .running(adapter, quietSince) = state, now - quietSince >= watchdog {
+                state = .stopping(adapter: adapter, restart: true)
+                return [.stop(adapter: adapter)]
+            }
+        }
+        return reconcile()
+    }
+
+    private mutating func reconcile() -> [Action] {
+        switch state {
+        case let .idle(adapter) where scanningEnabled && canScan:
+            state = .starting(adapter: adapter)
+            return [.start(adapter: adapter)]
+        case let .running(adapter, _) where !scanningEnabled:
+            state = .stopping(adapter: adapter, restart: false)
+            return [.stop(adapter: adapter)]
+        default:
+            return []
+        }
+    }
+}
