@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Dependencies point one way (docs/architecture in ../shared/design/ARCHITECTURE.md):
+// Dependencies point one way (docs/architecture.md):
 // executables → AccessDaemon / ControlSocket → AccessStore / AccessCore / BlueZ → CBlueZ.
 // AccessCore imports nothing of the project and performs no I/O.
 let package = Package(
@@ -24,9 +24,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.26.0"),
         .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
-        // System libraries the C shim wraps (see BLUEZ-NOTES: pkg-config names dbus-1 and bluez).
+        // System libraries the C shim wraps (docs/bluez.md: pkg-config names dbus-1 and bluez).
         .systemLibrary(
             name: "CDBus",
             path: "Sources/CDBus",
@@ -58,6 +59,8 @@ let package = Package(
                 "AccessCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -84,7 +87,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "accessctl",
-            dependencies: ["ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AccessCore", "ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "readersim",

@@ -1,34 +1,22 @@
 import Logging
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The log level, changeable at run time (`log.setLevel`) and read by the log handler.
-public final class LogLevelSetting: @unchecked Sendable {
-    private var level: Logger.Level
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+public final class LogLevelSetting: Sendable {
+    private let level: NIOLockedValueBox<Logger.Level>
 
     public init(_ level: Logger.Level) {
-        self.level = level
-        pthread_mutex_init(mutex, nil)
+        self.level = NIOLockedValueBox(level)
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    public var current: Logger.Level {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return level
-    }
+    public var current: Logger.Level { level.withLockedValue { $0 } }
 
     public func set(_ level: Logger.Level) {
-        pthread_mutex_lock(mutex)
-        self.level = level
-        pthread_mutex_unlock(mutex)
+        self.level.withLockedValue { $0 = level }
     }
 }
 

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 
 /// The peripheral role, for readersim: an LE advertisement registered with
 /// `LEAdvertisingManager1` and a GATT application (one service, one write + notify
@@ -43,7 +44,7 @@ public final class BlueZPeripheral: Sendable {
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
     private let onNotifyingChanged: @Sendable (Bool) -> Void
-    private let state = LockedState<(notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)>(
+    private let state = NIOLockedValueBox<(notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)>(
         (false, [], false, nil))
 
     public var advertisementPath: String { root + "/advertisement" }
@@ -92,12 +93,12 @@ public final class BlueZPeripheral: Sendable {
             await unregister()
             throw BlueZError(error)
         }
-        state.withLock { $0.registered = true }
+        state.withLockedValue { $0.registered = true }
     }
 
     /// Unregisters from BlueZ (best effort: bluetoothd may be gone) and unexports everything.
     public func unregister() async {
-        let wasRegistered = state.withLock { state in
+        let wasRegistered = state.withLockedValue { state in
             defer { state.registered = false }
             return state.registered
         }
@@ -130,7 +131,7 @@ public final class BlueZPeripheral: Sendable {
     /// one keeps telling scanners how near the peripheral is. bluetoothd gives it an
     /// address of its own (a random one).
     public func startPresence(_ presence: Advertisement) async throws(BlueZError) {
-        let started = state.withLock { state in
+        let started = state.withLockedValue { state in
             defer { state.presence = presence }
             return state.presence != nil
         }
@@ -142,7 +143,7 @@ public final class BlueZPeripheral: Sendable {
                                           interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
                                           arguments: [.objectPath(presencePath), .properties([:])])
         } catch {
-            state.withLock { $0.presence = nil }
+            state.withLockedValue { $0.presence = nil }
             connection.unexport(path: presencePath)
             throw BlueZError(error)
         }
@@ -150,7 +151,7 @@ public final class BlueZPeripheral: Sendable {
 
     /// Stops the presence advertisement, if one runs.
     public func stopPresence() async {
-        guard state.withLock({ state in defer { state.presence = nil }; return state.presence != nil }) else { return }
+        guard state.withLockedValue({ state in defer { state.presence = nil }; return state.presence != nil }) else { return }
         _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
                                        interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
                                        arguments: [.objectPath(presencePath)])
@@ -159,7 +160,7 @@ public final class BlueZPeripheral: Sendable {
 
     /// Sends a notification to subscribed centrals: a PropertiesChanged of `Value`.
     public func notify(_ value: [UInt8]) throws(BlueZError) {
-        let notifying = state.withLock { state in
+        let notifying = state.withLockedValue { state in
             state.value = value
             return state.notifying
         }
@@ -174,7 +175,7 @@ public final class BlueZPeripheral: Sendable {
         }
     }
 
-    public var isNotifying: Bool { state.withLock { $0.notifying } }
+    public var isNotifying: Bool { state.withLockedValue { $0.notifying } }
 
     // MARK: Properties of each object
 
@@ -205,7 +206,7 @@ public final class BlueZPeripheral: Sendable {
     }
 
     var characteristicProperties: [String: DBusValue] {
-        let (notifying, value) = state.withLock { ($0.notifying, $0.value) }
+        let (notifying, value) = state.withLockedValue { ($0.notifying, $0.value) }
         return ["UUID": .string(characteristicUUID), "Service": .objectPath(servicePath),
                 "Flags": .strings(["write", "notify"]), "Notifying": .bool(notifying), "Value": .bytes(value)]
     }
@@ -238,7 +239,7 @@ public final class BlueZPeripheral: Sendable {
     private func handleAdvertisement(_ call: DBusMessage) {
         if call.interface == LEAdvertisement1.interface, call.member == "Release" {
             // bluetoothd dropped the advertisement (adapter gone or powered off).
-            state.withLock { $0.registered = false }
+            state.withLockedValue { $0.registered = false }
             try? connection.reply(to: call)
             return
         }
@@ -247,11 +248,11 @@ public final class BlueZPeripheral: Sendable {
 
     private func handlePresence(_ call: DBusMessage) {
         if call.interface == LEAdvertisement1.interface, call.member == "Release" {
-            state.withLock { $0.presence = nil }
+            state.withLockedValue { $0.presence = nil }
             try? connection.reply(to: call)
             return
         }
-        let presence = state.withLock { $0.presence }
+        let presence = state.withLockedValue { $0.presence }
         properties(call, interface: LEAdvertisement1.interface,
                    values: presence.map { Self.properties(of: $0, type: "broadcast") } ?? [:])
     }
@@ -271,14 +272,14 @@ public final class BlueZPeripheral: Sendable {
             try? connection.reply(to: call)
             onWrite(Write(central: options["device"]?.string, mtu: options["mtu"]?.integer, value: value))
         case "ReadValue":
-            try? connection.reply(to: call, with: [.bytes(state.withLock { $0.value })])
+            try? connection.reply(to: call, with: [.bytes(state.withLockedValue { $0.value })])
         case "StartNotify":
-            state.withLock { $0.notifying = true }
+            state.withLockedValue { $0.notifying = true }
             try? connection.reply(to: call)
             onNotifyingChanged(true)
         case "StopNotify":
             // bluetoothd also calls this when the subscribed central disconnects.
-            state.withLock { $0.notifying = false }
+            state.withLockedValue { $0.notifying = false }
             try? connection.reply(to: call)
             onNotifyingChanged(false)
         default:

@@ -1,5 +1,6 @@
 import CBlueZ
 import CDBus
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -34,7 +35,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Shared with the C callbacks through an unmanaged pointer.
     final class Router: Sendable {
-        let state = LockedState(State())
+        let state = NIOLockedValueBox(State())
         let inFlight = CallLimiter(limit: 64)
     }
 
@@ -76,7 +77,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// Stops the bus thread and closes the connection; calls still waiting fail with
     /// `.disconnected`, subscriptions finish. Idempotent.
     public func close() {
-        let (wasClosed, subscriptions, waiters) = router.state.withLock { state in
+        let (wasClosed, subscriptions, waiters) = router.state.withLockedValue { state in
             defer {
                 state.closed = true
                 state.subscriptions.removeAll()
@@ -91,13 +92,13 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     public var isConnected: Bool {
-        !router.state.withLock { $0.closed } && cbz_bus_is_connected(bus) != 0
+        !router.state.withLockedValue { $0.closed } && cbz_bus_is_connected(bus) != 0
     }
 
     /// Ends when the connection is lost (the bus daemon went away) or closed.
     public func disconnection() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream()
-        let closed = router.state.withLock { state in
+        let closed = router.state.withLockedValue { state in
             if !state.closed { state.disconnectWaiters.append(continuation) }
             return state.closed
         }
@@ -186,7 +187,7 @@ public final class DBusConnection: @unchecked Sendable {
     {
         let (stream, continuation) = AsyncStream<DBusSignal>.makeStream()
         let gauge = DBusSignalStream.Gauge(limit: bufferLimit, continuation: continuation)
-        let id: UInt64? = router.state.withLock { state in
+        let id: UInt64? = router.state.withLockedValue { state in
             guard !state.closed else { return nil }
             let id = state.nextSubscription
             state.nextSubscription += 1
@@ -196,7 +197,7 @@ public final class DBusConnection: @unchecked Sendable {
         guard let id else { throw .disconnected }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            let removed = self.router.state.withLock { $0.subscriptions.removeValue(forKey: id) } != nil
+            let removed = self.router.state.withLockedValue { $0.subscriptions.removeValue(forKey: id) } != nil
             guard removed, self.isConnected else { return }
             Task {
                 for rule in rules {
@@ -220,10 +221,10 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     /// The number of live signal subscriptions (each holds one match rule on the bus).
-    public var subscriptionCount: Int { router.state.withLock { $0.subscriptions.count } }
+    public var subscriptionCount: Int { router.state.withLockedValue { $0.subscriptions.count } }
 
     /// Signals dropped because a subscriber's buffer was full, since the connection opened.
-    public var droppedSignals: Int { router.state.withLock { $0.droppedSignals } }
+    public var droppedSignals: Int { router.state.withLockedValue { $0.droppedSignals } }
 
     // MARK: Exported objects
 
@@ -231,11 +232,11 @@ public final class DBusConnection: @unchecked Sendable {
     /// `replyError`.
     public func export(path: String, handler: @escaping MethodHandler) throws(DBusError) {
         guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
-        router.state.withLock { $0.exported[path] = handler }
+        router.state.withLockedValue { $0.exported[path] = handler }
     }
 
     public func unexport(path: String) {
-        router.state.withLock { $0.exported[path] = nil }
+        router.state.withLockedValue { $0.exported[path] = nil }
     }
 
     public func reply(to call: DBusMessage, with arguments: [DBusValue] = []) throws(DBusError) {
@@ -257,136 +258,29 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: Delivery (bus thread)
 
-    fileprivate static func deliver(_ raw: OpaquePointer, router: Router) -> Int32 {
+    static func deliver(_ raw: OpaquePointer, router: Router) -> Int32 {
         let type = dbus_message_get_type(raw)
         if type == CBZ_MESSAGE_TYPE_SIGNAL {
             let message = DBusMessage(raw, keepReference: false)
-            let gauges = router.state.withLock { state in
+            let gauges = router.state.withLockedValue { state in
                 state.subscriptions.values.filter { $0.rules.contains { $0.matches(message) } }.map(\.gauge)
             }
             let dropped = gauges.reduce(0) { $0 + ($1.offer(message) ? 0 : 1) }
-            if dropped > 0 { router.state.withLock { $0.droppedSignals += dropped } }
+            if dropped > 0 { router.state.withLockedValue { $0.droppedSignals += dropped } }
             return 0
         }
         guard type == CBZ_MESSAGE_TYPE_METHOD_CALL, let path = dbus_message_get_path(raw) else { return 0 }
-        let handler = router.state.withLock { $0.exported[String(cString: path)] }
+        let handler = router.state.withLockedValue { $0.exported[String(cString: path)] }
         guard let handler else { return 0 }
         handler(DBusMessage(raw, keepReference: true))
         return 1
     }
 
-    fileprivate static func lost(router: Router) {
-        let waiters = router.state.withLock { state in
+    static func lost(router: Router) {
+        let waiters = router.state.withLockedValue { state in
             defer { state.disconnectWaiters.removeAll() }
             return state.disconnectWaiters
         }
         for waiter in waiters { waiter.finish() }
-    }
-}
-
-/// Carries a call's continuation through the C shim, and resumes it exactly once: with the
-/// reply, or earlier with `.cancelled` when the caller's task is cancelled.
-private final class ReplyBox: Sendable {
-    typealias Answer = Result<DBusConnection.Reply, DBusError>
-    private enum State {
-        case waiting
-        case installed(CheckedContinuation<Answer, Never>)
-        case answered
-    }
-
-    private let state = LockedState(State.waiting)
-
-    /// False when the call was cancelled before it was sent: the continuation is resumed.
-    func install(_ continuation: CheckedContinuation<Answer, Never>) -> Bool {
-        let installed = state.withLock { state -> Bool in
-            guard case .waiting = state else { return false }
-            state = .installed(continuation)
-            return true
-        }
-        if !installed { continuation.resume(returning: .failure(.cancelled)) }
-        return installed
-    }
-
-    func resume(_ answer: Answer) {
-        let continuation = state.withLock { state -> CheckedContinuation<Answer, Never>? in
-            defer { state = .answered }
-            if case let .installed(continuation) = state { return continuation }
-            return nil
-        }
-        continuation?.resume(returning: answer)
-    }
-}
-
-private func onReply(_ context: UnsafeMutableRawPointer?, _ reply: OpaquePointer?) {
-    guard let context else { return }
-    let box = Unmanaged<ReplyBox>.fromOpaque(context).takeRetainedValue()
-    guard let reply else {
-        box.resume(.failure(.disconnected))
-        return
-    }
-    defer { dbus_message_unref(reply) }
-    if dbus_message_get_type(reply) == CBZ_MESSAGE_TYPE_ERROR {
-        let name = dbus_message_get_error_name(reply).map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
-        let text = DBusMessageCodec.arguments(of: reply).first?.string ?? ""
-        box.resume(.failure(.remote(name: name, message: text)))
-    } else {
-        box.resume(.success(DBusConnection.Reply(arguments: DBusMessageCodec.arguments(of: reply),
-                                                 serial: dbus_message_get_serial(reply))))
-    }
-}
-
-private func onMessage(_ context: UnsafeMutableRawPointer?, _ message: OpaquePointer?) -> Int32 {
-    guard let context, let message else { return 0 }
-    return DBusConnection.deliver(message, router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
-}
-
-private func onDisconnect(_ context: UnsafeMutableRawPointer?) {
-    guard let context else { return }
-    DBusConnection.lost(router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
-}
-
-/// Bounds the calls in flight on one connection: the bus daemon's default limit of pending
-/// replies per connection is about 128 (BLUEZ-NOTES.md).
-final class CallLimiter: Sendable {
-    struct State {
-        var available: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: LockedState<State>
-
-    init(limit: Int) {
-        state = LockedState(State(available: limit))
-    }
-
-    func acquire() async {
-        let acquired = state.withLock { state in
-            guard state.available > 0 else { return false }
-            state.available -= 1
-            return true
-        }
-        if acquired { return }
-        await withCheckedContinuation { continuation in
-            let immediate = state.withLock { state in
-                if state.available > 0 {
-                    state.available -= 1
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if immediate { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiters.isEmpty {
-                state.available += 1
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        next?.resume()
     }
 }

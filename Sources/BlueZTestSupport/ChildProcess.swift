@@ -6,7 +6,7 @@ import Glibc
 
 /// A child process started with posix_spawn and a clean signal mask: children spawned
 /// from a Swift concurrency thread otherwise inherit its blocked signals and ignore SIGTERM
-/// (BLUEZ-NOTES.md). `stop` sends SIGTERM, then SIGKILL after a grace period; `deinit`
+/// (docs/bluez.md). `stop` sends SIGTERM, then SIGKILL after a grace period; `deinit`
 /// stops it too, so a failing test leaves nothing running.
 public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t

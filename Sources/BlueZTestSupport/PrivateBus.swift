@@ -129,7 +129,7 @@ public final class BlueZMock: @unchecked Sendable {
     }
 
     /// Sets a property the way bluetoothd changes it: the mock's Properties.Set emits
-    /// PropertiesChanged. Values take BlueZ's real types (see BLUEZ-NOTES.md).
+    /// PropertiesChanged. Values take BlueZ's real types (see docs/bluez.md).
     public func set(_ path: String, _ interface: String, _ property: String, _ value: DBusValue) async throws {
         try await mock("Set", [.string(interface), .string(property), .variant(value)], path: path,
                        interface: DBusProperties.interface)

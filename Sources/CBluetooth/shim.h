@@ -1,4 +1,4 @@
-/* BlueZ headers are not self-contained: this order is required (BLUEZ-NOTES.md). */
+/* BlueZ headers are not self-contained: this order is required (docs/bluez.md). */
 #include <sys/socket.h>
 #include <bluetooth/bluetooth.h>
 #include <bluetooth/hci.h>

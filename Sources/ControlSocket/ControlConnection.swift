@@ -60,8 +60,18 @@ public final class ControlConnection {
     }
 
     /// Sends raw bytes (tests use it for malformed input).
+    /// Shuts down the sending side (as `echo … | socat` does): the daemon still answers
+    /// what was sent.
+    public func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     public func sendRaw(_ text: String) throws(Failure) {
-        var bytes = Array(text.utf8)
+        try sendRaw(bytes: Array(text.utf8))
+    }
+
+    public func sendRaw(bytes: [UInt8]) throws(Failure) {
+        var bytes = bytes
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -71,6 +81,11 @@ public final class ControlConnection {
     }
 
     /// Calls a method and waits for its answer; notifications that arrive meanwhile are kept.
+    public func call(_ method: ControlMethod, _ params: JSONValue = [:]) throws(Failure) -> Result<JSONValue, RPCError> {
+        try call(method.rawValue, params)
+    }
+
+    /// A method by its wire name (tests that send what no table has).
     public func call(_ method: String, _ params: JSONValue = [:]) throws(Failure) -> Result<JSONValue, RPCError> {
         nextID += 1
         let id = nextID

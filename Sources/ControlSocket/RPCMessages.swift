@@ -18,8 +18,9 @@ public struct RPCError: Error, Hashable, Sendable {
     public static func internalError(_ detail: String) -> RPCError { RPCError(code: -32603, message: "internal error: \(detail)") }
 
     // accessd's, -32000 … -32099.
+    public static let forbiddenCode = -32001
     public static func forbidden(needs role: Role) -> RPCError {
-        RPCError(code: -32001, message: "forbidden: needs the \(role) role", data: ["needs": .string(role.description)])
+        RPCError(code: forbiddenCode, message: "forbidden: needs the \(role) role", data: ["needs": .string(role.description)])
     }
     public static let lineTooLong = RPCError(code: -32002, message: "request line too long")
     public static let tooManyPending = RPCError(code: -32003, message: "too many requests waiting for their answers")

@@ -24,7 +24,7 @@ struct Access: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, "access.request", ["reader": .string(reader)])
+        let result = try options.call(connection, .accessRequest, ["reader": .string(reader)])
         print(options.json ? result.jsonText : describeOutcome(result))
         if result["granted"]?.bool != true { throw ExitCode(Exit.refused) }
     }
@@ -37,7 +37,7 @@ struct Actions: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, "actions.list", ["reader": .string(reader)])
+        let result = try options.call(connection, .actionsList, ["reader": .string(reader)])
         if options.json {
             print(result.jsonText)
             return
@@ -58,7 +58,7 @@ struct Action: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, "actions.perform", ["reader": .string(reader), "action": .int(Int64(action))])
+        let result = try options.call(connection, .actionsPerform, ["reader": .string(reader), "action": .int(Int64(action))])
         print(options.json ? result.jsonText : describeOutcome(result))
         if result["granted"]?.bool != true { throw ExitCode(Exit.refused) }
     }
@@ -81,7 +81,7 @@ struct Pin: ParsableCommand {
             pin = typed
         }
         let connection = try options.connect()
-        let result = try options.call(connection, "secondFactor.respond", ["request": .string(request), "pin": .string(pin)])
+        let result = try options.call(connection, .secondFactorRespond, ["request": .string(request), "pin": .string(pin)])
         print(options.json ? result.jsonText : "PIN accepted")
     }
 }

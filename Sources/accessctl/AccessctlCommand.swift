@@ -1,3 +1,4 @@
+import AccessCore
 import ArgumentParser
 import ControlSocket
 
@@ -24,7 +25,7 @@ struct AccessctlCommand: ParsableCommand {
             Exit status: 0 success, 1 accessd refused the request, 64 bad usage, \
             69 accessd not reachable, 77 not permitted for your user.
             """,
-        version: "0.1.0",
+        version: AccessCoreVersion.string,
         subcommands: [Status.self, Readers.self, Access.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
                       Credentials.self, Items.self, LogLevel.self, Diagnose.self]
     )
@@ -48,7 +49,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Calls a method; prints accessd's refusal and exits with its status on error.
-    func call(_ connection: ControlConnection, _ method: String, _ params: JSONValue = [:]) throws -> JSONValue {
+    func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:]) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
         do {
             result = try connection.call(method, params)
@@ -72,7 +73,7 @@ struct GlobalOptions: ParsableArguments {
             } else {
                 printError("accessctl: \(error.message)\(reason.map { " (\($0))" } ?? "")")
             }
-            throw ExitCode(error.code == -32001 ? Exit.forbidden : Exit.refused)
+            throw ExitCode(error.code == RPCError.forbiddenCode ? Exit.forbidden : Exit.refused)
         }
     }
 }
@@ -83,7 +84,7 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let status = try options.call(connection, "status.get")
+        let status = try options.call(connection, .statusGet)
         if options.json {
             print(status.jsonText)
             return
@@ -109,7 +110,7 @@ struct Readers: ParsableCommand {
     func run() throws {
         let connection = try options.connect()
         var readers: [String: JSONValue] = [:]
-        for reader in try options.call(connection, "readers.list")["readers"]?.array ?? [] {
+        for reader in try options.call(connection, .readersList)["readers"]?.array ?? [] {
             if let id = reader["id"]?.string { readers[id] = reader }
         }
         guard watch else {
@@ -120,7 +121,7 @@ struct Readers: ParsableCommand {
             }
             return
         }
-        _ = try options.call(connection, "events.subscribe", ["kinds": ["reader.updated", "reader.unavailable"]])
+        _ = try options.call(connection, .eventsSubscribe, ["kinds": ["reader.updated", "reader.unavailable"]])
         if !options.json { printTable(readers) }
         while true {
             let notification: JSONValue
@@ -167,7 +168,7 @@ struct Scan: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        try setSwitch(options, method: "scanning.set", state: state, label: "scanning")
+        try setSwitch(options, method: .scanningSet, state: state, label: "scanning")
     }
 }
 
@@ -177,12 +178,12 @@ struct Auto: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        try setSwitch(options, method: "automaticAccess.set", state: state, label: "automatic access")
+        try setSwitch(options, method: .automaticAccessSet, state: state, label: "automatic access")
     }
 }
 
 /// An operator's on/off setting: one call, one line of output.
-func setSwitch(_ options: GlobalOptions, method: String, state: OnOff, label: String) throws {
+func setSwitch(_ options: GlobalOptions, method: ControlMethod, state: OnOff, label: String) throws {
     let connection = try options.connect()
     let result = try options.call(connection, method, ["enabled": .bool(state == .on)])
     print(options.json ? result.jsonText : "\(label) \(state.rawValue)")
@@ -197,11 +198,11 @@ struct Events: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let status = try options.call(connection, "status.get")
+        let status = try options.call(connection, .statusGet)
         let last = status["lastSequence"]?.int ?? 0
         var params: [String: JSONValue] = ["since": .int(since ?? max(0, last - 20))]
         if let kinds { params["kinds"] = .array(kinds.split(separator: ",").map { .string(String($0)) }) }
-        _ = try options.call(connection, "events.subscribe", .object(params))
+        _ = try options.call(connection, .eventsSubscribe, .object(params))
         while true {
             if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
             let notification: JSONValue
@@ -230,7 +231,7 @@ struct LogLevel: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, "log.setLevel", ["level": .string(level)])
+        let result = try options.call(connection, .logSetLevel, ["level": .string(level)])
         print(options.json ? result.jsonText : "log level \(level)")
     }
 }

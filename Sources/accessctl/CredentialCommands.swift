@@ -15,7 +15,7 @@ struct Credentials: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let credentials = try options.call(connection, "credentials.list")["credentials"]?.array ?? []
+            let credentials = try options.call(connection, .credentialsList)["credentials"]?.array ?? []
             if options.json {
                 for credential in credentials { print(credential.jsonText) }
                 return
@@ -74,7 +74,7 @@ struct Credentials: ParsableCommand {
                 if let pin = try PinPrompt.askTwice() { params["pin"] = .string(pin) }
             }
             let connection = try options.connect()
-            let credential = try options.call(connection, "credentials.register", .object(params))
+            let credential = try options.call(connection, .credentialsRegister, .object(params))
             if options.json {
                 print(credential.jsonText)
                 return
@@ -94,7 +94,7 @@ struct Credentials: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let result = try options.call(connection, "credentials.delete", ["id": .string(id)])
+            let result = try options.call(connection, .credentialsDelete, ["id": .string(id)])
             if options.json {
                 print(result.jsonText)
             } else if result["siteInformed"]?.bool == true {
@@ -117,7 +117,7 @@ struct Items: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let items = try options.call(connection, "items.list")["items"]?.array ?? []
+            let items = try options.call(connection, .itemsList)["items"]?.array ?? []
             if options.json {
                 for item in items { print(item.jsonText) }
                 return
@@ -135,7 +135,7 @@ struct Items: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let result = try options.call(connection, "items.sync")
+            let result = try options.call(connection, .itemsSync)
             if options.json {
                 print(result.jsonText)
                 return

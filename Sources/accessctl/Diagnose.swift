@@ -34,7 +34,7 @@ struct Diagnose: ParsableCommand {
         } else {
             do {
                 let connection = try ControlConnection(path: options.socket)
-                status = try connection.call("status.get").get()
+                status = try connection.call(.statusGet).get()
                 checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
             } catch let failure as ControlConnection.Failure {
                 if case let .cannotConnect(_, code) = failure, code == EACCES {

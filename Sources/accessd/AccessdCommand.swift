@@ -71,8 +71,9 @@ struct AccessdCommand: AsyncParsableCommand {
             printError("accessd: \(config): [site] ca_file: \(error)")
             throw ExitCode(78)
         }
-        let service = try AccessService(configuration: settings, store: store, bluez: BlueZClient(connection: connection),
-                                        site: site, logLevel: level, logger: logger)
+        let daemon = try AccessDaemonServices(configuration: settings, store: store,
+                                              central: BlueZClient(connection: connection), site: site,
+                                              logLevel: level, logger: logger)
         var socketGroup: gid_t?
         if let name = settings.socketGroup {
             guard let gid = Groups.gid(named: name) else {
@@ -83,7 +84,7 @@ struct AccessdCommand: AsyncParsableCommand {
         }
         let server = ControlServer(
             path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit, logger: logger,
-            handler: service,
+            handler: daemon.control,
             roleOf: Groups.roleResolver(operatorGroup: settings.operatorGroup, adminGroup: settings.adminGroup))
 
         let socketPath = settings.socketPath
@@ -91,13 +92,13 @@ struct AccessdCommand: AsyncParsableCommand {
             // Shut down in reverse order: the access service first, while the socket is still
             // up, so the requests it answers on the way out (`shuttingDown`) reach their clients.
             services: [
-                .init(service: RunService {
+                .init(service: untilGracefulShutdown {
                     try await server.run {
                         notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
                     }
                 }),
-                .init(service: RunService { try await service.run() }),
-                .init(service: RunService {
+            ] + daemon.services.map { .init(service: $0) } + [
+                .init(service: untilGracefulShutdown {
                     guard let interval = notifier.watchdogInterval else { return }
                     while true {
                         try await Task.sleep(for: interval)
@@ -114,19 +115,6 @@ struct AccessdCommand: AsyncParsableCommand {
         await site.shutdown()
         connection.close()
         logger.notice("accessd stopped")
-    }
-}
-
-/// A long-running task as a ServiceLifecycle service: cancelled on graceful shutdown.
-struct RunService: Service {
-    let body: @Sendable () async throws -> Void
-    init(_ body: @escaping @Sendable () async throws -> Void) { self.body = body }
-    func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown { try await body() }
-        } catch is CancellationError {
-            // Graceful shutdown cancels the body: that is a clean stop, not a failure.
-        }
     }
 }
 

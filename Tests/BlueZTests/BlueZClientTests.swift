@@ -97,7 +97,7 @@ final class BlueZClientTests {
     @Test func connectionStateChangesAreReported() async throws {
         try await mock.addDevice(Self.readerAddress)
         try await client.connect(device: Self.readerPath)
-        // dbusmock's Connect leaves Connected false (BLUEZ-NOTES.md); ConnectDevice sets it.
+        // dbusmock's Connect leaves Connected false (docs/bluez.md); ConnectDevice sets it.
         try await mock.mock("ConnectDevice", [.string("hci0"), .string(Self.readerAddress)])
         let connected = await recorder.wait {
             if case let .deviceConnectionChanged(device) = $0 { device.connected } else { false }

@@ -60,7 +60,7 @@ final class GattTests: Sendable {
         })
         try await mock.mock("AddObject", [.string(path), .string(interface), .properties(properties), methodValues],
                             path: "/", interface: "org.freedesktop.DBus.Mock")
-        // dbusmock's AddObject emits no InterfacesAdded (BLUEZ-NOTES.md): emit it as bluetoothd would.
+        // dbusmock's AddObject emits no InterfacesAdded (docs/bluez.md): emit it as bluetoothd would.
         let added = DBusValue.dictionary(keySignature: "s", valueSignature: "a{sv}",
                                          [.init(.string(interface), .properties(properties))])
         try await mock.mock("EmitSignal", [.string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),

@@ -110,7 +110,7 @@ public struct AutoConnectMachine: Sendable {
         case releaseLink(ReaderID)
     }
 
-    private enum Phase: Hashable, Sendable {
+    enum Phase: Hashable, Sendable {
         /// In range, waiting for selection; `retries` made so far in this approach.
         case armed(retries: Int)
         case exchanging(retries: Int)
@@ -119,7 +119,7 @@ public struct AutoConnectMachine: Sendable {
         case spent(until: Timestamp, hasLeftRange: Bool)
     }
 
-    private struct Tracked: Hashable, Sendable {
+    struct Tracked: Hashable, Sendable {
         var phase: Phase
         var candidate: Candidate
         var isInRange: Bool
@@ -128,16 +128,10 @@ public struct AutoConnectMachine: Sendable {
     public var configuration: Configuration
     public private(set) var isAutomaticAccessEnabled: Bool
     public private(set) var credentials: CredentialAvailability
-    private var tracked: [ReaderID: Tracked] = [:]
-    private var selectionPending = false
-    /// The reader whose link is prepared, if any.
-    private var prepared: Candidate?
-    /// Readers prepared for since they were last unavailable: once per presence.
-    private var preparedOnce: Set<ReaderID> = []
-    /// Whether the prepared reader's presence advertisements were heard over its link.
-    private var presenceConfirmed = false
-    /// Readers that went silent over a prepared link: never connected to early again.
-    public private(set) var withoutPresence: Set<ReaderID> = []
+    var tracked: [ReaderID: Tracked] = [:]
+    var selectionPending = false
+    /// Connecting early: the link held, and whom not to connect to early (again).
+    var early = EarlyLinks()
 
     public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
                 credentials: CredentialAvailability = .none) {
@@ -152,7 +146,10 @@ public struct AutoConnectMachine: Sendable {
     }
 
     /// The reader whose link is prepared for an exchange to come, for diagnostics.
-    public var preparedReader: ReaderID? { prepared?.id }
+    public var preparedReader: ReaderID? { early.held?.candidate.id }
+
+    /// Readers that went silent over a prepared link: never connected to early again.
+    public var withoutPresence: Set<ReaderID> { early.silent }
 
     /// Whether this reader is blocked from auto-connect until it leaves range or the cooldown ends.
     public func isSpent(_ reader: ReaderID) -> Bool {
@@ -169,22 +166,19 @@ public struct AutoConnectMachine: Sendable {
         case let .readerNearby(candidate):
             return readerNearby(candidate, slots: slots)
         case let .linkPrepared(id):
-            guard prepared?.id == id, !presenceConfirmed else { return [] }
-            return [.startTimer(.presenceWait(id), after: configuration.presenceWait)]
+            return linkPrepared(id)
         case let .presenceHeard(id):
-            guard prepared?.id == id, !presenceConfirmed else { return [] }
-            presenceConfirmed = true
-            return [.cancelTimer(.presenceWait(id))]
+            return presenceHeard(id)
         case let .readerUnavailable(id):
-            preparedOnce.remove(id)
-            let release = prepared?.id == id ? releasePrepared() : []
+            early.tried.remove(id)
+            let release = early.held?.candidate.id == id ? releasePrepared() : []
             return release + readerLeftRange(id, now: now)
         case let .automaticAccessChanged(enabled):
             isAutomaticAccessEnabled = enabled
             return enabled ? select(now: now, slots: slots) : releasePrepared()
         case let .credentialsChanged(availability):
             credentials = availability
-            let stale = prepared.map { !credentials.canPresent(to: $0.kind, site: $0.siteTag) } ?? false
+            let stale = early.held.map { !credentials.canPresent(to: $0.candidate.kind, site: $0.candidate.siteTag) } ?? false
             return (stale ? releasePrepared() : []) + select(now: now, slots: slots)
         case let .exchangeEnded(id, outcome):
             return exchangeEnded(id, outcome: outcome, now: now, slots: slots)
@@ -195,7 +189,7 @@ public struct AutoConnectMachine: Sendable {
         }
     }
 
-    private mutating func readerInRange(_ candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+    mutating func readerInRange(_ candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
         guard var entry = tracked[candidate.id] else {
             tracked[candidate.id] = Tracked(phase: .armed(retries: 0), candidate: candidate, isInRange: true)
             return scheduleSelection(for: candidate, now: now, slots: slots)
@@ -212,25 +206,7 @@ public struct AutoConnectMachine: Sendable {
         return []
     }
 
-    private mutating func readerNearby(_ candidate: Candidate, slots: ExchangeSlots) -> [Action] {
-        guard configuration.connectEarly, isAutomaticAccessEnabled, prepared == nil,
-              candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
-              !preparedOnce.contains(candidate.id), !withoutPresence.contains(candidate.id), tracked[candidate.id] == nil,
-              slots.freeCount > 0, !slots.isBusy(candidate.id)
-        else { return [] }
-        prepared = candidate
-        presenceConfirmed = false
-        preparedOnce.insert(candidate.id)
-        return [.prepareLink(candidate.id), .startTimer(.holdLimit(candidate.id), after: configuration.holdLimit)]
-    }
-
-    private mutating func releasePrepared() -> [Action] {
-        guard let id = prepared?.id else { return [] }
-        prepared = nil
-        return [.cancelTimer(.holdLimit(id)), .cancelTimer(.presenceWait(id)), .releaseLink(id)]
-    }
-
-    private mutating func readerLeftRange(_ id: ReaderID, now: Timestamp) -> [Action] {
+    mutating func readerLeftRange(_ id: ReaderID, now: Timestamp) -> [Action] {
         guard var entry = tracked[id] else { return [] }
         entry.isInRange = false
         switch entry.phase {
@@ -255,7 +231,7 @@ public struct AutoConnectMachine: Sendable {
         }
     }
 
-    private mutating func exchangeEnded(_ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
+    mutating func exchangeEnded(_ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
                                         slots: ExchangeSlots) -> [Action] {
         guard var entry = tracked[id], case let .exchanging(retries) = entry.phase else {
             return select(now: now, slots: slots)
@@ -273,7 +249,7 @@ public struct AutoConnectMachine: Sendable {
         return actions + select(now: now, slots: slots)
     }
 
-    private mutating func timerFired(_ timer: Timer, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+    mutating func timerFired(_ timer: Timer, now: Timestamp, slots: ExchangeSlots) -> [Action] {
         switch timer {
         case .selection:
             selectionPending = false
@@ -284,15 +260,9 @@ public struct AutoConnectMachine: Sendable {
             tracked[id] = entry
             return select(now: now, slots: slots)
         case let .holdLimit(id):
-            guard prepared?.id == id else { return [] }
-            prepared = nil
-            return [.cancelTimer(.presenceWait(id)), .releaseLink(id)]
+            return holdLimitReached(id)
         case let .presenceWait(id):
-            // Silent while connected: its distance cannot be followed over a held link.
-            guard prepared?.id == id, !presenceConfirmed else { return [] }
-            withoutPresence.insert(id)
-            prepared = nil
-            return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
+            return presenceNotHeard(id)
         case let .cooldown(id):
             guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
             guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
@@ -306,7 +276,7 @@ public struct AutoConnectMachine: Sendable {
         }
     }
 
-    private mutating func scheduleSelection(for candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
+    mutating func scheduleSelection(for candidate: Candidate, now: Timestamp, slots: ExchangeSlots) -> [Action] {
         // A reader heard alone cannot lose to a nearer one: waiting would only delay the door.
         if configuration.selectionWindow <= .zero || (!candidate.hasRivals && !selectionPending) {
             return select(now: now, slots: slots)
@@ -317,7 +287,7 @@ public struct AutoConnectMachine: Sendable {
     }
 
     /// Starts exchanges with the nearest eligible armed readers while slots are free.
-    private mutating func select(now: Timestamp, slots: ExchangeSlots) -> [Action] {
+    mutating func select(now: Timestamp, slots: ExchangeSlots) -> [Action] {
         guard isAutomaticAccessEnabled, !selectionPending else { return [] }
         var free = slots.freeCount
         var actions: [Action] = []
@@ -339,14 +309,7 @@ public struct AutoConnectMachine: Sendable {
             guard var chosen = best, case let .armed(retries) = chosen.phase else { break }
             chosen.phase = .exchanging(retries: retries)
             tracked[chosen.candidate.id] = chosen
-            if prepared?.id == chosen.candidate.id {
-                // The exchange takes the prepared link over.
-                prepared = nil
-                actions += [.cancelTimer(.holdLimit(chosen.candidate.id)), .cancelTimer(.presenceWait(chosen.candidate.id))]
-            } else {
-                // Another reader's link would compete with this connection attempt.
-                actions += releasePrepared()
-            }
+            actions += exchangeTakesOver(chosen.candidate.id)
             actions.append(.startExchange(chosen.candidate.id))
             free -= 1
         }

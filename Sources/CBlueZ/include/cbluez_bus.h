@@ -4,7 +4,7 @@
  * Every libdbus call that touches the connection (send, send-with-reply, dispatch, watch
  * and timeout handling) runs on that thread: callers on any thread hand work over through
  * a queue and an eventfd, so nothing blocks the caller and no call waits on another
- * thread's poll timeout (BLUEZ-NOTES.md). Replies, signals and method calls to exported
+ * thread's poll timeout (docs/bluez.md). Replies, signals and method calls to exported
  * objects come back through callbacks, on the bus thread: a callback must return quickly.
  */
 #ifndef CBLUEZ_BUS_H

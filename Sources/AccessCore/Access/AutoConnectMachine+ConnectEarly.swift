@@ -1,0 +1,71 @@
+/// Connecting early (`Configuration.connectEarly`): a reader heard within manual range that
+/// would be chosen gets its link prepared before it is in auto range. One link at a time,
+/// once per presence of the reader, dropped after `holdLimit`, when the reader is no longer
+/// heard, or when automatic access or the credential goes; a reader silent over its link
+/// for `presenceWait` is never connected to early again.
+extension AutoConnectMachine {
+    /// The connect-early state as one value: no presence without a held link.
+    struct EarlyLinks: Hashable, Sendable {
+        struct Held: Hashable, Sendable {
+            var candidate: Candidate
+            /// The reader's presence advertisements were heard over the link.
+            var presenceConfirmed = false
+        }
+
+        var held: Held?
+        /// Readers connected to early since they were last unavailable: once per presence.
+        var tried: Set<ReaderID> = []
+        /// Readers that went silent over a held link.
+        var silent: Set<ReaderID> = []
+    }
+
+    mutating func readerNearby(_ candidate: Candidate, slots: ExchangeSlots) -> [Action] {
+        guard configuration.connectEarly, isAutomaticAccessEnabled, early.held == nil,
+              candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
+              !early.tried.contains(candidate.id), !early.silent.contains(candidate.id), tracked[candidate.id] == nil,
+              slots.freeCount > 0, !slots.isBusy(candidate.id)
+        else { return [] }
+        early.held = EarlyLinks.Held(candidate: candidate)
+        early.tried.insert(candidate.id)
+        return [.prepareLink(candidate.id), .startTimer(.holdLimit(candidate.id), after: configuration.holdLimit)]
+    }
+
+    mutating func linkPrepared(_ id: ReaderID) -> [Action] {
+        guard let held = early.held, held.candidate.id == id, !held.presenceConfirmed else { return [] }
+        return [.startTimer(.presenceWait(id), after: configuration.presenceWait)]
+    }
+
+    mutating func presenceHeard(_ id: ReaderID) -> [Action] {
+        guard let held = early.held, held.candidate.id == id, !held.presenceConfirmed else { return [] }
+        early.held?.presenceConfirmed = true
+        return [.cancelTimer(.presenceWait(id))]
+    }
+
+    mutating func releasePrepared() -> [Action] {
+        guard let id = early.held?.candidate.id else { return [] }
+        early.held = nil
+        return [.cancelTimer(.holdLimit(id)), .cancelTimer(.presenceWait(id)), .releaseLink(id)]
+    }
+
+    mutating func holdLimitReached(_ id: ReaderID) -> [Action] {
+        guard early.held?.candidate.id == id else { return [] }
+        early.held = nil
+        return [.cancelTimer(.presenceWait(id)), .releaseLink(id)]
+    }
+
+    /// Silent while connected: its distance cannot be followed over a held link.
+    mutating func presenceNotHeard(_ id: ReaderID) -> [Action] {
+        guard let held = early.held, held.candidate.id == id, !held.presenceConfirmed else { return [] }
+        early.silent.insert(id)
+        early.held = nil
+        return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
+    }
+
+    /// An exchange with `id` starts: it takes over the held link if it is that reader's;
+    /// another reader's would compete with the connection attempt, so it is dropped.
+    mutating func exchangeTakesOver(_ id: ReaderID) -> [Action] {
+        guard early.held?.candidate.id == id else { return releasePrepared() }
+        early.held = nil
+        return [.cancelTimer(.holdLimit(id)), .cancelTimer(.presenceWait(id))]
+    }
+}

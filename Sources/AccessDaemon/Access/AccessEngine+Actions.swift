@@ -1,0 +1,104 @@
+import AccessCore
+import ControlSocket
+
+/// Performing what the controller decides.
+extension AccessEngine {
+    func perform(_ actions: [AccessController.Action]) {
+        for action in actions {
+            switch action {
+            case let .startExchange(reader, origin, operation):
+                guard let attributes = sightings.registry.reader(reader), let adapterPath else {
+                    perform(controller.handle(.exchangeEnded(reader, .failed(.deviceNotFound)), at: Clocks.monotonic()))
+                    continue
+                }
+                exchanges.yield(.start(ExchangeOrder(
+                    reader: attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
+                    origin: origin, operation: operation,
+                    detected: origin == .automatic ? sightings.detected(reader) : nil)))
+            case let .abortExchange(reader):
+                exchanges.yield(.abort(reader))
+            case let .startTimer(timer, delay):
+                startTimer(timer, after: delay)
+            case let .cancelTimer(timer):
+                timers.removeValue(forKey: timer)?.task.cancel()
+            case let .refuse(request, error):
+                requests.answer(request, .failure(.failed(error.rawValue, "refused: \(error.rawValue)")))
+            case let .completed(reader, origin, outcome):
+                completed(reader, origin: origin, outcome: outcome)
+            case let .prepareLink(reader):
+                guard let attributes = sightings.registry.reader(reader), let adapterPath else { continue }
+                exchanges.yield(.holdLink(reader, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address)))
+            case let .releaseLink(reader):
+                if controller.automatic.withoutPresence.contains(reader) {
+                    logger.notice("reader sends no presence advertisements while connected: not connecting early to it again",
+                                  metadata: ["reader": "\(reader)"])
+                }
+                exchanges.yield(.releaseLink(reader))
+            case let .failed(reader, origin, error):
+                journal.emit("access.completed", ["reader": .string(reader.description), "origin": Render.origin(origin),
+                                                  "outcome": "failed", "error": .string(error.rawValue)])
+                if case let .manual(request) = origin {
+                    requests.answer(request, .failure(.failed(error.rawValue, "access failed: \(error.rawValue)")))
+                }
+            }
+        }
+    }
+
+    private func startTimer(_ timer: AccessController.Timer, after delay: Duration) {
+        timers[timer]?.task.cancel()
+        let id = requests.nextTimer()
+        let task = Task { [clock, door] in
+            do { try await clock.sleep(for: delay) } catch { return }
+            door.yield(.timerFired(timer, id: id))
+        }
+        timers[timer] = (id, task)
+    }
+
+    private func completed(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome) {
+        var data = Render.outcome(outcome)
+        data["reader"] = .string(reader.description)
+        data["origin"] = Render.origin(origin)
+        if let timings = requests.timings.removeValue(forKey: reader) { data["timings"] = timings }
+        journal.emit("access.completed", .object(data))
+        guard case let .manual(request) = origin else { return }
+        if case let .failed(failure) = outcome {
+            let error = failure.connectionError.rawValue
+            requests.answer(request, .failure(.failed(error, "access failed: \(error)")))
+        } else {
+            requests.answer(request, .success(.object(data)))
+        }
+    }
+
+    /// BlueZ's object path of the device at `address` on `adapter`.
+    static func devicePath(adapter: String, address: DeviceAddress) -> String {
+        adapter + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_")
+    }
+}
+
+/// Manual requests waiting for their exchange, and the timings of exchanges that ended
+/// until the controller reports them.
+struct ManualRequests: Sendable {
+    typealias Answer = CheckedContinuation<Result<JSONValue, RPCError>, Never>
+    var waiting: [RequestID: Answer] = [:]
+    var timings: [ReaderID: JSONValue] = [:]
+    private var counter: UInt64 = 0
+
+    mutating func next() -> RequestID {
+        counter += 1
+        return RequestID(counter)
+    }
+
+    mutating func nextTimer() -> UInt64 {
+        counter += 1
+        return counter
+    }
+
+    mutating func answer(_ request: RequestID, _ result: Result<JSONValue, RPCError>) {
+        waiting.removeValue(forKey: request)?.resume(returning: result)
+    }
+
+    mutating func answerAll(_ result: Result<JSONValue, RPCError>) {
+        for continuation in waiting.values { continuation.resume(returning: result) }
+        waiting.removeAll()
+    }
+}

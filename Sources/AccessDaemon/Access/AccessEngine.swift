@@ -1,0 +1,159 @@
+import AccessCore
+import BlueZ
+import ControlSocket
+import Logging
+
+/// The access engine: what is heard of readers (the registry), and the core's
+/// `AccessController`, which decides when to connect on its own and whether a manual
+/// request may start. It performs the controller's actions: exchanges and held links are
+/// ordered from the exchange engine, timers run on the clock, manual requests are answered.
+///
+/// Inputs come through its door (an ordered stream: discovery's reports, the exchange
+/// engine's, the timers') and through the control API's calls; none of its methods suspends.
+actor AccessEngine {
+    enum Input: Sendable {
+        /// The adapter in use (nil: none); readers are on its device paths.
+        case adapter(String?)
+        case advertised(DeviceState)
+        /// Scanning stopped or the adapter went: every reader is unavailable.
+        case forgetReaders
+        /// Once a second: readers not heard for too long expire.
+        case tick
+        case exchangeEnded(ReaderID, ExchangeOutcome, timings: JSONValue?)
+        case linkPrepared(ReaderID)
+        /// A person is typing a PIN: the manual request's timeout gives way to the reader's.
+        case secondFactorPrompted(ExchangeOrigin)
+        case credentialsChanged(CredentialAvailability)
+        case timerFired(AccessController.Timer, id: UInt64)
+    }
+
+    typealias Door = AsyncStream<Input>.Continuation
+
+    struct Status: Sendable {
+        var readerCount: Int
+        var refusedAdvertisements: Int
+        var automaticAccessEnabled: Bool
+    }
+
+    let door: Door
+    let exchanges: AsyncStream<ExchangeCommand>.Continuation
+    let journal: EventJournal
+    let clock: any Clock<Duration>
+    let logger: Logger
+    var sightings: ReaderSightings
+    var controller: AccessController
+    var adapterPath: String?
+    var timers: [AccessController.Timer: (id: UInt64, task: Task<Void, Never>)] = [:]
+    var requests = ManualRequests()
+    let connectEarly: Bool
+
+    init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, door: Door,
+         exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
+         logger: Logger) {
+        self.door = door
+        self.exchanges = exchanges
+        self.journal = journal
+        self.clock = clock
+        self.logger = logger
+        self.connectEarly = configuration.connectEarly
+        self.sightings = ReaderSightings(range: configuration.rangeConfiguration)
+        self.controller = AccessController(slotLimit: configuration.connectionLimit,
+                                           automatic: configuration.autoConnectConfiguration,
+                                           manual: .init(timeout: configuration.manualTimeout),
+                                           automaticAccessEnabled: automaticAccessEnabled, credentials: .none)
+    }
+
+    /// Handles the door's inputs until the stream ends or the task is cancelled; then answers
+    /// every pending request (`shuttingDown`) and stops the timers.
+    func run(inputs: AsyncStream<Input>) async {
+        for await input in inputs { handle(input) }
+        requests.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
+        for timer in timers.values { timer.task.cancel() }
+        timers.removeAll()
+    }
+
+    private func handle(_ input: Input) {
+        let now = Clocks.monotonic()
+        switch input {
+        case let .adapter(path):
+            adapterPath = path
+        case let .advertised(device):
+            advertised(device, at: now)
+        case .forgetReaders:
+            for id in sightings.removeAll() { readerGone(id, at: now) }
+        case .tick:
+            for id in sightings.expire(at: now, linked: Set(controller.slots.active.keys)) { readerGone(id, at: now) }
+        case let .exchangeEnded(reader, outcome, timings):
+            if let timings { requests.timings[reader] = timings }
+            perform(controller.handle(.exchangeEnded(reader, outcome), at: now))
+        case let .linkPrepared(reader):
+            perform(controller.handle(.linkPrepared(reader), at: now))
+        case let .secondFactorPrompted(.manual(request)):
+            timers.removeValue(forKey: .manual(request))?.task.cancel()
+        case .secondFactorPrompted(.automatic):
+            break
+        case let .credentialsChanged(availability):
+            guard availability != controller.credentials else { return }
+            perform(controller.handle(.credentialsChanged(availability), at: now))
+        case let .timerFired(timer, id):
+            guard timers[timer]?.id == id else { return }  // cancelled while it fired
+            timers[timer] = nil
+            perform(controller.handle(.timerFired(timer), at: now))
+        }
+    }
+
+    // MARK: Readers
+
+    private func advertised(_ device: DeviceState, at now: Timestamp) {
+        guard device.adapterPath == adapterPath else { return }
+        guard let sighting = sightings.observe(device, at: now, refusal: { error in
+            logger.debug("advertisement refused", metadata: ["address": "\(device.address.map(\.description) ?? "?")",
+                                                             "error": "\(error.code)"])
+        }) else { return }
+        let id = sighting.advertisement.readerID, observation = sighting.observation
+        if let update = observation.update { journal.emit("reader.updated", Render.reader(update)) }
+        if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {
+            perform(controller.handle(.presenceHeard(id), at: now))
+        }
+        if observation.becameUnavailable { journal.emit("reader.unavailable", ["id": .string(id.description)]) }
+        // Out of auto range the controller hears only of changes worth a report, which is
+        // enough to connect early (an approach moves the path loss).
+        let nearby = connectEarly && observation.update != nil
+        if observation.isInAutoConnectRange || observation.autoConnectRangeChanged || nearby,
+           let attributes = sightings.registry.reader(id) {
+            perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
+                                                      othersHeard: sightings.registry.isAnotherReaderHeard(besides: id)),
+                                      at: now))
+        }
+    }
+
+    private func readerGone(_ id: ReaderID, at now: Timestamp) {
+        journal.emit("reader.unavailable", ["id": .string(id.description)])
+        perform(controller.handle(.readerUnavailable(id), at: now))
+    }
+
+    // MARK: The control API's calls
+
+    var readers: [ReaderAttributes] { sightings.registry.readers }
+
+    var status: Status {
+        Status(readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
+               automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled)
+    }
+
+    func setAutomaticAccess(_ enabled: Bool) {
+        perform(controller.handle(.automaticAccessChanged(enabled), at: Clocks.monotonic()))
+    }
+
+    /// `access.request`, `actions.list`, `actions.perform`: the controller decides whether
+    /// the request may start; the answer comes when its exchange ends (or its timeout).
+    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32) async -> Result<JSONValue, RPCError> {
+        let request = requests.next()
+        logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
+        return await withCheckedContinuation { continuation in
+            requests.waiting[request] = continuation
+            perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
+                                      at: Clocks.monotonic()))
+        }
+    }
+}

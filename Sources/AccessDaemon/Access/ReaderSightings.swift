@@ -1,0 +1,65 @@
+import AccessCore
+import BlueZ
+
+/// What is heard of readers: BlueZ's device reports parsed into reader advertisements and fed
+/// to the registry, with the count of refused advertisements and, per reader, when its current
+/// approach first crossed into auto range (where an automatic exchange's "detection" starts).
+struct ReaderSightings: Sendable {
+    var registry: ReaderRegistry
+    private(set) var refused = 0
+    private var firstInRange: [ReaderID: ContinuousClock.Instant] = [:]
+
+    struct Sighting {
+        var advertisement: ReaderAdvertisement
+        var observation: ReaderRegistry.Observation
+    }
+
+    init(range: RangeConfiguration) {
+        registry = ReaderRegistry(range: range)
+    }
+
+    /// A device report: nil when it carries no reader service data, RSSI and address, or
+    /// when its service data is refused (counted; `error` says why).
+    mutating func observe(_ device: DeviceState, at now: Timestamp, refusal: (AdvertisementError) -> Void) -> Sighting? {
+        guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString], let rssi = device.rssi,
+              let address = device.address
+        else { return nil }
+        let advertisement: ReaderAdvertisement
+        do {
+            advertisement = try ReaderAdvertisement(serviceData: payload)
+        } catch {
+            refused += 1
+            refusal(error)
+            return nil
+        }
+        let raw = address.bytes
+        let deviceAddress = DeviceAddress(rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        let observation = registry.observe(advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)
+        // The raw (unsmoothed) crossing starts detection; leaving auto range ends the approach.
+        let id = advertisement.readerID
+        let rawPathLoss = Double(Int(advertisement.txPower) - Int(rssi)) + registry.range.sensitivityOffset
+        if rawPathLoss <= Double(advertisement.autoConnectPathLoss) {
+            if firstInRange[id] == nil { firstInRange[id] = ContinuousClock.now }
+        } else if observation.autoConnectRangeChanged && !observation.isInAutoConnectRange {
+            firstInRange[id] = nil
+        }
+        if observation.becameUnavailable { firstInRange[id] = nil }
+        return Sighting(advertisement: advertisement, observation: observation)
+    }
+
+    func detected(_ reader: ReaderID) -> ContinuousClock.Instant? { firstInRange[reader] }
+
+    /// Readers not heard for too long, except those with an exchange (a connected reader
+    /// stops advertising).
+    mutating func expire(at now: Timestamp, linked: Set<ReaderID>) -> [ReaderID] {
+        let gone = registry.expire(at: now, linked: linked)
+        for id in gone { firstInRange[id] = nil }
+        return gone
+    }
+
+    mutating func removeAll() -> [ReaderID] {
+        let gone = registry.removeAll()
+        firstInRange.removeAll()
+        return gone
+    }
+}

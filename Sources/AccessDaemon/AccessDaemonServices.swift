@@ -1,0 +1,109 @@
+import AccessCore
+import AccessStore
+import BlueZ
+import ControlSocket
+import Logging
+import ServiceLifecycle
+
+/// The daemon's services over the core, wired together (docs/architecture.md):
+///
+///     BluetoothCentral ─events─▶ DiscoveryService ─door─▶ AccessEngine ─commands─▶ ExchangeEngine
+///                                       │                      ▲                          │
+///                                       └──── links dropped ───┼──────────────────────────┤
+///                                                              └──── exchange ends ───────┘
+///     ControlAPI ──▶ (each service's calls)     SiteSync ◀─requests─ schedule, items.sync
+///     EventJournal ◀── every service's events ──▶ subscribers
+///
+/// Doors are ordered streams: a service hands an input on without waiting, and each input is
+/// handled whole by its receiver. `services` are the ServiceGroup's, in start order; it stops
+/// them in reverse.
+public final class AccessDaemonServices: Sendable {
+    let journal: EventJournal
+    let sdk: SdkStatePublisher
+    let book: CredentialBook
+    let discovery: DiscoveryService
+    let access: AccessEngine
+    let exchanges: ExchangeEngine
+    let sync: SiteSync
+    let admin: CredentialAdmin
+    let store: AccessStore
+    let logLevel: LogLevelSetting
+    let logger: Logger
+    let startedAt = Clocks.monotonic()
+    private let runners: [ClosureService]
+
+    public init(configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
+                logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) throws {
+        // Settings changed at run time win over the configuration's start values.
+        let scanning = try store.boolSetting("scanning") ?? configuration.scanningOnStart
+        let automatic = try store.boolSetting("automaticAccess") ?? configuration.automaticAccessOnStart
+        let journal = try EventJournal(store: store, logger: logger)
+        let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts, logger: logger)
+        var inputs = SdkStateInputs()
+        inputs.scanningEnabled = scanning
+        book.applyCounts(to: &inputs)
+        let sdk = SdkStatePublisher(inputs, journal: journal)
+        let (accessInputs, accessDoor) = AsyncStream<AccessEngine.Input>.makeStream()
+        let (commands, commandDoor) = AsyncStream<ExchangeCommand>.makeStream()
+        let access = AccessEngine(configuration: configuration, automaticAccessEnabled: automatic, door: accessDoor,
+                                  exchanges: commandDoor, journal: journal, clock: clock, logger: logger)
+        let exchanges = ExchangeEngine(central: central, book: book, journal: journal, settings: ExchangeSettings(configuration),
+                                       reports: accessDoor, clock: clock, logger: logger)
+        let discovery = DiscoveryService(central: central, configuration: configuration, scanningEnabled: scanning, sdk: sdk,
+                                         access: accessDoor, exchanges: commandDoor, clock: clock, logger: logger)
+        let sync = SiteSync(site: site, book: book, journal: journal, sdk: sdk, interval: configuration.siteSyncInterval,
+                            clock: clock, logger: logger)
+        let aperio = configuration.features.contains("aperio")
+        book.onChange { [book, sdk] in
+            sdk.update { book.applyCounts(to: &$0) }
+            accessDoor.yield(.credentialsChanged(book.availability(aperioEnabled: aperio)))
+        }
+        accessDoor.yield(.credentialsChanged(book.availability(aperioEnabled: aperio)))
+
+        self.journal = journal
+        self.sdk = sdk
+        self.book = book
+        self.discovery = discovery
+        self.access = access
+        self.exchanges = exchanges
+        self.sync = sync
+        self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
+                                     deviceName: configuration.deviceName, logger: logger)
+        self.store = store
+        self.logLevel = logLevel
+        self.logger = logger
+        let retention = (configuration.journalMaxEvents, configuration.journalMaxAge)
+        self.runners = [
+            untilGracefulShutdown {
+                try await journal.runRetention(maxEvents: retention.0, maxAge: retention.1, clock: clock)
+            },
+            untilGracefulShutdown { try await sync.run() },
+            untilGracefulShutdown { await exchanges.run(commands: commands) },
+            untilGracefulShutdown { await access.run(inputs: accessInputs) },
+            untilGracefulShutdown {
+                sdk.announce()
+                try await discovery.run()
+            },
+        ]
+    }
+
+    /// The control socket's methods, one table.
+    public var control: ControlAPI { ControlAPI(handlers: makeHandlers(), journal: journal) }
+
+    /// The services in start order: ServiceGroup stops them in reverse, so discovery stops
+    /// first, then pending requests are answered (`shuttingDown`) and links dropped.
+    public var services: [any Service] { runners }
+}
+
+/// A service whose body runs until graceful shutdown cancels it, which is a clean stop, not
+/// a failure (swift-service-lifecycle's `cancelWhenGracefulShutdown` rethrows the body's
+/// `CancellationError`).
+public func untilGracefulShutdown(_ body: @escaping @Sendable () async throws -> Void) -> ClosureService {
+    ClosureService {
+        do {
+            try await cancelWhenGracefulShutdown(body)
+        } catch is CancellationError {
+            // Stopped by graceful shutdown.
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import AccessCore
+import AccessStore
+import Crypto
+import Logging
+import NIOConcurrencyHelpers
+
+/// The credentials and items accessd holds: the store's rows kept in memory, each change
+/// written to the store first. Every service reads it without suspending (a lock, not an
+/// actor); `changed` tells the rest of the daemon (availability, SDK state) after each change.
+public final class CredentialBook: Sendable {
+    struct Contents {
+        var credentials: [StoredCredential]
+        var items: [StoredItem]
+    }
+
+    /// What a second-factor attempt was charged against.
+    struct ChargedAttempt: Sendable {
+        var sealed: SealedSecondFactorKey
+        var attemptsLeftAfterCharge: Int
+    }
+
+    let store: AccessStore
+    let pinAttempts: Int
+    private let contents: NIOLockedValueBox<Contents>
+    private let changedHandler: NIOLockedValueBox<@Sendable () -> Void>
+    private let logger: Logger
+
+    init(store: AccessStore, pinAttempts: Int, logger: Logger) throws {
+        self.store = store
+        self.pinAttempts = pinAttempts
+        self.logger = logger
+        self.contents = NIOLockedValueBox(Contents(credentials: try store.credentials(), items: try store.items()))
+        self.changedHandler = NIOLockedValueBox({})
+    }
+
+    /// Called after every change (set once, when the daemon is wired).
+    func onChange(_ handler: @escaping @Sendable () -> Void) {
+        changedHandler.withLockedValue { $0 = handler }
+    }
+
+    /// Tells the rest of the daemon the credentials changed. The PIN counts notify by
+    /// themselves; other changes are notified by their caller once it has journalled them,
+    /// so `credentials.changed` comes before the `sdk.state` it causes.
+    func changed() {
+        changedHandler.withLockedValue { $0 }()
+    }
+
+    var credentials: [StoredCredential] { contents.withLockedValue { $0.credentials } }
+    var items: [StoredItem] { contents.withLockedValue { $0.items } }
+
+    func credential(_ id: CredentialID) -> StoredCredential? {
+        contents.withLockedValue { $0.credentials.first { $0.credential.id == id } }
+    }
+
+    // MARK: Derived
+
+    /// Which sites and lock kinds can be presented to, and the SDK state's counts.
+    func availability(aperioEnabled: Bool) -> CredentialAvailability {
+        contents.withLockedValue { contents in
+            var availability = Credential.availability(of: contents.credentials.map(\.credential))
+            guard aperioEnabled else { return availability }
+            for item in contents.items where item.state == .active && item.aperioSecret != nil {
+                if let tag = item.siteTag, contents.credentials.contains(where: {
+                    $0.credential.id == item.credentialID && $0.credential.state == .active
+                }) {
+                    availability.aperioSites.insert(tag)
+                }
+            }
+            return availability
+        }
+    }
+
+    func applyCounts(to inputs: inout SdkStateInputs) {
+        let usable = credentials.filter(\.credential.isUsable)
+        inputs.usableCredentialCount = usable.count
+        inputs.credentialsMissingSecondFactor = usable.filter {
+            $0.credential.secondFactorEnabled && $0.credential.sealedSecondFactor == nil
+        }.count
+        inputs.secondFactorLockedOut = usable.contains { $0.failedPinAttempts >= pinAttempts }
+    }
+
+    /// What is presented to this reader, the credential it belongs to, and the key its
+    /// challenges must verify against.
+    func presentation(for reader: ReaderAttributes, aperioEnabled: Bool)
+        -> (CredentialSession.Presentation, CredentialID, P256.Signing.PublicKey)?
+    {
+        contents.withLockedValue { contents in
+            let active = contents.credentials.filter { $0.credential.isUsable && $0.credential.siteTag == reader.siteTag }
+            switch reader.kind {
+            case .gallagherStyle:
+                guard let stored = active.first, let key = stored.credential.signingKey else { return nil }
+                return (.mobile(stored.credential.id, key), stored.credential.id, stored.credential.sitePublicKey)
+            case .aperioStyle:
+                guard aperioEnabled else { return nil }
+                for item in contents.items where item.state == .active && item.siteTag == reader.siteTag {
+                    guard let secret = item.aperioSecret,
+                          let owner = contents.credentials.first(where: { $0.credential.id == item.credentialID && $0.credential.isUsable })
+                    else { continue }
+                    return (.aperio(secret), owner.credential.id, owner.credential.sitePublicKey)
+                }
+                return nil
+            }
+        }
+    }
+
+    // MARK: Second factor
+
+    /// Charges one PIN attempt before the key derivation, persisted, so that PINs evaluated
+    /// at once never exceed the attempts left (`SecondFactorGuard`).
+    func chargePinAttempt(_ id: CredentialID, pin: String) throws(SecondFactorError) -> ChargedAttempt {
+        let charged = contents.withLockedValue { contents -> Result<(ChargedAttempt, Int), SecondFactorError> in
+            guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }),
+                  let sealed = contents.credentials[index].credential.sealedSecondFactor
+            else { return .failure(.malformedSealedKey) }
+            var attempts = SecondFactorGuard(maximumAttempts: pinAttempts,
+                                             failedAttempts: contents.credentials[index].failedPinAttempts)
+            do throws(SecondFactorError) {
+                try attempts.charge(pin: pin)
+            } catch {
+                return .failure(error)
+            }
+            contents.credentials[index].failedPinAttempts = attempts.failedAttempts
+            return .success((ChargedAttempt(sealed: sealed, attemptsLeftAfterCharge: attempts.attemptsLeft),
+                             attempts.failedAttempts))
+        }
+        switch charged {
+        case let .success((attempt, count)):
+            persistPinAttempts(id, count)
+            return attempt
+        case let .failure(error):
+            throw error
+        }
+    }
+
+    /// The charged PIN was right: the count starts again.
+    func pinSucceeded(_ id: CredentialID) {
+        let reset = contents.withLockedValue { contents -> Bool in
+            guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }),
+                  contents.credentials[index].failedPinAttempts != 0 else { return false }
+            contents.credentials[index].failedPinAttempts = 0
+            return true
+        }
+        if reset { persistPinAttempts(id, 0) }
+    }
+
+    func isLockedOut(_ id: CredentialID) -> Bool {
+        (credential(id)?.failedPinAttempts ?? 0) >= pinAttempts
+    }
+
+    private func persistPinAttempts(_ id: CredentialID, _ count: Int) {
+        do {
+            try store.setFailedPinAttempts(id, count)
+        } catch {
+            logger.error("cannot store the PIN attempt count", metadata: ["error": "\(error)"])
+        }
+        changed()
+    }
+
+    // MARK: Changes
+
+    func insert(_ stored: StoredCredential) throws {
+        try store.insertCredential(stored)
+        contents.withLockedValue { $0.credentials.append(stored) }
+    }
+
+    func delete(_ id: CredentialID) throws {
+        _ = try store.deleteCredential(id)
+        contents.withLockedValue { contents in
+            contents.credentials.removeAll { $0.credential.id == id }
+            contents.items.removeAll { $0.credentialID == id }
+        }
+    }
+
+    func setState(_ state: CredentialState, of id: CredentialID) {
+        do {
+            try store.setCredentialState(id, state)
+        } catch {
+            logger.error("cannot store a credential state", metadata: ["error": "\(error)"])
+        }
+        contents.withLockedValue { contents in
+            guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) else { return }
+            contents.credentials[index].credential.state = state
+        }
+    }
+
+    /// One page of item changes, stored atomically with its cursor.
+    func applyItemPage(credential id: CredentialID, upserted: [StoredItem], removed: [String], cursor: String) throws {
+        let now = Clocks.wall()
+        try store.applyItemSync(credential: id, upserted: upserted, removed: removed, cursor: cursor, at: now)
+        contents.withLockedValue { contents in
+            guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) else { return }
+            contents.credentials[index].itemCursor = cursor
+            contents.credentials[index].lastSyncAt = now
+        }
+    }
+
+    /// Reads the items again after a sync changed them.
+    func reloadItems() {
+        do {
+            let items = try store.items()
+            contents.withLockedValue { $0.items = items }
+        } catch {
+            logger.error("cannot read the items", metadata: ["error": "\(error)"])
+        }
+    }
+}

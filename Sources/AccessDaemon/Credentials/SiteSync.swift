@@ -1,0 +1,191 @@
+import AccessCore
+import AccessStore
+import ControlSocket
+import Logging
+
+/// The background sync of every credential's state and items with its site: one consumer of
+/// a stream of sync requests (the schedule's, `items.sync`'s, a registration's), so syncs never
+/// overlap and a request made during one is served by the next. Reports `feature.state` and
+/// the SDK state's feature errors.
+actor SiteSync {
+    private struct Request: Sendable {
+        var id: UInt64
+        var reason: String
+    }
+
+    let site: SiteClient
+    let book: CredentialBook
+    let journal: EventJournal
+    let sdk: SdkStatePublisher
+    let interval: Duration
+    let clock: any Clock<Duration>
+    let logger: Logger
+    private let requests: AsyncStream<Request>.Continuation
+    private let stream: AsyncStream<Request>
+    private var schedule = SyncSchedule()
+    private var features: [String: FeatureState] = [:]
+    private var waiting = WaitingSyncs()
+
+    init(site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
+         clock: any Clock<Duration>, logger: Logger) {
+        self.site = site
+        self.book = book
+        self.journal = journal
+        self.sdk = sdk
+        self.interval = interval
+        self.clock = clock
+        self.logger = logger
+        (stream, requests) = AsyncStream<Request>.makeStream()
+    }
+
+    /// Serves sync requests, and asks for one whenever the schedule says a sync is due.
+    func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await request in self.stream { await self.serve(request) }
+            }
+            group.addTask { [clock] in
+                while true {
+                    try await clock.sleep(for: .seconds(1))
+                    await self.askIfDue()
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+        waiting.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
+    }
+
+    /// `items.sync`: a sync now, answered when it ends.
+    func syncNow(reason: String) async -> Result<JSONValue, RPCError> {
+        await withCheckedContinuation { continuation in
+            requests.yield(Request(id: waiting.add(continuation), reason: reason))
+        }
+    }
+
+    /// The next check runs a sync (after a registration, so items arrive at once).
+    func syncSoon() { schedule.forceDue() }
+
+    var featureErrors: [String] { features.filter { !$0.value.ok }.keys.sorted() }
+
+    private func askIfDue() {
+        guard !book.credentials.isEmpty, schedule.isDue(at: Clocks.monotonic()) else { return }
+        schedule.inProgress = true
+        requests.yield(Request(id: waiting.add(nil), reason: "scheduled"))
+    }
+
+    private func serve(_ request: Request) async {
+        let answer = await syncAll(reason: request.reason)
+        waiting.answer(request.id, .success(answer))
+    }
+
+    /// Syncs every credential's state and items.
+    private func syncAll(reason: String) async -> JSONValue {
+        var results: [JSONValue] = []
+        var failure: SiteError?
+        for id in book.credentials.map(\.credential.id) {
+            do {
+                results.append(try await syncOne(id))
+            } catch {
+                failure = failure ?? error
+                results.append(["id": .string(id.description), "error": .string(error.code),
+                                "message": .string(error.description)])
+            }
+        }
+        let delay = schedule.finished(success: failure == nil, interval: interval, at: Clocks.monotonic())
+        if let failure {
+            logger.warning("site sync failed", metadata: [
+                "reason": "\(reason)", "error": "\(failure)", "retryInSeconds": "\(delay.components.seconds)",
+            ])
+            setFeature(failure.isTransient ? "cloudConnection" : "itemSync", ok: false, error: failure.code, retryIn: delay)
+        } else if !results.isEmpty {
+            setFeature("cloudConnection", ok: true, error: nil)
+            setFeature("itemSync", ok: true, error: nil)
+        }
+        return ["credentials": .array(results), "nextSyncInSeconds": .int(delay.components.seconds)]
+    }
+
+    /// One credential: its state first (a revoked credential gets no items), then every
+    /// page of item changes since its cursor, each page stored atomically with the cursor.
+    /// The book is read again after every call to the site: it may have changed meanwhile.
+    private func syncOne(_ id: CredentialID) async throws(SiteError) -> JSONValue {
+        guard let stored = book.credential(id) else { return .null }
+        var state = stored.credential.state
+        do {
+            state = try await site.status(of: stored).state
+        } catch let error where error.code == "credential.unknown" {
+            // The site deleted it: it can never be used again.
+            state = .revoked
+        }
+        if let current = book.credential(id), state != current.credential.state {
+            book.setState(state, of: id)
+            logger.notice("credential state changed by the site", metadata: ["credential": "\(id)", "state": "\(state.rawValue)"])
+            journal.emit("credentials.changed", ["reason": "state", "id": .string(id.description), "state": .string(state.rawValue)])
+            book.changed()
+        }
+        var counts = (added: 0, updated: 0, removed: 0)
+        if state == .active {
+            var cursor = stored.itemCursor
+            while let current = book.credential(id) {
+                let page = try await site.items(of: current, after: cursor)
+                let known = Set(book.items.filter { $0.credentialID == id }.map(\.id))
+                do {
+                    try book.applyItemPage(credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor)
+                } catch {
+                    throw .malformedAnswer("cannot store the items: \(error)")
+                }
+                for item in page.items { if known.contains(item.id) { counts.updated += 1 } else { counts.added += 1 } }
+                counts.removed += page.removed.filter(known.contains).count
+                cursor = page.cursor
+                guard page.more else { break }
+            }
+        }
+        if counts.added + counts.updated + counts.removed > 0 {
+            book.reloadItems()
+            journal.emit("credentials.changed", ["reason": "items", "id": .string(id.description),
+                                                 "added": .int(Int64(counts.added)), "updated": .int(Int64(counts.updated)),
+                                                 "removed": .int(Int64(counts.removed))])
+            book.changed()
+        }
+        return ["id": .string(id.description), "state": .string(state.rawValue), "added": .int(Int64(counts.added)),
+                "updated": .int(Int64(counts.updated)), "removed": .int(Int64(counts.removed))]
+    }
+
+    /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list
+    /// of features in error.
+    func setFeature(_ feature: String, ok: Bool, error: String?, retryIn: Duration? = nil) {
+        let state = FeatureState(ok: ok, error: error)
+        guard features[feature] != state else { return }
+        features[feature] = state
+        var data: [String: JSONValue] = ["feature": .string(feature), "state": .string(ok ? "ok" : "failed")]
+        if let error { data["error"] = .string(error) }
+        if let retryIn { data["retryInSeconds"] = .int(retryIn.components.seconds) }
+        journal.emit("feature.state", .object(data))
+        sdk.update {
+            if ok { $0.featureSyncErrors.remove(feature) } else { $0.featureSyncErrors.insert(feature) }
+        }
+    }
+}
+
+/// Callers of `items.sync` waiting for their sync to end, by request number.
+private struct WaitingSyncs {
+    typealias Answer = CheckedContinuation<Result<JSONValue, RPCError>, Never>
+    private var answers: [UInt64: Answer] = [:]
+    private var last: UInt64 = 0
+
+    /// Numbers a request; `answer` is resumed when it ends (none for the schedule's).
+    mutating func add(_ answer: Answer?) -> UInt64 {
+        last += 1
+        answers[last] = answer
+        return last
+    }
+
+    mutating func answer(_ id: UInt64, _ result: Result<JSONValue, RPCError>) {
+        answers.removeValue(forKey: id)?.resume(returning: result)
+    }
+
+    mutating func answerAll(_ result: Result<JSONValue, RPCError>) {
+        for answer in answers.values { answer.resume(returning: result) }
+        answers.removeAll()
+    }
+}

@@ -1,0 +1,212 @@
+import AccessCore
+import BlueZ
+import Logging
+
+/// Follows BlueZ: which adapter to use, whether bluetoothd and the adapter are there (the
+/// SDK state), and discovery, driven by the core's `DiscoveryMachine`. Device reports go on to
+/// the access engine (advertisements) and the exchange engine (links dropped).
+///
+/// Its handlers never suspend; a BlueZ call the machine asks for runs on a task of its own
+/// and its end is fed back to the machine.
+actor DiscoveryService {
+    let central: any BluetoothCentral
+    let sdk: SdkStatePublisher
+    let access: AccessEngine.Door
+    let exchanges: AsyncStream<ExchangeCommand>.Continuation
+    let clock: any Clock<Duration>
+    let logger: Logger
+    /// The adapter the configuration names (`/org/bluez/hciN`), or nil for any.
+    let wantedAdapter: String?
+    var machine: DiscoveryMachine
+    var adapters: [String: AdapterState] = [:]
+    var adapterPath: String?
+    var scanningEnabled: Bool
+
+    init(central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
+         sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: AsyncStream<ExchangeCommand>.Continuation,
+         clock: any Clock<Duration>, logger: Logger) {
+        self.central = central
+        self.sdk = sdk
+        self.access = access
+        self.exchanges = exchanges
+        self.clock = clock
+        self.logger = logger
+        self.wantedAdapter = configuration.adapter.map { "/org/bluez/" + $0 }
+        self.machine = DiscoveryMachine(watchdog: configuration.discoveryWatchdog)
+        self.scanningEnabled = scanningEnabled
+    }
+
+    /// Follows BlueZ until cancelled.
+    func run() async throws {
+        try await central.start()
+        let events = central.events
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await event in events { await self.handle(event) }
+            }
+            group.addTask { [clock] in
+                while true {
+                    try await clock.sleep(for: .seconds(1))
+                    await self.tick()
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    var adapterName: String? { adapterPath.map { String($0.split(separator: "/").last ?? "") } }
+
+    /// `scanning.set` (already saved): discovery follows, and readers are forgotten when off.
+    func setScanning(_ enabled: Bool) {
+        scanningEnabled = enabled
+        if !enabled { access.yield(.forgetReaders) }
+        updateSdk { $0.scanningEnabled = enabled }
+    }
+
+    private func handle(_ event: BlueZEvent) {
+        switch event {
+        case .serviceAppeared:
+            logger.notice("bluetoothd is on the bus")
+            updateSdk { $0.bluetoothServicePresent = true }
+            chooseAdapter()
+        case .serviceVanished:
+            logger.warning("bluetoothd left the bus; waiting for it to come back")
+            adapters.removeAll()
+            use(nil)
+            updateSdk {
+                $0.bluetoothServicePresent = false
+                $0.adapterPresent = false
+                $0.discoveryRunning = false
+            }
+        case let .adapterAdded(adapter), let .adapterChanged(adapter):
+            adapters[adapter.path] = adapter
+            if adapterPath == nil { chooseAdapter() }
+            guard adapter.path == adapterPath else { return }
+            if !adapter.powered { access.yield(.forgetReaders) }
+            adopt(adapter)
+        case let .adapterRemoved(path):
+            adapters[path] = nil
+            guard path == adapterPath else { return }
+            logger.warning("adapter removed", metadata: ["adapter": "\(path)"])
+            use(nil)
+            updateSdk {
+                $0.adapterPresent = false
+                $0.discoveryRunning = false
+            }
+            chooseAdapter()
+        case let .deviceAdvertised(device):
+            guard scanningEnabled, device.adapterPath == adapterPath else { return }
+            machine.advertisementHeard(at: Clocks.monotonic())
+            access.yield(.advertised(device))
+        case let .deviceConnectionChanged(device):
+            if !device.connected { exchanges.yield(.linkDropped(devicePath: device.path)) }
+        case let .deviceRemoved(path):
+            exchanges.yield(.linkDropped(devicePath: path))
+        }
+    }
+
+    /// The configured adapter, or the first powered one.
+    private func chooseAdapter() {
+        let candidates = adapters.values.filter { wantedAdapter == nil || $0.path == wantedAdapter }
+        guard let chosen = candidates.sorted(by: { ($0.powered ? 0 : 1, $0.path) < ($1.powered ? 0 : 1, $1.path) }).first
+        else {
+            if adapterPath == nil { updateSdk { $0.adapterPresent = false } }
+            return
+        }
+        guard chosen.path != adapterPath else { return }
+        logger.notice("using adapter", metadata: ["adapter": "\(chosen.name)", "powered": "\(chosen.powered)"])
+        use(chosen.path)
+        adopt(chosen)
+    }
+
+    private func use(_ path: String?) {
+        if path == nil, adapterPath != nil { access.yield(.forgetReaders) }
+        adapterPath = path
+        access.yield(.adapter(path))
+        if path == nil { drive(.adapterChanged(path: nil, discovering: false)) }
+    }
+
+    /// The SDK state follows the adapter in use; discovery follows the SDK state.
+    private func adopt(_ adapter: AdapterState) {
+        updateSdk {
+            $0.adapterPresent = true
+            $0.adapterPowered = adapter.powered
+            $0.adapterBlocked = adapter.isBlocked
+            $0.discoveryRunning = adapter.discovering
+        }
+        drive(.adapterChanged(path: adapter.path, discovering: adapter.discovering))
+    }
+
+    /// Every change of the SDK state's inputs may allow or forbid scanning.
+    private func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
+        sdk.update(change)
+        drive(conditions())
+    }
+
+    private func conditions() -> DiscoveryMachine.Input {
+        .conditionsChanged(scanningEnabled: scanningEnabled, canScan: SdkState.canScan(sdk.inputs))
+    }
+
+    private func tick() {
+        drive(.tick)
+        access.yield(.tick)
+    }
+
+    // MARK: BlueZ calls
+
+    private func drive(_ input: DiscoveryMachine.Input) {
+        for action in machine.handle(input, at: Clocks.monotonic()) {
+            switch action {
+            case let .start(adapter):
+                Task { [central] in
+                    let result: DiscoveryMachine.StartResult
+                    do throws(BlueZError) {
+                        try await central.setDiscoveryFilter(adapter: adapter, DiscoveryFilter(transport: "le", duplicateData: true))
+                        try await central.startDiscovery(adapter: adapter)
+                        result = .started
+                    } catch .inProgress {
+                        result = .alreadyInProgress
+                    } catch {
+                        self.startFailed(adapter, error)
+                        result = .failed
+                    }
+                    self.callFinished(.startFinished(result), adapter: adapter)
+                }
+            case let .stop(adapter):
+                if case .stopping(_, restart: true) = machine.state {
+                    logger.notice("no advertisement for a while: restarting discovery")
+                }
+                Task { [central] in
+                    do throws(BlueZError) {
+                        try await central.stopDiscovery(adapter: adapter)
+                    } catch {
+                        self.logStopFailure(error)
+                    }
+                    self.callFinished(.stopFinished, adapter: adapter)
+                }
+            }
+        }
+    }
+
+    private func callFinished(_ input: DiscoveryMachine.Input, adapter: String) {
+        switch input {
+        case .startFinished(.started): logger.info("discovery started", metadata: ["adapter": "\(adapter)"])
+        case .startFinished(.alreadyInProgress): logger.debug("discovery already in progress")
+        case .stopFinished: logger.info("discovery stopped", metadata: ["adapter": "\(adapter)"])
+        default: break
+        }
+        drive(input)
+    }
+
+    private func startFailed(_ adapter: String, _ error: BlueZError) {
+        logger.warning("cannot start discovery", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
+        if case .accessDenied = error {
+            updateSdk { $0.permissionGranted = false }
+        }
+    }
+
+    private func logStopFailure(_ error: BlueZError) {
+        logger.warning("cannot stop discovery", metadata: ["error": "\(error)"])
+    }
+}

@@ -1,0 +1,136 @@
+import AccessCore
+import BlueZ
+
+/// An exchange's link: connect, wait for services, find the control point, subscribe, then
+/// read notifications until the link or the exchange ends. Runs on the exchange's own task,
+/// never on the engine, and reports each step back with the run's id.
+extension ExchangeEngine {
+    enum Phase { case connected, resolved }
+
+    nonisolated func runLink(_ reader: ReaderID, id: UInt64, devicePath: String, after: [Task<Void, Never>]) async {
+        for task in after { await task.value }
+        do throws(BlueZError) {
+            let deadline = ContinuousClock.now + settings.connectTimeout
+            try await central.connect(device: devicePath, timeout: settings.connectTimeout)
+            await reached(.connected, reader, id: id)
+            try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
+            await reached(.resolved, reader, id: id)
+            guard let characteristic = await central.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
+                                                                    characteristic: ReaderGATT.controlPointUUID) else {
+                await noControlPoint(reader, id: id)
+                return
+            }
+            let notifications = try await central.notifications(characteristic: characteristic.path)
+            guard await linkUp(reader, id: id, characteristic: characteristic) else { return }
+            for await fragment in notifications {
+                guard await received(reader, id: id, fragment) else { return }
+            }
+            await input(reader, id: id, .disconnected)
+        } catch {
+            await linkFailed(reader, id: id, error)
+        }
+    }
+
+    private func reached(_ phase: Phase, _ reader: ReaderID, id: UInt64) {
+        guard runs[reader]?.id == id else { return }
+        switch phase {
+        case .connected: runs[reader]?.phases.connected = ContinuousClock.now
+        case .resolved: runs[reader]?.phases.resolved = ContinuousClock.now
+        }
+    }
+
+    private func noControlPoint(_ reader: ReaderID, id: UInt64) {
+        guard runs[reader]?.id == id else { return }
+        logger.warning("reader has no control point", metadata: ["reader": "\(reader)"])
+        end(reader, .failed(.protocolViolation))
+    }
+
+    /// The control point is subscribed: the writer starts, and the session hears the MTU
+    /// and the connection. False when the exchange ended meanwhile.
+    private func linkUp(_ reader: ReaderID, id: UInt64, characteristic: GattCharacteristicState) -> Bool {
+        guard runs[reader]?.id == id else { return false }
+        let (writes, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let path = characteristic.path
+        runs[reader]?.writes = continuation
+        runs[reader]?.writer = Task { [central, settings] in
+            for await fragment in writes {
+                do throws(BlueZError) {
+                    try await central.writeValue(characteristic: path, fragment, type: .withResponse,
+                                                 timeout: settings.stepTimeout)
+                } catch {
+                    self.writeFailed(reader, id: id)
+                    return
+                }
+            }
+        }
+        if let mtu = characteristic.mtu { feed(reader, .mtuChanged(mtu)) }
+        feed(reader, .connected)
+        return runs[reader]?.id == id
+    }
+
+    private func received(_ reader: ReaderID, id: UInt64, _ fragment: [UInt8]) -> Bool {
+        guard runs[reader]?.id == id else { return false }
+        feed(reader, .fragmentReceived(fragment))
+        return runs[reader]?.id == id
+    }
+
+    private func input(_ reader: ReaderID, id: UInt64, _ input: CredentialSession.Input) {
+        guard runs[reader]?.id == id else { return }
+        feed(reader, input)
+    }
+
+    /// A failed write mid-session ends it; while the session is finishing it is the reader's loss.
+    private func writeFailed(_ reader: ReaderID, id: UInt64) {
+        guard let run = runs[reader], run.id == id, !run.session.isFinished else { return }
+        end(reader, .failed(.remoteClose))
+    }
+
+    private func linkFailed(_ reader: ReaderID, id: UInt64, _ error: BlueZError) {
+        guard runs[reader]?.id == id else { return }
+        logger.info("link failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
+        end(reader, .failed(Self.failure(for: error)))
+    }
+
+    // MARK: Connecting early
+
+    /// Connects to a reader still outside auto-connect range and resolves its services; the
+    /// exchange that follows at auto range finds the link up. A failure here costs nothing:
+    /// the exchange connects by itself.
+    func holdLink(_ reader: ReaderID, devicePath: String) {
+        guard held == nil, runs[reader] == nil else { return }
+        let previous = disconnects.removeValue(forKey: devicePath)
+        logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
+        let connecting = Task { [central, settings, logger] in
+            await previous?.value
+            do throws(BlueZError) {
+                let deadline = ContinuousClock.now + settings.connectTimeout
+                try await central.connect(device: devicePath, timeout: settings.connectTimeout)
+                try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
+            } catch {
+                logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
+                return
+            }
+            self.heldLinkUp(reader)
+        }
+        held = HeldLink(reader: reader, devicePath: devicePath, connecting: connecting)
+    }
+
+    private func heldLinkUp(_ reader: ReaderID) {
+        guard held?.reader == reader else { return }
+        reports.yield(.linkPrepared(reader))
+    }
+
+    /// Drops a held link no exchange took, once its Connect has been answered (cancelling
+    /// the call would leave bluetoothd connecting).
+    func releaseLink(_ reader: ReaderID) {
+        guard let link = held, link.reader == reader else { return }
+        held = nil
+        logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
+        let previous = disconnects[link.devicePath]
+        disconnects[link.devicePath] = Task { [central] in
+            await link.connecting.value
+            await previous?.value
+            try? await central.disconnect(device: link.devicePath, timeout: .seconds(5))
+        }
+    }
+}

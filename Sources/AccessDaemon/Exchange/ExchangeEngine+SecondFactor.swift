@@ -1,0 +1,98 @@
+import AccessCore
+import ControlSocket
+import Crypto
+
+/// The second factor: a prompt (`secondFactor.required`) when the reader asks for it, and
+/// `secondFactor.respond` with the PIN. An attempt is charged, persisted, before the slow key
+/// derivation and refunded only when the PIN is right: PINs sent at once can never be
+/// evaluated more often than attempts are left (docs/protocol.md).
+extension ExchangeEngine {
+    enum Charge: Sendable {
+        case charged(ReaderID, run: UInt64, CredentialID, SealedSecondFactorKey, attemptsLeft: Int)
+        case refused(RPCError)
+    }
+
+    /// Opens a prompt; returns the session's answer when there can be none (no PIN set,
+    /// locked out).
+    func promptSecondFactor(_ reader: ReaderID) -> CredentialSession.Input? {
+        guard let run = runs[reader] else { return nil }
+        // A person is typing now: the reader's second-factor timeout governs, not the manual
+        // request's (which is meant for connecting and deciding).
+        reports.yield(.secondFactorPrompted(run.origin))
+        nextID += 1
+        let request = "sf-\(nextID)"
+        runs[reader]?.secondFactorRequest = request
+        guard let stored = book.credential(run.credential), stored.credential.sealedSecondFactor != nil else {
+            return .secondFactorUnavailable(.secondFactorRequired)
+        }
+        if stored.failedPinAttempts >= book.pinAttempts { return .secondFactorUnavailable(.secondFactorLockedOut) }
+        journal.emit("secondFactor.required", [
+            "request": .string(request), "reader": .string(reader.description),
+            "credential": .string(run.credential.description), "prompt": .string(settings.secondFactorPrompt),
+            "attemptsLeft": .int(Int64(book.pinAttempts - stored.failedPinAttempts)),
+            "timeoutSeconds": .int(settings.secondFactorTimeout.components.seconds),
+        ])
+        return nil
+    }
+
+    /// `secondFactor.respond {request, pin}`. The key derivation runs on the caller's task,
+    /// never on the engine.
+    nonisolated func respond(request: String, pin: String) async -> Result<JSONValue, RPCError> {
+        switch await charge(request: request, pin: pin) {
+        case let .refused(error):
+            return .failure(error)
+        case let .charged(reader, run, credential, sealed, attemptsLeft):
+            let result = Result { () throws(SecondFactorError) -> P256.Signing.PrivateKey in
+                try sealed.unseal(pin: pin, credential: credential)
+            }
+            return await evaluated(request: request, reader: reader, run: run, credential: credential, result,
+                                   attemptsLeft: attemptsLeft)
+        }
+    }
+
+    private func charge(request: String, pin: String) -> Charge {
+        guard let (reader, run) = runs.first(where: { $0.value.secondFactorRequest == request }) else {
+            return .refused(.failed("secondFactor.noSuchRequest", "no second-factor prompt \(request) is open"))
+        }
+        do {
+            let attempt = try book.chargePinAttempt(run.credential, pin: pin)
+            return .charged(reader, run: run.id, run.credential, attempt.sealed, attemptsLeft: attempt.attemptsLeftAfterCharge)
+        } catch .invalidPINFormat {
+            return .refused(.invalidParams("pin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+        } catch .lockedOut {
+            // Other PINs still being checked used the last attempts: this one is not tried.
+            return .refused(.failed("secondFactorLockedOut", "no PIN attempts left; the second factor is locked"))
+        } catch {
+            return .refused(.failed("secondFactor.noSuchRequest", "the credential of prompt \(request) has no second factor"))
+        }
+    }
+
+    private func evaluated(request: String, reader: ReaderID, run: UInt64, credential: CredentialID,
+                           _ result: Result<P256.Signing.PrivateKey, SecondFactorError>,
+                           attemptsLeft: Int) -> Result<JSONValue, RPCError> {
+        let promptOpen = runs[reader]?.id == run && runs[reader]?.secondFactorRequest == request
+        switch result {
+        case let .success(key):
+            book.pinSucceeded(credential)
+            guard promptOpen else {
+                return .failure(.failed("secondFactor.noSuchRequest", "prompt \(request) ended before the PIN was checked"))
+            }
+            runs[reader]?.secondFactorRequest = nil
+            feed(reader, .secondFactorKey(key))
+            return .success(["request": .string(request), "accepted": true])
+        case .failure(.wrongPIN) where attemptsLeft == 0:
+            logger.warning("second factor locked after wrong PINs", metadata: ["credential": "\(credential)"])
+            if promptOpen {
+                runs[reader]?.secondFactorRequest = nil
+                feed(reader, .secondFactorUnavailable(.secondFactorLockedOut))
+            }
+            return .failure(.failed("secondFactorLockedOut", "wrong PIN; the second factor is now locked"))
+        case .failure(.wrongPIN):
+            let failed = book.credential(credential)?.failedPinAttempts ?? book.pinAttempts
+            return .failure(RPCError(code: -32010, message: "wrong PIN",
+                                     data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(max(0, book.pinAttempts - failed)))]))
+        case let .failure(error):
+            return .failure(.invalidParams("pin: \(error)"))
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import AccessCore
+import BlueZ
+import ControlSocket
+import Logging
+
+/// The exchange engine: runs the credential side of the reader protocol over a link for each
+/// exchange the access engine orders, holds the link `connect_early` prepares, and answers
+/// the second factor. It reports every exchange's end back to the access engine.
+///
+/// Its methods never suspend: each input is handled whole, in order. BlueZ is called from
+/// each exchange's own tasks (the link task connects, subscribes and reads notifications;
+/// the writer task writes fragments in order), which feed what they learn back in; a run's
+/// `id` keeps a late callback of a finished exchange away from the next one.
+actor ExchangeEngine {
+    let central: any BluetoothCentral
+    let book: CredentialBook
+    let journal: EventJournal
+    let settings: ExchangeSettings
+    let reports: AccessEngine.Door
+    let clock: any Clock<Duration>
+    let logger: Logger
+    var runs: [ReaderID: ExchangeRun] = [:]
+    var held: HeldLink?
+    /// The last Disconnect of each device: the next Connect to it waits for it (a Connect
+    /// racing a Disconnect fails).
+    var disconnects: [String: Task<Void, Never>] = [:]
+    var replayGuard = ChallengeReplayGuard()
+    var nextID: UInt64 = 0
+
+    init(central: any BluetoothCentral, book: CredentialBook, journal: EventJournal, settings: ExchangeSettings,
+         reports: AccessEngine.Door, clock: any Clock<Duration>, logger: Logger) {
+        self.central = central
+        self.book = book
+        self.journal = journal
+        self.settings = settings
+        self.reports = reports
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Performs commands until the stream ends or the task is cancelled, then drops every link.
+    func run(commands: AsyncStream<ExchangeCommand>) async {
+        for await command in commands {
+            switch command {
+            case let .start(order): start(order)
+            case let .abort(reader): end(reader, .failed(.timedOut))
+            case let .holdLink(reader, devicePath): holdLink(reader, devicePath: devicePath)
+            case let .releaseLink(reader): releaseLink(reader)
+            case let .linkDropped(devicePath): linkDropped(devicePath)
+            }
+        }
+        await shutDown()
+    }
+
+    /// Exchanges in progress (diagnostics, tests).
+    var activeReaders: [ReaderID] { runs.keys.sorted() }
+
+    // MARK: Exchanges
+
+    private func start(_ order: ExchangeOrder) {
+        let reader = order.reader.id
+        guard let (presentation, credential, siteKey) = book.presentation(for: order.reader,
+                                                                           aperioEnabled: settings.aperioEnabled) else {
+            // The controller checked availability; a credential changed meanwhile.
+            reports.yield(.exchangeEnded(reader, .failed(.invalidatedCredential), timings: nil))
+            return
+        }
+        let session = CredentialSession(
+            readerID: reader, siteTag: order.reader.siteTag, sitePublicKey: siteKey, presentation: presentation,
+            operation: order.operation,
+            timeouts: ProtocolTimeouts(step: settings.stepTimeout, secondFactor: settings.secondFactorTimeout))
+        nextID += 1
+        var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
+                              devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
+        journal.emit("access.started", ["reader": .string(reader.description), "origin": Render.origin(order.origin),
+                                        "operation": Render.operation(order.operation)])
+        logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
+        // Before connecting: the link connected early for this reader (the exchange takes it
+        // over: BlueZ answers Connect on a connected device at once), and the device's last
+        // Disconnect.
+        var before: [Task<Void, Never>] = []
+        if let link = held, link.reader == reader {
+            before.append(link.connecting)
+            held = nil
+        }
+        if let disconnect = disconnects.removeValue(forKey: order.devicePath) { before.append(disconnect) }
+        let id = run.id, devicePath = order.devicePath
+        run.link = Task { await self.runLink(reader, id: id, devicePath: devicePath, after: before) }
+        runs[reader] = run
+    }
+
+    /// Feeds the session one input and performs what it returns, in order. A second-factor
+    /// request can answer at once (no PIN set, locked out): that answer is fed next.
+    func feed(_ reader: ReaderID, _ input: CredentialSession.Input) {
+        var inputs = [input]
+        while !inputs.isEmpty {
+            guard var run = runs[reader] else { return }
+            let actions = run.session.handle(inputs.removeFirst(), replayGuard: &replayGuard)
+            runs[reader] = run
+            for action in actions {
+                guard runs[reader]?.id == run.id else { return }
+                switch action {
+                case let .send(fragments):
+                    for fragment in fragments { runs[reader]?.writes?.yield(fragment) }
+                case let .startTimer(delay):
+                    startStepTimer(reader, after: delay)
+                case .cancelTimer:
+                    runs[reader]?.stepTimer?.cancel()
+                    runs[reader]?.stepTimer = nil
+                case .requestSecondFactor:
+                    if let answer = promptSecondFactor(reader) { inputs.append(answer) }
+                case let .finish(outcome):
+                    end(reader, outcome)
+                }
+            }
+        }
+    }
+
+    private func startStepTimer(_ reader: ReaderID, after delay: Duration) {
+        guard let run = runs[reader] else { return }
+        run.stepTimer?.cancel()
+        nextID += 1
+        let timerID = nextID, runID = run.id
+        runs[reader]?.stepTimerID = timerID
+        runs[reader]?.stepTimer = Task { [clock] in
+            do { try await clock.sleep(for: delay) } catch { return }
+            self.stepTimerFired(reader, run: runID, timer: timerID)
+        }
+    }
+
+    private func stepTimerFired(_ reader: ReaderID, run: UInt64, timer: UInt64) {
+        guard let current = runs[reader], current.id == run, current.stepTimerID == timer else { return }
+        runs[reader]?.stepTimer = nil
+        feed(reader, .timerFired)
+    }
+
+    /// Ends an exchange once: stops its tasks, drops the link after its last writes, reports.
+    func end(_ reader: ReaderID, _ outcome: ExchangeOutcome) {
+        guard let run = runs.removeValue(forKey: reader) else { return }
+        run.stepTimer?.cancel()
+        run.link?.cancel()
+        run.writes?.finish()
+        let timings = run.phases.timings(endedAt: ContinuousClock.now)
+        logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)", "timings": "\(timings.jsonText)"])
+        // In the background, so the decision is reported at once.
+        let devicePath = run.devicePath, writer = run.writer, previous = disconnects[devicePath]
+        disconnects[devicePath] = Task { [central] in
+            await writer?.value
+            await previous?.value
+            try? await central.disconnect(device: devicePath, timeout: .seconds(5))
+        }
+        reports.yield(.exchangeEnded(reader, outcome, timings: timings))
+    }
+
+    /// BlueZ says the device is gone or disconnected: exchanges whose link was up hear it.
+    private func linkDropped(_ devicePath: String) {
+        for (reader, run) in runs where run.devicePath == devicePath && run.writes != nil {
+            logger.info("reader dropped the link", metadata: ["reader": "\(reader)"])
+            feed(reader, .disconnected)
+        }
+    }
+
+    static func failure(for error: BlueZError) -> ExchangeFailure {
+        switch error {
+        case .doesNotExist, .serviceUnknown: .deviceNotFound
+        case .inProgress, .notReady: .adapterBusy
+        case .timeout: .timedOut
+        case .disconnected: .remoteClose
+        default: .connectionAborted
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Drops every link accessd opened or is opening. bluetoothd does not cancel a Connect
+    /// whose caller left the bus: it would keep connecting to the reader for a daemon that is
+    /// gone, and a connection attempt that then fails with its socket still open has crashed
+    /// the Bluetooth stack of Linux 6.1 (a kernel BUG in `hci_chan_del`, seen in the lab).
+    /// Waits for bluetoothd's answers at most `grace`, so stopping stays quick.
+    func shutDown(grace: Duration = .seconds(3)) async {
+        let pending = dropEverything(grace: grace)
+        guard !pending.isEmpty else { return }
+        // Not cancelled with the service's task, so the disconnects are sent and awaited.
+        await Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for task in pending { await task.value } }
+                group.addTask { try? await Task.sleep(for: grace) }
+                await group.next()
+                group.cancelAll()
+            }
+        }.value
+    }
+
+    private func dropEverything(grace: Duration) -> [Task<Void, Never>] {
+        var pending = Array(disconnects.values)
+        disconnects.removeAll()
+        var devices: [String] = []
+        if let link = held {
+            logger.info("dropping the early link on stop", metadata: ["device": "\(link.devicePath)"])
+            devices.append(link.devicePath)
+            held = nil
+        }
+        for run in runs.values {
+            run.link?.cancel()
+            run.stepTimer?.cancel()
+            run.writes?.finish()
+            logger.info("dropping the link on stop", metadata: ["device": "\(run.devicePath)"])
+            devices.append(run.devicePath)
+        }
+        runs.removeAll()
+        for device in devices {
+            pending.append(Task { [central] in try? await central.disconnect(device: device, timeout: grace) })
+        }
+        return pending
+    }
+}

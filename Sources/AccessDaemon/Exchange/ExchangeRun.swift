@@ -1,0 +1,92 @@
+import AccessCore
+import Crypto
+import ControlSocket
+
+/// What the access engine asks the exchange engine to do, in order.
+enum ExchangeCommand: Sendable {
+    case start(ExchangeOrder)
+    /// The controller gave up on it (a manual request's timeout).
+    case abort(ReaderID)
+    /// Connect early (`[access] connect_early`) and hold the link for the exchange to come.
+    case holdLink(ReaderID, devicePath: String)
+    case releaseLink(ReaderID)
+    /// BlueZ says the device disconnected or vanished.
+    case linkDropped(devicePath: String)
+}
+
+/// An exchange the controller decided on, with what the exchange engine needs of the reader.
+struct ExchangeOrder: Sendable {
+    var reader: ReaderAttributes
+    var devicePath: String
+    var origin: ExchangeOrigin
+    var operation: ExchangeOperation
+    /// When this approach's first advertisement put the reader in auto range (automatic only).
+    var detected: ContinuousClock.Instant?
+}
+
+/// One exchange in progress: the protocol session, the link it runs over, and its phases.
+struct ExchangeRun: Sendable {
+    /// Tells this run from a later one with the same reader, so a late callback of a link
+    /// that ended cannot touch it.
+    var id: UInt64
+    var session: CredentialSession
+    var origin: ExchangeOrigin
+    var credential: CredentialID
+    var devicePath: String
+    var link: Task<Void, Never>?
+    /// Fragments to write, in order, by the run's writer task (set once the control point is known).
+    var writes: AsyncStream<[UInt8]>.Continuation?
+    var writer: Task<Void, Never>?
+    var stepTimer: Task<Void, Never>?
+    /// Tells the step timer armed last from one cancelled while it fired.
+    var stepTimerID: UInt64 = 0
+    /// The open second-factor prompt (`secondFactor.required`), if any: the only record of it.
+    var secondFactorRequest: String?
+    var phases: ExchangePhases
+}
+
+/// When each phase of an exchange was reached, for `access.completed`'s `timings`.
+struct ExchangePhases: Sendable {
+    var detected: ContinuousClock.Instant?
+    var started = ContinuousClock.now
+    var connected: ContinuousClock.Instant?
+    var resolved: ContinuousClock.Instant?
+
+    /// Milliseconds per phase: detection (first in-range advertisement → exchange start,
+    /// automatic only), connect, service resolution, protocol exchange, and in all.
+    func timings(endedAt end: ContinuousClock.Instant) -> JSONValue {
+        func ms(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> JSONValue {
+            guard let from, let to else { return .null }
+            let d = to - from
+            return .double((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded())
+        }
+        return ["detectionMs": ms(detected, started), "connectMs": ms(started, connected),
+                "resolveMs": ms(connected, resolved), "exchangeMs": ms(resolved, end),
+                "totalMs": ms(detected ?? started, end)]
+    }
+}
+
+/// The link `connect_early` holds for a reader not yet in auto range: one at a time.
+struct HeldLink: Sendable {
+    var reader: ReaderID
+    var devicePath: String
+    /// Connect and resolve services; ends when the link is up or the attempt failed.
+    var connecting: Task<Void, Never>
+}
+
+/// What the exchange engine needs of the configuration.
+struct ExchangeSettings: Sendable {
+    var stepTimeout: Duration
+    var secondFactorTimeout: Duration
+    var secondFactorPrompt: String
+    var aperioEnabled: Bool
+    /// Connect and resolve services within this.
+    var connectTimeout: Duration { stepTimeout * 2 }
+
+    init(_ configuration: AccessdConfiguration) {
+        stepTimeout = configuration.stepTimeout
+        secondFactorTimeout = configuration.secondFactorTimeout
+        secondFactorPrompt = configuration.secondFactorPrompt
+        aperioEnabled = configuration.features.contains("aperio")
+    }
+}

@@ -1,0 +1,122 @@
+import AccessStore
+import ControlSocket
+import Logging
+import NIOConcurrencyHelpers
+
+/// The event journal and its fan-out: every event is appended to the store (which numbers
+/// it), then handed to each subscriber that wants its kind, in sequence order. A subscriber
+/// can ask for the events since a sequence number first: they are replayed in chunks without
+/// holding up anyone else, and the switch from replay to live loses and repeats nothing.
+///
+/// A lock, not an actor: emitting is synchronous for every service (no suspension, so the
+/// order of events is the order of the calls), and a replay runs on its caller's task.
+public final class EventJournal: Sendable {
+    /// Events read per step of a replay.
+    public static let replayChunk = 1000
+
+    struct State {
+        var subscribers: [ControlClient: Set<String>?] = [:]
+        var lastSequence: Int64
+    }
+
+    public struct Subscription: Sendable {
+        public var replayed: Int
+        public var lastSequence: Int64
+        /// The oldest event the journal still keeps, when a replay was asked for.
+        public var oldestAvailable: Int64?
+    }
+
+    let store: AccessStore
+    private let logger: Logger
+    private let state: NIOLockedValueBox<State>
+
+    public init(store: AccessStore, logger: Logger) throws {
+        self.store = store
+        self.logger = logger
+        self.state = NIOLockedValueBox(State(lastSequence: try store.lastSequence()))
+    }
+
+    /// The newest sequence number.
+    public var lastSequence: Int64 { state.withLockedValue { $0.lastSequence } }
+
+    /// Journals an event, then hands it to every subscriber that wants its kind.
+    public func emit(_ kind: String, _ data: JSONValue) {
+        state.withLockedValue { state in
+            let event: AccessStore.Event
+            do {
+                event = try store.append(kind: kind, data: data.jsonText, time: Clocks.wall())
+            } catch {
+                logger.error("cannot journal event", metadata: ["kind": "\(kind)", "error": "\(error)"])
+                return
+            }
+            state.lastSequence = event.sequence
+            let line = Self.notification(event, data: data)
+            for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
+                client.deliver(sequence: event.sequence, notification: line)
+            }
+        }
+    }
+
+    /// Subscribes `client` to the events of `kinds` (all when nil), after replaying those
+    /// since `since` when given. Replay runs in chunks outside the lock, so emitters are not
+    /// held up; the last chunk is read under it, so no event falls between replay and live.
+    public func subscribe(_ client: ControlClient, kinds: Set<String>?, since: Int64?) throws -> Subscription {
+        guard let since else {
+            return state.withLockedValue { state in
+                state.subscribers[client] = .some(kinds)
+                return Subscription(replayed: 0, lastSequence: state.lastSequence, oldestAvailable: nil)
+            }
+        }
+        let oldest = try store.firstSequence()
+        var replay = (count: 0, cursor: since)
+        try self.replay(kinds, to: client, from: &replay)
+        return try state.withLockedValue { state in
+            try self.replay(kinds, to: client, from: &replay)
+            state.subscribers[client] = .some(kinds)
+            return Subscription(replayed: replay.count, lastSequence: state.lastSequence, oldestAvailable: oldest)
+        }
+    }
+
+    /// Delivers the journal's events after `replay.cursor`, a chunk at a time, to the end.
+    private func replay(_ kinds: Set<String>?, to client: ControlClient, from replay: inout (count: Int, cursor: Int64)) throws {
+        while true {
+            let batch = try store.events(after: replay.cursor, kinds: kinds, limit: Self.replayChunk)
+            deliver(batch, to: client)
+            replay.count += batch.count
+            if let last = batch.last { replay.cursor = last.sequence }
+            guard batch.count == Self.replayChunk else { return }
+        }
+    }
+
+    /// Whether the client was subscribed.
+    @discardableResult
+    public func unsubscribe(_ client: ControlClient) -> Bool {
+        state.withLockedValue { $0.subscribers.removeValue(forKey: client) != nil }
+    }
+
+    private func deliver(_ events: [AccessStore.Event], to client: ControlClient) {
+        for event in events {
+            let data = (try? JSONValue.parse(event.data)) ?? .null
+            client.deliver(sequence: event.sequence, notification: Self.notification(event, data: data))
+        }
+    }
+
+    static func notification(_ event: AccessStore.Event, data: JSONValue) -> String {
+        RPCRequest.notification(method: "event", params: [
+            "seq": .int(event.sequence), "time": .double(event.time), "kind": .string(event.kind), "data": data,
+        ])
+    }
+
+    /// Retention: at start, then hourly, the journal keeps at most `maxEvents` events and
+    /// none older than `maxAge`.
+    public func runRetention(maxEvents: Int, maxAge: Duration, clock: any Clock<Duration>) async throws {
+        while true {
+            do {
+                try store.prune(maxEvents: maxEvents, maxAge: Double(maxAge.components.seconds), now: Clocks.wall())
+            } catch {
+                logger.error("journal retention failed", metadata: ["error": "\(error)"])
+            }
+            try await clock.sleep(for: .seconds(3600))
+        }
+    }
+}

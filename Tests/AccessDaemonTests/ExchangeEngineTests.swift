@@ -1,0 +1,174 @@
+import AccessCore
+import BlueZ
+import BlueZTestSupport
+import Clocks
+import Foundation
+import Testing
+@testable import AccessDaemon
+@testable import ControlSocket
+
+/// The exchange engine and the access engine over the fake central: exchanges, links that
+/// drop, the second factor, held links, bluetoothd going away. Fast and without a radio; the
+/// lab suite proves the same against real BlueZ.
+@Suite("Exchange engine over the fake central")
+struct ExchangeEngineTests {
+    @Test func manualAccessIsGrantedAndTimed() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let reader = FakeReader(shell.readerConfiguration())
+        try await shell.readerAdvertises(reader)
+        let answer = try await shell.call("access.request", ["reader": "2A01"]).get()
+        #expect(answer["decision"]?.string == "granted")
+        #expect(answer["timings"]?["connectMs"] != nil && answer["timings"]?["connectMs"] != .null)
+        #expect(try shell.events("access.started").count == 1)
+        // The link is dropped after the decision.
+        try await shell.waitUntil("disconnected") { await shell.central.callCount("Disconnect") == 1 }
+        #expect(reader.reports.count == 1)
+        await shell.stop()
+    }
+
+    @Test func theLinkDroppedMidExchangeIsARemoteClose() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let reader = FakeReader(shell.readerConfiguration(), behaviour: .silentAfterChallenge)
+        try await shell.readerAdvertises(reader)
+        async let answer = shell.call("access.request", ["reader": "2A01"])
+        try await shell.waitUntil("connected") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        try await Task.sleep(for: .milliseconds(50))
+        await shell.central.dropLink(ShellHarness.readerPath)
+        let result = await answer
+        #expect(result.failureData?["error"]?.string == "remoteClose")
+        let completed = try await shell.waitForEvent("access.completed")
+        #expect(completed["error"]?.string == "remoteClose")
+        await shell.stop()
+    }
+
+    @Test func aSecondFactorNotGivenInTimeEndsTheExchange() async throws {
+        let clock = TestClock<Duration>()
+        let shell = try ShellHarness(secondFactor: true, clock: clock)
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
+        async let answer = shell.call("access.request", ["reader": "2A01"])
+        let prompt = try await shell.waitForEvent("secondFactor.required")
+        #expect(prompt["attemptsLeft"]?.int == 5)
+        #expect(prompt["timeoutSeconds"]?.int == 30)
+        // The manual request's own timeout (15 s) gave way to the reader's second-factor one.
+        try await Task.sleep(for: .milliseconds(100))
+        await clock.advance(by: .seconds(20))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try shell.events("access.completed").isEmpty)
+        await clock.advance(by: .seconds(11))
+        let result = await answer
+        #expect(result.failureData?["error"] != nil)
+        let completed = try await shell.waitForEvent("access.completed")
+        #expect(completed["outcome"]?.string == "failed")
+        // Nobody typed a wrong PIN: no attempt was spent.
+        #expect(shell.failedPinAttempts == 0)
+        await shell.stop()
+    }
+
+    @Test func theRightPinOpensAndResetsTheCount() async throws {
+        let shell = try ShellHarness(secondFactor: true)
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
+        async let answer = shell.call("access.request", ["reader": "2A01"])
+        let prompt = try await shell.waitForEvent("secondFactor.required")
+        let request = try #require(prompt["request"]?.string)
+        let wrong = await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"], role: .operator)
+        #expect(wrong.failureData?["error"]?.string == "secondFactor.wrongPin")
+        #expect(wrong.failureData?["attemptsLeft"]?.int == 4)
+        let right = try await shell.call("secondFactor.respond", ["request": .string(request), "pin": .string(ShellHarness.pin)],
+                                         role: .operator).get()
+        #expect(right["accepted"]?.bool == true)
+        #expect(try await answer.get()["decision"]?.string == "granted")
+        #expect(shell.failedPinAttempts == 0)
+        await shell.stop()
+    }
+
+    /// 20 wrong PINs at once against a prompt with 5 attempts left: only 5 are ever checked,
+    /// and the second factor locks. Before attempts were charged ahead of the key derivation,
+    /// all 20 were checked and the count ended far below the limit (not locked out).
+    @Test func parallelWrongPinsNeverOutrunTheAttemptsLeft() async throws {
+        let shell = try ShellHarness(secondFactor: true)
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
+        async let answer = shell.call("access.request", ["reader": "2A01"])
+        let prompt = try await shell.waitForEvent("secondFactor.required")
+        let request = try #require(prompt["request"]?.string)
+        let results = await withTaskGroup(of: Result<JSONValue, RPCError>.self) { group in
+            for _ in 0..<20 {
+                group.addTask { await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"],
+                                                 role: .operator) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let errors = results.map { $0.failureData?["error"]?.string ?? "accepted" }
+        let checkedWrong = errors.filter { $0 == "secondFactor.wrongPin" }.count
+        let lockedOut = errors.filter { $0 == "secondFactorLockedOut" }.count
+        #expect(checkedWrong == 4, "\(errors)")
+        #expect(lockedOut == 16, "\(errors)")
+        #expect(shell.failedPinAttempts == 5)
+        let result = await answer
+        #expect(result.failureData?["error"]?.string == "secondFactorLockedOut")
+        let credentials = try await shell.call("credentials.list").get()
+        #expect(credentials["credentials"]?.array?.first?["secondFactor"]?["lockedOut"]?.bool == true)
+        #expect(try shell.events("sdk.state").last?["states"]?.array?.contains("secondFactorLockedOut") == true)
+        await shell.stop()
+    }
+
+    @Test func bluetoothdVanishingDuringAConnectFailsTheRequestAndScanningResumes() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
+        await shell.central.setConnectBehaviour(.hang, for: ShellHarness.readerPath)
+        async let answer = shell.call("access.request", ["reader": "2A01"])
+        try await shell.waitUntil("connecting") { await shell.central.callCount("Connect") == 1 }
+        await shell.central.vanish()
+        let result = await answer
+        #expect(result.failureData?["error"] != nil)
+        let status = try await shell.call("status.get").get()
+        #expect(status["bluetoothServicePresent"]?.bool == false)
+        #expect(status["readerCount"]?.int == 0)
+        await shell.central.reappear()
+        try await shell.waitUntil("discovery again") { await shell.central.callCount("StartDiscovery") == 2 }
+        await shell.stop()
+    }
+
+    @Test func aHeldLinkIsReleasedWhenTheReaderGoes() async throws {
+        let shell = try ShellHarness { configuration in
+            configuration.connectEarly = true
+            configuration.automaticAccessOnStart = true
+        }
+        try await shell.start()
+        // Within manual range (path loss 31), outside auto range (20): connected early.
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()), rssi: -90)
+        try await shell.waitUntil("connected early") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        #expect(try shell.events("access.started").isEmpty)
+        _ = try await shell.call("scanning.set", ["enabled": false], role: .operator).get()
+        try await shell.waitUntil("released") { await shell.central.device(ShellHarness.readerPath)?.connected == false }
+        #expect(await shell.central.callCount("Disconnect") == 1)
+        await shell.stop()
+    }
+
+    @Test func rolesComeFromTheContract() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let refused = await shell.call("credentials.list", role: .operator)
+        #expect(refused.failureCode == -32001)
+        #expect(refused.failureData?["needs"]?.string == "admin")
+        #expect(await shell.call("no.such.method").failureCode == -32601)
+        await shell.stop()
+    }
+}
+
+extension Result where Failure == RPCError {
+    var failureData: JSONValue? {
+        if case let .failure(error) = self { return error.data }
+        return nil
+    }
+
+    var failureCode: Int? {
+        if case let .failure(error) = self { return error.code }
+        return nil
+    }
+}

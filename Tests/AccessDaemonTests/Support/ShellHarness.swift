@@ -1,0 +1,135 @@
+import AccessCore
+import AccessStore
+import BlueZ
+import BlueZTestSupport
+import Crypto
+import Foundation
+import Logging
+@testable import AccessDaemon
+@testable import ControlSocket
+
+/// The daemon's services in this process over the fake central: no bus, no binary, a real
+/// SQLite store in a temporary directory. Requests go through the control API's table as the
+/// socket's would; events are read back from the journal.
+final class ShellHarness: @unchecked Sendable {
+    static let siteTag = SiteTag(0x5117_E001)
+    static let readerID = ReaderID(0x2A01)
+    static let readerAddress = "00:BB:01:00:00:00"
+    static let readerPath = "/org/bluez/hci0/dev_00_BB_01_00_00_00"
+    static let credentialID = CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!
+    static let pin = "482916"
+
+    let central = FakeCentral()
+    let directory: String
+    let store: AccessStore
+    let site: SiteClient
+    let daemon: AccessDaemonServices
+    let siteKey = P256.Signing.PrivateKey()
+    let credentialKey = P256.Signing.PrivateKey()
+    let secondFactorKey = P256.Signing.PrivateKey()
+    private var running: Task<Void, Never>?
+    private var nextClient: UInt64 = 0
+
+    /// `secondFactor`: the credential's second factor is sealed under `pin`.
+    init(secondFactor: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
+         configure: (inout AccessdConfiguration) -> Void = { _ in }) throws {
+        directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try AccessStore(directory: directory + "/state")
+        var configuration = AccessdConfiguration()
+        configuration.stateDirectory = directory + "/state"
+        configure(&configuration)
+        var sealed: SealedSecondFactorKey?
+        if secondFactor {
+            var generator = SystemRandomNumberGenerator()
+            sealed = try SealedSecondFactorKey.seal(secondFactorKey, pin: Self.pin, credential: Self.credentialID,
+                                                    using: &generator)
+        }
+        let credential = Credential(id: Self.credentialID, siteTag: Self.siteTag, cardholderName: "Ada Lovelace",
+                                    kind: .mobile, state: .active, sitePublicKey: siteKey.publicKey,
+                                    signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: secondFactor)
+        try store.insertCredential(StoredCredential(credential: credential, siteName: "Head office",
+                                                    siteURL: "http://127.0.0.1:9", deviceName: "kiosk", registeredAt: 0))
+        site = try SiteClient(caFile: nil, timeout: .seconds(5))
+        var logger = Logger(label: "shell-test")
+        logger.logLevel = .critical
+        daemon = try AccessDaemonServices(configuration: configuration, store: store, central: central, site: site,
+                                          logLevel: LogLevelSetting(.critical), logger: logger, clock: clock)
+    }
+
+    /// The reader the credential above is for.
+    func readerConfiguration(secondFactor: Bool = false, policy: ReaderSession.DecisionPolicy = .fromSite)
+        -> ReaderSession.Configuration
+    {
+        ReaderSession.Configuration(
+            readerID: Self.readerID, siteTag: Self.siteTag, siteKey: siteKey, policy: policy,
+            secondFactorRequired: secondFactor,
+            credentials: [.init(id: Self.credentialID, publicKey: credentialKey.publicKey,
+                                secondFactorPublicKey: secondFactorKey.publicKey)])
+    }
+
+    /// Starts the services with one powered adapter, and waits until discovery runs.
+    func start() async throws {
+        await central.addAdapter("hci0")
+        let services = daemon.services
+        running = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for service in services { group.addTask { try? await service.run() } }
+            }
+        }
+        try await waitUntil("discovery started") { await self.central.callCount("StartDiscovery") > 0 }
+    }
+
+    func stop() async {
+        running?.cancel()
+        await running?.value
+        await site.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The reader advertising at `rssi` (tx power −59 dBm: −70 is 11 dB of path loss, within
+    /// auto range 20), attached behind the fake central.
+    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3) async throws {
+        let advertisement = ReaderAdvertisement(
+            kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: Self.readerID,
+            txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: Self.siteTag)
+        for _ in 0..<times {
+            let path = await central.advertise(address: Self.readerAddress, rssi: rssi,
+                                               serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
+            if let reader { await central.attach(reader, to: path) }
+        }
+        try await waitUntil("reader heard") { !(try self.events("reader.updated").isEmpty) }
+    }
+
+    func call(_ method: String, _ params: JSONValue = .object([:]), role: Role = .admin) async -> Result<JSONValue, RPCError> {
+        nextClient += 1
+        let client = ControlClient(id: nextClient, role: role, uid: 0, pid: 0, eventLimit: 1024)
+        return await daemon.control.handle(RPCRequest(id: .int(1), method: method, params: params), from: client)
+    }
+
+    /// The journal's events of `kind`, oldest first (their `data`).
+    func events(_ kind: String) throws -> [JSONValue] {
+        try store.events(after: 0, kinds: [kind]).map { try JSONValue.parse($0.data) }
+    }
+
+    func waitForEvent(_ kind: String, timeout: Duration = .seconds(30),
+                      where predicate: (JSONValue) -> Bool = { _ in true }) async throws -> JSONValue {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = try events(kind).first(where: predicate) { return match }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestEnvironmentError("no \(kind) event within \(timeout): \(try events(kind))")
+    }
+
+    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestEnvironmentError("\(what): not within \(timeout)")
+    }
+
+    var failedPinAttempts: Int { (try? store.credentials().first?.failedPinAttempts) ?? -1 }
+}
