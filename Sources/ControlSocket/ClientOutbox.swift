@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import NIOConcurrencyHelpers
 
 /// What waits to be written to one client: answers to its requests, and the events it
 /// subscribed to. Answers always go first and are never dropped (a client with too many
@@ -13,12 +11,14 @@ final class ClientOutbox: @unchecked Sendable {
         case gap(from: Int64, to: Int64)
     }
 
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let lock = NIOLock()
     private var responses: [String] = []
     private var events: [Entry] = []
     private var eventCount = 0
     private var waiter: CheckedContinuation<String?, Never>?
     private var closed = false
+    /// No more requests will come: what is queued is written, then the outbox closes.
+    private var finishing = false
     /// Set while one of the client's requests is being handled: events then wait in the
     /// queue, so that the answer (for example to events.subscribe) is written before the
     /// events the request produced.
@@ -29,18 +29,10 @@ final class ClientOutbox: @unchecked Sendable {
     init(eventLimit: Int, responseLimit: Int = 256) {
         self.eventLimit = eventLimit
         self.responseLimit = responseLimit
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
+        lock.withLock(body)
     }
 
     func beginRequest() {
@@ -102,7 +94,7 @@ final class ClientOutbox: @unchecked Sendable {
         await withCheckedContinuation { continuation in
             let ready = locked { () -> String?? in
                 if let line = takeNext() { return .some(line) }
-                if closed { return .some(nil) }
+                if closed || finishing { return .some(nil) }
                 waiter = continuation
                 return nil
             }
@@ -122,6 +114,21 @@ final class ClientOutbox: @unchecked Sendable {
             return RPCRequest.notification(method: "events.dropped", params: ["from": .int(from), "to": .int(to)])
         }
     }
+
+    /// The client sent its last request: the queue drains, then `next` returns nil.
+    func finish() {
+        let wake = locked { () -> CheckedContinuation<String?, Never>? in
+            finishing = true
+            holding = false
+            guard takeNextIsEmpty else { return nil }
+            defer { waiter = nil }
+            return waiter
+        }
+        wake?.resume(returning: nil)
+    }
+
+    /// Under the lock: nothing could be written now.
+    private var takeNextIsEmpty: Bool { responses.isEmpty && events.isEmpty }
 
     func close() {
         let wake = locked { () -> CheckedContinuation<String?, Never>? in

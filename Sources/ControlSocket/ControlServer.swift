@@ -1,5 +1,7 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
+import NIOExtras
 import NIOPosix
 
 #if canImport(Glibc)
@@ -67,9 +69,14 @@ public final class ControlServer: Sendable {
     public func run(onReady: @Sendable () -> Void = {}) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
+            // A client may write its requests and shut its side down (socat, `echo … |`):
+            // its answers are still written before the connection closes.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 Self.peerCredentials(channel).flatMapThrowing { credentials -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, Credentials) in
-                    let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(isOutboundHalfClosureEnabled: true))
                     return (wrapped, Credentials(value: credentials))
                 }
             }
@@ -108,22 +115,27 @@ public final class ControlServer: Sendable {
         let client = ControlClient(id: clientIDs.next(), role: role, uid: credentials?.uid ?? UInt32.max,
                                    pid: credentials?.pid ?? -1, eventLimit: eventLimit)
         logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
+        enum Side { case reader, writer }
         do {
             try await connection.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: Void.self) { group in
+                try await withThrowingTaskGroup(of: Side.self) { group in
                     group.addTask {
                         while let line = await client.outbox.next() {
                             var buffer = ByteBuffer(string: line)
                             buffer.writeInteger(UInt8(ascii: "\n"))
                             try await outbound.write(buffer)
                         }
+                        return .writer
                     }
                     group.addTask {
-                        defer { client.outbox.close() }
+                        // What is queued is still written (answers to requests already read).
+                        defer { client.outbox.finish() }
                         try await self.read(inbound, client: client)
+                        return .reader
                     }
-                    // Whichever ends first (the client closed, or it misbehaved) ends both.
-                    try await group.next()
+                    // The reader ending (the client shut its side, or misbehaved) lets the
+                    // writer drain; the writer ending (the client is gone) ends the reader.
+                    if try await group.next() == .reader { _ = try await group.next() }
                     client.outbox.close()
                     group.cancelAll()
                 }
@@ -136,30 +148,27 @@ public final class ControlServer: Sendable {
         logger.debug("client disconnected", metadata: ["client": "\(client.id)"])
     }
 
+    /// Reads lines (swift-nio-extras' `LineBasedFrameDecoder`, `\n` or `\r\n`), at most
+    /// `maximumLineLength` bytes waiting: past that, one `lineTooLong` answer, then hang up.
     private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: ControlClient) async throws {
-        var pending: [UInt8] = []
-        for try await var chunk in inbound {
-            guard let bytes = chunk.readBytes(length: chunk.readableBytes) else { continue }
-            pending += bytes
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[start..<newline], as: UTF8.self)
-                start = newline + 1
-                guard try await answer(line, client: client) else { return }
+        do {
+            for try await line in inbound.decode(using: LineBasedFrameDecoder(), maximumBufferSize: Self.maximumLineLength) {
+                guard let text = String(validating: line.readableBytesView, as: UTF8.self) else {
+                    _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
+                    continue
+                }
+                guard try await answer(text, client: client) else { return }
             }
-            pending.removeSubrange(..<start)
-            if pending.count > Self.maximumLineLength {
-                // A line this long is an attack or a bug: answer once, then hang up.
-                _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .lineTooLong))
-                return
-            }
+        } catch is ByteToMessageDecoderError.PayloadTooLargeError {
+            // A line this long is an attack or a bug: answer once, then hang up.
+            _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .lineTooLong))
+        } catch is NIOExtrasErrors.LeftOverBytesError {
+            // A final line without a newline is half-written: dropped.
         }
-        // A final line without a newline is half-written: dropped.
     }
 
     /// Answers one line; false when the client must be disconnected.
-    private func answer(_ line: String, client: ControlClient) async throws -> Bool {
-        let trimmed = line.hasSuffix("\r") ? String(line.dropLast()) : line
+    private func answer(_ trimmed: String, client: ControlClient) async throws -> Bool {
         if trimmed.allSatisfy({ $0 == " " || $0 == "\t" }) { return true }
         switch RPCRequest.parse(trimmed) {
         case let .failure(failure):
@@ -191,18 +200,12 @@ struct Credentials: Sendable {
     var value: ControlServer.PeerCredentials?
 }
 
-final class ClientCounter: @unchecked Sendable {
-    private var value: UInt64 = 0
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+final class ClientCounter: Sendable {
+    private let value = NIOLockedValueBox<UInt64>(0)
     func next() -> UInt64 {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        value += 1
-        return value
+        value.withLockedValue { value in
+            value += 1
+            return value
+        }
     }
 }

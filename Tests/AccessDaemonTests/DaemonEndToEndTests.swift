@@ -143,6 +143,24 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    /// A client that writes its requests and shuts its side down, as `echo … | socat -
+    /// UNIX-CONNECT:…` does, still gets every answer. Invalid UTF-8 is a parse error.
+    @Test func aHalfClosedClientGetsItsAnswers() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let client = try harness.connect()
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status.get\"}\n"
+                           + "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"readers.list\"}\n")
+        try client.sendRaw(bytes: Array("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status.get".utf8) + [0xFF]
+                                  + Array("\"}\n".utf8))
+        client.finishSending()
+        #expect(try client.readLine().contains("\"id\":1"))
+        #expect(try client.readLine().contains("\"readers\""))
+        #expect(try client.readLine().contains("-32700"))
+        #expect(throws: ControlConnection.Failure.self) { _ = try client.readLine() }
+        #expect(harness.stop() == 0)
+    }
+
     @Test func observersAreRefusedOperatorMethods() async throws {
         // The socket's group is nogroup; a client running as nobody is then an observer.
         let harness = try await DaemonHarness(config: "[socket]\ngroup = \"nogroup\"\n")
