@@ -47,7 +47,11 @@ enum Lab {
         let directory = environment["LAB_OUT"] ?? "/tmp"
         let arguments = runningArguments("bluetoothd").flatMap { $0.isEmpty ? nil : $0 } ?? ["-n", "-E"]
         _ = try runCommand(["/usr/bin/pkill", "-x", "bluetoothd"])
-        Thread.sleep(forTimeInterval: 1)
+        // The new one can own org.bluez only once the old one is gone ("Name already in use"
+        // seen when a loaded machine made the old one take over a second to exit).
+        let deadline = Date().addingTimeInterval(20)
+        while runningArguments("bluetoothd")?.isEmpty == false, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }  // a zombie has no cmdline
+        Thread.sleep(forTimeInterval: 0.5)
         try ChildProcess(["/usr/libexec/bluetooth/bluetoothd"] + arguments,
                          output: directory + "/bluetoothd.restarted.log").detach()
     }
