@@ -23,7 +23,7 @@ actor SimulatedReader {
 
     let configuration: SimulatedReaderConfiguration
     let adapter: String
-    private let site: SiteDatabase
+    let site: SiteDatabase
     private let connection: DBusConnection
     private var peripheral: BlueZPeripheral?
     private var session: ReaderSession?
@@ -279,82 +279,9 @@ actor SimulatedReader {
         }
     }
 
-    fileprivate func printReport(_ fields: [String: Any]) {
+    func printReport(_ fields: [String: Any]) {
         var object = fields
         if object["central"] == nil, let central { object["central"] = central }
         line("exchange", object)
-    }
-
-    /// The reader's view of the site: its key and tag, the credentials and Aperio items.
-    private func siteConfiguration() throws -> ReaderSession.Configuration {
-        let siteData = try site.site()
-        let key = configuration.fault == .wrongKey ? P256.Signing.PrivateKey() : siteData.key
-        // One read per connection: the credentials serve both the mobile records and the
-        // states of the Aperio items' owners.
-        let rows = try site.credentials()
-        let credentials = rows.filter { !$0.deleted }.map {
-            ReaderSession.CredentialRecord(id: $0.id, publicKey: $0.publicKey, secondFactorPublicKey: $0.secondFactorKey,
-                                           state: $0.state)
-        }
-        var aperio: [ReaderSession.AperioRecord] = []
-        let owners = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        for item in try site.allItems() where item.type == "aperio" {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
-                  let fields = object["aperio"] as? [String: String],
-                  let identifier = fields["identifier"].flatMap({ [UInt8](hexString: $0) }),
-                  let keyBytes = fields["key"].flatMap(Base64.decode),
-                  let secret = AperioSecret(identifier: identifier, key: keyBytes) else { continue }
-            // An item is only as good as the credential it was pushed to.
-            let ownerState = owners[item.credentialID]?.state ?? .revoked
-            let state: CredentialState = ownerState == .active ? item.state : ownerState
-            aperio.append(ReaderSession.AperioRecord(secret: secret, state: state))
-        }
-        let policy: ReaderSession.DecisionPolicy = switch configuration.decision {
-        case .site: .fromSite
-        case .grant: .grant
-        case let .deny(decision): .deny(decision)
-        }
-        return ReaderSession.Configuration(
-            readerID: configuration.id, siteTag: siteData.tag, kind: configuration.kind, siteKey: key, policy: policy,
-            mode: configuration.mode, secondFactorRequired: configuration.secondFactorRequired,
-            actions: configuration.actions, actionOutcomes: configuration.actionOutcomes, credentials: credentials,
-            aperioCredentials: aperio)
-    }
-}
-
-extension ReaderSession.Report {
-    /// The report as readersim's JSON line fields.
-    func printed(by reader: isolated SimulatedReader) {
-        var fields: [String: Any] = ["credential": credential ?? NSNull()]
-        if let operation {
-            fields["operation"] = switch operation {
-            case .access: "access"
-            case .enumerateActions: "actions.list"
-            case let .performAction(id): "actions.perform \(id)"
-            }
-        }
-        switch outcome {
-        case let .decided(result):
-            fields["outcome"] = "decided"
-            fields["decision"] = result.decision.description
-            fields["granted"] = result.decision.isGranted
-        case let .actionsListed(actions):
-            fields["outcome"] = "actionsListed"
-            fields["actions"] = actions.map { ["id": Int($0.id), "name": $0.name] }
-        case let .actionPerformed(id, result):
-            fields["outcome"] = "actionPerformed"
-            fields["action"] = Int(id)
-            fields["decision"] = result.decision.description
-            fields["granted"] = result.decision.isGranted
-        case let .refused(code):
-            fields["outcome"] = "refused"
-            fields["error"] = "\(code)"
-        case let .failed(error):
-            fields["outcome"] = "failed"
-            fields["error"] = "\(error)"
-        case .disconnected:
-            fields["outcome"] = "disconnected"
-        }
-        reader.printReport(fields)
     }
 }
