@@ -69,18 +69,14 @@ struct ExchangeEngineTests {
 
     @Test func theRightPinOpensAndResetsTheCount() async throws {
         let shell = try ShellHarness(secondFactor: true)
-        try await shell.start()
-        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
-        async let answer = shell.call("access.request", ["reader": "2A01"])
-        let prompt = try await shell.waitForEvent("secondFactor.required")
-        let request = try #require(prompt["request"]?.string)
+        let (answer, request) = try await shell.accessWaitingForAPin()
         let wrong = await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"], role: .operator)
         #expect(wrong.failureData?["error"]?.string == "secondFactor.wrongPin")
         #expect(wrong.failureData?["attemptsLeft"]?.int == 4)
         let right = try await shell.call("secondFactor.respond", ["request": .string(request), "pin": .string(ShellHarness.pin)],
                                          role: .operator).get()
         #expect(right["accepted"]?.bool == true)
-        #expect(try await answer.get()["decision"]?.string == "granted")
+        #expect(try await answer.value.get()["decision"]?.string == "granted")
         #expect(shell.failedPinAttempts == 0)
         await shell.stop()
     }
@@ -90,11 +86,7 @@ struct ExchangeEngineTests {
     /// all 20 were checked and the count ended far below the limit (not locked out).
     @Test func parallelWrongPinsNeverOutrunTheAttemptsLeft() async throws {
         let shell = try ShellHarness(secondFactor: true)
-        try await shell.start()
-        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
-        async let answer = shell.call("access.request", ["reader": "2A01"])
-        let prompt = try await shell.waitForEvent("secondFactor.required")
-        let request = try #require(prompt["request"]?.string)
+        let (answer, request) = try await shell.accessWaitingForAPin()
         let results = await withTaskGroup(of: Result<JSONValue, RPCError>.self) { group in
             for _ in 0..<20 {
                 group.addTask { await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"],
@@ -108,7 +100,7 @@ struct ExchangeEngineTests {
         #expect(checkedWrong == 4, "\(errors)")
         #expect(lockedOut == 16, "\(errors)")
         #expect(shell.failedPinAttempts == 5)
-        let result = await answer
+        let result = await answer.value
         #expect(result.failureData?["error"]?.string == "secondFactorLockedOut")
         let credentials = try await shell.call("credentials.list").get()
         #expect(credentials["credentials"]?.array?.first?["secondFactor"]?["lockedOut"]?.bool == true)

@@ -78,27 +78,14 @@ extension AccessEngine {
 /// Manual requests waiting for their exchange, and the timings of exchanges that ended
 /// until the controller reports them.
 struct ManualRequests: Sendable {
-    typealias Answer = CheckedContinuation<Result<JSONValue, RPCError>, Never>
-    var waiting: [RequestID: Answer] = [:]
+    var pending = PendingAnswers()
     var timings: [ReaderID: JSONValue] = [:]
-    private var counter: UInt64 = 0
 
-    mutating func next() -> RequestID {
-        counter += 1
-        return RequestID(counter)
-    }
+    mutating func next() -> RequestID { RequestID(pending.number()) }
 
-    mutating func nextTimer() -> UInt64 {
-        counter += 1
-        return counter
-    }
+    mutating func nextTimer() -> UInt64 { pending.number() }
 
     mutating func answer(_ request: RequestID, _ result: Result<JSONValue, RPCError>) {
-        waiting.removeValue(forKey: request)?.resume(returning: result)
-    }
-
-    mutating func answerAll(_ result: Result<JSONValue, RPCError>) {
-        for continuation in waiting.values { continuation.resume(returning: result) }
-        waiting.removeAll()
+        pending.answer(request.rawValue, result)
     }
 }

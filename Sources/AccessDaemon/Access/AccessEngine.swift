@@ -67,7 +67,7 @@ actor AccessEngine {
     /// every pending request (`shuttingDown`) and stops the timers.
     func run(inputs: AsyncStream<Input>) async {
         for await input in inputs { handle(input) }
-        requests.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
+        requests.pending.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
         for timer in timers.values { timer.task.cancel() }
         timers.removeAll()
     }
@@ -151,7 +151,7 @@ actor AccessEngine {
         let request = requests.next()
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
         return await withCheckedContinuation { continuation in
-            requests.waiting[request] = continuation
+            requests.pending.wait(request.rawValue, continuation)
             perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
                                       at: Clocks.monotonic()))
         }

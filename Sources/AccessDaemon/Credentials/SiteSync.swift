@@ -24,7 +24,8 @@ actor SiteSync {
     private let stream: AsyncStream<Request>
     private var schedule = SyncSchedule()
     private var features: [String: FeatureState] = [:]
-    private var waiting = WaitingSyncs()
+    /// Callers of `items.sync` waiting for their sync to end, by request number.
+    private var waiting = PendingAnswers()
 
     init(site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
          clock: any Clock<Duration>, logger: Logger) {
@@ -40,18 +41,10 @@ actor SiteSync {
 
     /// Serves sync requests, and asks for one whenever the schedule says a sync is due.
     func run() async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await request in self.stream { await self.serve(request) }
-            }
-            group.addTask { [clock] in
-                while true {
-                    try await clock.sleep(for: .seconds(1))
-                    await self.askIfDue()
-                }
-            }
-            try await group.next()
-            group.cancelAll()
+        try await consumeWhileTicking(clock: clock) {
+            for await request in self.stream { await self.serve(request) }
+        } tick: {
+            await self.askIfDue()
         }
         waiting.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
     }
@@ -59,7 +52,9 @@ actor SiteSync {
     /// `items.sync`: a sync now, answered when it ends.
     func syncNow(reason: String) async -> Result<JSONValue, RPCError> {
         await withCheckedContinuation { continuation in
-            requests.yield(Request(id: waiting.add(continuation), reason: reason))
+            let id = waiting.number()
+            waiting.wait(id, continuation)
+            requests.yield(Request(id: id, reason: reason))
         }
     }
 
@@ -71,7 +66,7 @@ actor SiteSync {
     private func askIfDue() {
         guard !book.credentials.isEmpty, schedule.isDue(at: Clocks.monotonic()) else { return }
         schedule.inProgress = true
-        requests.yield(Request(id: waiting.add(nil), reason: "scheduled"))
+        requests.yield(Request(id: waiting.number(), reason: "scheduled"))
     }
 
     private func serve(_ request: Request) async {
@@ -164,28 +159,5 @@ actor SiteSync {
         sdk.update {
             if ok { $0.featureSyncErrors.remove(feature) } else { $0.featureSyncErrors.insert(feature) }
         }
-    }
-}
-
-/// Callers of `items.sync` waiting for their sync to end, by request number.
-private struct WaitingSyncs {
-    typealias Answer = CheckedContinuation<Result<JSONValue, RPCError>, Never>
-    private var answers: [UInt64: Answer] = [:]
-    private var last: UInt64 = 0
-
-    /// Numbers a request; `answer` is resumed when it ends (none for the schedule's).
-    mutating func add(_ answer: Answer?) -> UInt64 {
-        last += 1
-        answers[last] = answer
-        return last
-    }
-
-    mutating func answer(_ id: UInt64, _ result: Result<JSONValue, RPCError>) {
-        answers.removeValue(forKey: id)?.resume(returning: result)
-    }
-
-    mutating func answerAll(_ result: Result<JSONValue, RPCError>) {
-        for answer in answers.values { answer.resume(returning: result) }
-        answers.removeAll()
     }
 }

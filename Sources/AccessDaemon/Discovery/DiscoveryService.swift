@@ -40,18 +40,10 @@ actor DiscoveryService {
     func run() async throws {
         try await central.start()
         let events = central.events
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in events { await self.handle(event) }
-            }
-            group.addTask { [clock] in
-                while true {
-                    try await clock.sleep(for: .seconds(1))
-                    await self.tick()
-                }
-            }
-            try await group.next()
-            group.cancelAll()
+        try await consumeWhileTicking(clock: clock) {
+            for await event in events { await self.handle(event) }
+        } tick: {
+            await self.tick()
         }
     }
 

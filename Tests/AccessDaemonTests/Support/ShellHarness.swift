@@ -101,6 +101,17 @@ final class ShellHarness: @unchecked Sendable {
         try await waitUntil("reader heard") { !(try self.events("reader.updated").isEmpty) }
     }
 
+    /// Starts, a reader asking for a second factor advertises, and a manual access to it
+    /// waits at the PIN prompt: the access's answer to come, and the prompt's request id.
+    func accessWaitingForAPin() async throws -> (Task<Result<JSONValue, RPCError>, Never>, String) {
+        try await start()
+        try await readerAdvertises(FakeReader(readerConfiguration(secondFactor: true)))
+        let answer = Task { await self.call("access.request", ["reader": "2A01"]) }
+        let prompt = try await waitForEvent("secondFactor.required")
+        guard let request = prompt["request"]?.string else { throw TestEnvironmentError("prompt without request: \(prompt)") }
+        return (answer, request)
+    }
+
     func call(_ method: String, _ params: JSONValue = .object([:]), role: Role = .admin) async -> Result<JSONValue, RPCError> {
         nextClient += 1
         let client = ControlClient(id: nextClient, role: role, uid: 0, pid: 0, eventLimit: 1024)
