@@ -5,26 +5,20 @@ import ControlSocket
 /// How core values look on the socket (docs/protocol.md). One place, so the socket and
 /// `accessctl --json` agree.
 enum Render {
-    static func reader(_ r: ReaderAttributes) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "id": .string(r.id.description),
-            "kind": .string(r.kind.description),
-            "site": .string(r.siteTag.description),
-            "address": .string(r.address.description),
-            "rssi": .int(Int64(r.rssi)),
-            "txPower": .int(Int64(r.txPower)),
-            "measuredPathLoss": .double((r.measuredPathLoss * 10).rounded() / 10),
-            "distance": .string(r.distance.description),
-            "autoConnectPathLoss": .int(Int64(r.autoConnectPathLoss)),
-            "manualConnectPathLoss": .int(Int64(r.manualConnectPathLoss)),
-            "isBleAutoConnectEnabled": .bool(r.isBleAutoConnectEnabled),
-            "isBleManualConnectEnabled": .bool(r.isBleManualConnectEnabled),
-            "isSecondFactorRequired": .bool(r.isSecondFactorRequired),
-            "isBleActionsEnabled": .bool(r.isBleActionsEnabled),
-            "isInAutoConnectRange": .bool(r.isInAutoConnectRange),
-        ]
-        object["name"] = r.name.map { .string($0) } ?? .null
-        return .object(object)
+    static func reader(_ r: ReaderAttributes) -> ReaderInfo {
+        ReaderInfo(id: r.id.description, name: r.name, kind: r.kind.description, site: r.siteTag.description,
+                   address: r.address.description, rssi: Int(r.rssi), txPower: Int(r.txPower),
+                   measuredPathLoss: (r.measuredPathLoss * 10).rounded() / 10, distance: r.distance.description,
+                   autoConnectPathLoss: Int(r.autoConnectPathLoss), manualConnectPathLoss: Int(r.manualConnectPathLoss),
+                   isBleAutoConnectEnabled: r.isBleAutoConnectEnabled, isBleManualConnectEnabled: r.isBleManualConnectEnabled,
+                   isSecondFactorRequired: r.isSecondFactorRequired, isBleActionsEnabled: r.isBleActionsEnabled,
+                   isInAutoConnectRange: r.isInAutoConnectRange)
+    }
+
+    /// A contract value as an event's data. Our values hold only finite numbers, so
+    /// encoding cannot fail; `null` marks it if it ever did.
+    static func json<T: Encodable>(_ value: T) -> JSONValue {
+        (try? JSONValue(encoding: value)) ?? .null
     }
 
     static func sdkState(_ state: SdkState) -> JSONValue {
@@ -36,13 +30,9 @@ enum Render {
 
 extension Render {
     /// An item without its secrets: the Aperio key and identifier never leave the store.
-    static func item(_ item: StoredItem) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "id": .string(item.id), "credential": .string(item.credentialID.description), "type": .string(item.type),
-            "name": .string(item.name), "state": .string(item.state.rawValue),
-        ]
-        if let tag = item.siteTag { object["site"] = .string(tag.description) }
-        if let data = item.data, let parsed = try? JSONValue.parse(data) { object["data"] = parsed }
-        return .object(object)
+    static func item(_ item: StoredItem) -> ItemInfo {
+        ItemInfo(id: item.id, credential: item.credentialID.description, type: item.type, name: item.name,
+                 state: item.state.rawValue, site: item.siteTag?.description,
+                 data: item.data.flatMap { try? JSONValue.parse($0) })
     }
 }

@@ -2,8 +2,8 @@ import ControlSocket
 
 /// Callers waiting for an answer to come later (a manual request's exchange, an
 /// `items.sync`), by number; all answered at shutdown so nobody waits forever.
-struct PendingAnswers: Sendable {
-    typealias Answer = CheckedContinuation<Result<JSONValue, RPCError>, Never>
+struct PendingAnswers<Value: Sendable>: Sendable {
+    typealias Answer = CheckedContinuation<Result<Value, RPCError>, Never>
     private var answers: [UInt64: Answer] = [:]
     private var last: UInt64 = 0
 
@@ -15,11 +15,11 @@ struct PendingAnswers: Sendable {
 
     mutating func wait(_ id: UInt64, _ answer: Answer) { answers[id] = answer }
 
-    mutating func answer(_ id: UInt64, _ result: Result<JSONValue, RPCError>) {
+    mutating func answer(_ id: UInt64, _ result: Result<Value, RPCError>) {
         answers.removeValue(forKey: id)?.resume(returning: result)
     }
 
-    mutating func answerAll(_ result: Result<JSONValue, RPCError>) {
+    mutating func answerAll(_ result: Result<Value, RPCError>) {
         for answer in answers.values { answer.resume(returning: result) }
         answers.removeAll()
     }

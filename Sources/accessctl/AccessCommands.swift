@@ -2,16 +2,16 @@ import ArgumentParser
 import ControlSocket
 
 /// Renders an access answer (`access.completed` data) for people.
-func describeOutcome(_ data: JSONValue) -> String {
-    switch data["outcome"]?.string {
+func describeOutcome(_ answer: ExchangeAnswer) -> String {
+    switch answer.outcome {
     case "decided":
-        return "\(data["granted"]?.bool == true ? "granted" : "denied"): \(data["decision"]?.string ?? "?") (\(data["mode"]?.string ?? "?"))"
+        return "\(answer.granted == true ? "granted" : "denied"): \(answer.decision ?? "?") (\(answer.mode ?? "?"))"
     case "actionPerformed":
-        return "action \(data["action"]?.int ?? 0): \(data["granted"]?.bool == true ? "done" : "refused"): \(data["decision"]?.string ?? "?")"
+        return "action \(answer.action ?? 0): \(answer.granted == true ? "done" : "refused"): \(answer.decision ?? "?")"
     case "failed":
-        return "failed: \(data["error"]?.string ?? "?")"
+        return "failed: \(answer.error ?? "?")"
     default:
-        return data.jsonText
+        return answer.outcome
     }
 }
 
@@ -24,9 +24,9 @@ struct Access: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, .accessRequest, ["reader": .string(reader)])
-        print(options.json ? result.jsonText : describeOutcome(result))
-        if result["granted"]?.bool != true { throw ExitCode(Exit.refused) }
+        let (result, raw) = try options.call(connection, ControlCalls.AccessRequest.self, ReaderParams(reader: reader))
+        print(options.json ? raw.jsonText : describeOutcome(result))
+        if result.granted != true { throw ExitCode(Exit.refused) }
     }
 }
 
@@ -37,16 +37,14 @@ struct Actions: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, .actionsList, ["reader": .string(reader)])
+        let (result, raw) = try options.call(connection, ControlCalls.ActionsList.self, ReaderParams(reader: reader))
         if options.json {
-            print(result.jsonText)
+            print(raw.jsonText)
             return
         }
-        let actions = result["actions"]?.array ?? []
+        let actions = result.actions ?? []
         if actions.isEmpty { print("(no actions)") }
-        for action in actions {
-            print("\(action["id"]?.int ?? 0)  \(action["name"]?.string ?? "?")  (\(action["type"]?.string ?? "?"))")
-        }
+        for action in actions { print("\(action.id)  \(action.name)  (\(action.type))") }
     }
 }
 
@@ -58,9 +56,10 @@ struct Action: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, .actionsPerform, ["reader": .string(reader), "action": .int(Int64(action))])
-        print(options.json ? result.jsonText : describeOutcome(result))
-        if result["granted"]?.bool != true { throw ExitCode(Exit.refused) }
+        let (result, raw) = try options.call(connection, ControlCalls.ActionsPerform.self,
+                                             ActionParams(reader: reader, action: action))
+        print(options.json ? raw.jsonText : describeOutcome(result))
+        if result.granted != true { throw ExitCode(Exit.refused) }
     }
 }
 
@@ -81,7 +80,7 @@ struct Pin: ParsableCommand {
             pin = typed
         }
         let connection = try options.connect()
-        let result = try options.call(connection, .secondFactorRespond, ["request": .string(request), "pin": .string(pin)])
-        print(options.json ? result.jsonText : "PIN accepted")
+        let (_, raw) = try options.call(connection, ControlCalls.SecondFactorRespond.self, PinParams(request: request, pin: pin))
+        print(options.json ? raw.jsonText : "PIN accepted")
     }
 }

@@ -48,6 +48,26 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// Calls a method in the contract's types; the answer as it came too (for `--json`).
+    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type,
+                                 _ params: Call.Params) throws -> (answer: Call.Answer, raw: JSONValue) {
+        let raw: JSONValue
+        do {
+            raw = try self.call(connection, Call.method, try JSONValue(encoding: params))
+            return (try raw.decode(Call.Answer.self), raw)
+        } catch let error as RPCError {
+            printError("accessctl: accessd's answer to \(Call.method.rawValue) is not what this accessctl "
+                       + "\(AccessCoreVersion.string) reads (\(error.message)): are both from the same package?")
+            throw ExitCode(Exit.refused)
+        }
+    }
+
+    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type) throws -> (answer: Call.Answer, raw: JSONValue)
+        where Call.Params == NoParams
+    {
+        try self.call(connection, call, NoParams())
+    }
+
     /// Calls a method; prints accessd's refusal and exits with its status on error.
     func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:]) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
@@ -84,21 +104,20 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let status = try options.call(connection, .statusGet)
+        let (status, raw) = try options.call(connection, ControlCalls.StatusGet.self)
         if options.json {
-            print(status.jsonText)
+            print(raw.jsonText)
             return
         }
-        let states = status["states"]?.array?.compactMap(\.string) ?? []
-        print("accessd \(status["version"]?.string ?? "?")")
-        print("  scanning:          \(status["isScanning"]?.bool == true ? "yes" : "no") (wanted: \(onOff(status["scanningEnabled"])))")
-        print("  automatic access:  \(onOff(status["automaticAccessEnabled"]))")
-        print("  adapter:           \(status["adapter"]?.string ?? "none")")
-        print("  bluetoothd:        \(status["bluetoothServicePresent"]?.bool == true ? "present" : "absent")")
-        print("  states:            \(states.isEmpty ? "ok" : states.joined(separator: ", "))")
-        print("  readers in range:  \(status["readerCount"]?.int ?? 0)")
-        print("  credentials:       \(status["credentialCount"]?.int ?? 0)")
-        print("  last event:        \(status["lastSequence"]?.int ?? 0)")
+        print("accessd \(status.version)")
+        print("  scanning:          \(status.isScanning ? "yes" : "no") (wanted: \(onOff(status.scanningEnabled)))")
+        print("  automatic access:  \(onOff(status.automaticAccessEnabled))")
+        print("  adapter:           \(status.adapter ?? "none")")
+        print("  bluetoothd:        \(status.bluetoothServicePresent ? "present" : "absent")")
+        print("  states:            \(status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))")
+        print("  readers in range:  \(status.readerCount)")
+        print("  credentials:       \(status.credentialCount)")
+        print("  last event:        \(status.lastSequence)")
     }
 }
 
@@ -109,19 +128,19 @@ struct Readers: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        var readers: [String: JSONValue] = [:]
-        for reader in try options.call(connection, .readersList)["readers"]?.array ?? [] {
-            if let id = reader["id"]?.string { readers[id] = reader }
-        }
+        var readers: [String: ReaderInfo] = [:]
+        let (list, raw) = try options.call(connection, ControlCalls.ReadersList.self)
+        for reader in list.readers { readers[reader.id] = reader }
         guard watch else {
             if options.json {
-                for (_, reader) in readers.sorted(by: { $0.key < $1.key }) { print(reader.jsonText) }
+                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
             } else {
                 printTable(readers)
             }
             return
         }
-        _ = try options.call(connection, .eventsSubscribe, ["kinds": ["reader.updated", "reader.unavailable"]])
+        _ = try options.call(connection, ControlCalls.EventsSubscribe.self,
+                             SubscribeParams(kinds: ["reader.updated", "reader.unavailable"]))
         if !options.json { printTable(readers) }
         while true {
             let notification: JSONValue
@@ -136,21 +155,24 @@ struct Readers: ParsableCommand {
                 print(params.jsonText)
                 continue
             }
-            if params["kind"]?.string == "reader.unavailable" { readers[id] = nil } else { readers[id] = data }
+            if params["kind"]?.string == "reader.unavailable" {
+                readers[id] = nil
+            } else if let reader = try? data.decode(ReaderInfo.self) {
+                readers[id] = reader
+            }
             print("\u{1B}[H\u{1B}[2J", terminator: "")
             printTable(readers)
         }
     }
 
-    func printTable(_ readers: [String: JSONValue]) {
+    func printTable(_ readers: [String: ReaderInfo]) {
         let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
         var rows = [header]
         for (id, r) in readers.sorted(by: { $0.key < $1.key }) {
             rows.append([
-                id, r["name"]?.string ?? "-", r["kind"]?.string ?? "?", "\(r["rssi"]?.int ?? 0)",
-                r["measuredPathLoss"].map { "\($0)" } ?? "?", r["distance"]?.string ?? "?",
-                r["isInAutoConnectRange"]?.bool == true ? "auto" : "-",
-                "\(r["isBleAutoConnectEnabled"]?.bool == true ? "on" : "off")/\(r["isBleManualConnectEnabled"]?.bool == true ? "on" : "off")",
+                id, r.name ?? "-", r.kind, "\(r.rssi)", "\(r.measuredPathLoss)", r.distance,
+                r.isInAutoConnectRange ? "auto" : "-",
+                "\(onOff(r.isBleAutoConnectEnabled))/\(onOff(r.isBleManualConnectEnabled))",
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
@@ -168,7 +190,7 @@ struct Scan: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        try setSwitch(options, method: .scanningSet, state: state, label: "scanning")
+        try setSwitch(options, ControlCalls.ScanningSet.self, state: state, label: "scanning")
     }
 }
 
@@ -178,15 +200,17 @@ struct Auto: ParsableCommand {
     @Argument(help: "on or off") var state: OnOff
 
     func run() throws {
-        try setSwitch(options, method: .automaticAccessSet, state: state, label: "automatic access")
+        try setSwitch(options, ControlCalls.AutomaticAccessSet.self, state: state, label: "automatic access")
     }
 }
 
 /// An operator's on/off setting: one call, one line of output.
-func setSwitch(_ options: GlobalOptions, method: ControlMethod, state: OnOff, label: String) throws {
+func setSwitch<Call: ControlCall>(_ options: GlobalOptions, _ call: Call.Type, state: OnOff, label: String) throws
+    where Call.Params == SwitchParams
+{
     let connection = try options.connect()
-    let result = try options.call(connection, method, ["enabled": .bool(state == .on)])
-    print(options.json ? result.jsonText : "\(label) \(state.rawValue)")
+    let (_, raw) = try options.call(connection, call, SwitchParams(enabled: state == .on))
+    print(options.json ? raw.jsonText : "\(label) \(state.rawValue)")
 }
 
 struct Events: ParsableCommand {
@@ -198,11 +222,9 @@ struct Events: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let status = try options.call(connection, .statusGet)
-        let last = status["lastSequence"]?.int ?? 0
-        var params: [String: JSONValue] = ["since": .int(since ?? max(0, last - 20))]
-        if let kinds { params["kinds"] = .array(kinds.split(separator: ",").map { .string(String($0)) }) }
-        _ = try options.call(connection, .eventsSubscribe, .object(params))
+        let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
+        let params = SubscribeParams(since: since ?? max(0, last - 20), kinds: kinds?.split(separator: ",").map(String.init))
+        _ = try options.call(connection, ControlCalls.EventsSubscribe.self, params)
         while true {
             if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
             let notification: JSONValue
@@ -231,8 +253,8 @@ struct LogLevel: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let result = try options.call(connection, .logSetLevel, ["level": .string(level)])
-        print(options.json ? result.jsonText : "log level \(level)")
+        let (_, raw) = try options.call(connection, ControlCalls.LogSetLevel.self, LogLevelParams(level: level))
+        print(options.json ? raw.jsonText : "log level \(level)")
     }
 }
 
@@ -240,7 +262,7 @@ enum OnOff: String, ExpressibleByArgument, CaseIterable {
     case on, off
 }
 
-func onOff(_ value: JSONValue?) -> String { value?.bool == true ? "on" : "off" }
+func onOff(_ value: Bool) -> String { value ? "on" : "off" }
 
 func printError(_ text: String) {
     let line = text + "\n"

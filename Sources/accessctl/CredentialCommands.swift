@@ -15,9 +15,10 @@ struct Credentials: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let credentials = try options.call(connection, .credentialsList)["credentials"]?.array ?? []
+            let (list, raw) = try options.call(connection, ControlCalls.CredentialsList.self)
+            let credentials = list.credentials
             if options.json {
-                for credential in credentials { print(credential.jsonText) }
+                for credential in raw["credentials"]?.array ?? [] { print(credential.jsonText) }
                 return
             }
             if credentials.isEmpty {
@@ -25,15 +26,14 @@ struct Credentials: ParsableCommand {
                 return
             }
             for c in credentials {
-                let second = c["secondFactor"] ?? .null
-                let pin = second["required"]?.bool == true
-                    ? (second["lockedOut"]?.bool == true ? "PIN locked"
-                        : second["pinSet"]?.bool == true ? "PIN set" : "PIN required but not set")
+                let second = c.secondFactor
+                let pin = second.required
+                    ? (second.lockedOut ? "PIN locked" : second.pinSet ? "PIN set" : "PIN required but not set")
                     : "no second factor"
-                print("\(c["id"]?.string ?? "?")  \(c["state"]?.string ?? "?")")
-                print("  cardholder: \(c["cardholderName"]?.string ?? "?")")
-                print("  site:       \(c["siteName"]?.string ?? "?") (\(c["site"]?.string ?? "?"), \(c["siteURL"]?.string ?? "?"))")
-                print("  second factor: \(pin); items: \(c["itemCount"]?.int ?? 0)")
+                print("\(c.id)  \(c.state)")
+                print("  cardholder: \(c.cardholderName)")
+                print("  site:       \(c.siteName) (\(c.site), \(c.siteURL))")
+                print("  second factor: \(pin); items: \(c.itemCount)")
             }
         }
     }
@@ -62,26 +62,21 @@ struct Credentials: ParsableCommand {
         }
 
         func run() throws {
-            var params: [String: JSONValue] = [:]
-            if let url { params["url"] = .string(url) }
-            if let host { params["host"] = .string(host) }
-            if let code { params["code"] = .string(code) }
-            if let deviceName { params["deviceName"] = .string(deviceName) }
+            var params = RegisterParams(url: url, host: host, code: code, deviceName: deviceName)
             if pinStdin {
                 guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
-                params["pin"] = .string(line)
+                params.pin = line
             } else if !noPin && isatty(0) == 1 {
-                if let pin = try PinPrompt.askTwice() { params["pin"] = .string(pin) }
+                params.pin = try PinPrompt.askTwice()
             }
             let connection = try options.connect()
-            let credential = try options.call(connection, .credentialsRegister, .object(params))
+            let (credential, raw) = try options.call(connection, ControlCalls.CredentialsRegister.self, params)
             if options.json {
-                print(credential.jsonText)
+                print(raw.jsonText)
                 return
             }
-            print("registered \(credential["id"]?.string ?? "?") for \(credential["cardholderName"]?.string ?? "?") at \(credential["siteName"]?.string ?? "?")")
-            let second = credential["secondFactor"] ?? .null
-            if second["required"]?.bool == true && second["pinSet"]?.bool != true {
+            print("registered \(credential.id) for \(credential.cardholderName) at \(credential.siteName)")
+            if credential.secondFactor.required && !credential.secondFactor.pinSet {
                 print("note: the site asks for a second factor and no PIN was set; readers that require one will deny")
             }
         }
@@ -94,13 +89,13 @@ struct Credentials: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let result = try options.call(connection, .credentialsDelete, ["id": .string(id)])
+            let (result, raw) = try options.call(connection, ControlCalls.CredentialsDelete.self, CredentialIDParams(id: id))
             if options.json {
-                print(result.jsonText)
-            } else if result["siteInformed"]?.bool == true {
-                print("deleted \(result["id"]?.string ?? id); the site was told")
+                print(raw.jsonText)
+            } else if result.siteInformed {
+                print("deleted \(result.id); the site was told")
             } else {
-                print("deleted \(result["id"]?.string ?? id) here; the site was NOT told (\(result["siteError"]?.string ?? "?")): ask its administrator to revoke it")
+                print("deleted \(result.id) here; the site was NOT told (\(result.siteError ?? "?")): ask its administrator to revoke it")
             }
         }
     }
@@ -117,15 +112,13 @@ struct Items: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let items = try options.call(connection, .itemsList)["items"]?.array ?? []
+            let (list, raw) = try options.call(connection, ControlCalls.ItemsList.self)
             if options.json {
-                for item in items { print(item.jsonText) }
+                for item in raw["items"]?.array ?? [] { print(item.jsonText) }
                 return
             }
-            if items.isEmpty { print("(no items)") }
-            for item in items {
-                print("\(item["id"]?.string ?? "?")  \(item["type"]?.string ?? "?")  \(item["state"]?.string ?? "?")  \(item["name"]?.string ?? "")")
-            }
+            if list.items.isEmpty { print("(no items)") }
+            for item in list.items { print("\(item.id)  \(item.type)  \(item.state)  \(item.name)") }
         }
     }
 
@@ -135,18 +128,18 @@ struct Items: ParsableCommand {
 
         func run() throws {
             let connection = try options.connect()
-            let result = try options.call(connection, .itemsSync)
+            let (result, raw) = try options.call(connection, ControlCalls.ItemsSync.self)
             if options.json {
-                print(result.jsonText)
+                print(raw.jsonText)
                 return
             }
             var failed = false
-            for c in result["credentials"]?.array ?? [] {
-                if let error = c["error"]?.string {
+            for c in result.credentials {
+                if let error = c.error {
                     failed = true
-                    print("\(c["id"]?.string ?? "?")  failed: \(error) (\(c["message"]?.string ?? ""))")
+                    print("\(c.id)  failed: \(error) (\(c.message ?? ""))")
                 } else {
-                    print("\(c["id"]?.string ?? "?")  \(c["state"]?.string ?? "?")  +\(c["added"]?.int ?? 0) ~\(c["updated"]?.int ?? 0) -\(c["removed"]?.int ?? 0)")
+                    print("\(c.id)  \(c.state ?? "?")  +\(c.added ?? 0) ~\(c.updated ?? 0) -\(c.removed ?? 0)")
                 }
             }
             if failed { throw ExitCode(Exit.refused) }

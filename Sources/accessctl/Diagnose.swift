@@ -25,7 +25,7 @@ struct Diagnose: ParsableCommand {
 
     func run() throws {
         var checks: [Check] = []
-        var status: JSONValue?
+        var status: StatusAnswer?
 
         var info = stat()
         if stat(options.socket, &info) != 0 {
@@ -34,7 +34,7 @@ struct Diagnose: ParsableCommand {
         } else {
             do {
                 let connection = try ControlConnection(path: options.socket)
-                status = try connection.call(.statusGet).get()
+                status = try connection.call(.statusGet).get().decode(StatusAnswer.self)
                 checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
             } catch let failure as ControlConnection.Failure {
                 if case let .cannotConnect(_, code) = failure, code == EACCES {
@@ -48,23 +48,23 @@ struct Diagnose: ParsableCommand {
         }
 
         if let status {
-            let present = status["bluetoothServicePresent"]?.bool == true
+            let present = status.bluetoothServicePresent
             checks.append(Check(name: "bluetoothd", ok: present, detail: present ? "on the system bus" : "not on the system bus",
                                 hint: present ? nil : "systemctl start bluetooth"))
-            let states = status["states"]?.array?.compactMap(\.string) ?? []
-            let adapter = status["adapter"]?.string
+            let states = status.states
+            let adapter = status.adapter
             let radioOK = adapter != nil && !states.contains("bleErrorDisabled") && !states.contains("bleErrorUnauthorized")
             checks.append(Check(name: "adapter (accessd)", ok: radioOK,
                                 detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
                                 hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
-            let credentials = status["credentialCount"]?.int ?? 0
-            let usable = status["usableCredentialCount"]?.int ?? credentials
+            let credentials = status.credentialCount
+            let usable = status.usableCredentialCount
             checks.append(Check(name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
                                 hint: usable > 0 ? nil : credentials > 0
                                     ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
                                     : "accessd holds no credential: register one with `accessctl credentials register URL`"))
-            checks.append(Check(name: "scanning", ok: status["isScanning"]?.bool == true,
-                                detail: status["isScanning"]?.bool == true ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
+            checks.append(Check(name: "scanning", ok: status.isScanning,
+                                detail: status.isScanning ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
         }
 
         do {

@@ -149,6 +149,15 @@ struct ExchangeEngineTests {
         #expect(refused.failureCode == -32001)
         #expect(refused.failureData?["needs"]?.string == "admin")
         #expect(await shell.call("no.such.method").failureCode == -32601)
+        // Every method of the contract has a handler; params are checked against its type.
+        for method in ControlMethod.allCases where method != .itemsSync {
+            #expect(await shell.call(method.rawValue, ["reader": 7]).failureCode != -32601, "\(method)")
+        }
+        let typed = await shell.call("scanning.set", ["enabled": 3], role: .operator)
+        #expect(typed.failureCode == -32602)
+        #expect(typed.failureMessage == "invalid params: enabled must be true or false")
+        let missing = await shell.call("access.request", [:], role: .operator)
+        #expect(missing.failureMessage == "invalid params: reader is required")
         await shell.stop()
     }
 }
@@ -156,6 +165,11 @@ struct ExchangeEngineTests {
 extension Result where Failure == RPCError {
     var failureData: JSONValue? {
         if case let .failure(error) = self { return error.data }
+        return nil
+    }
+
+    var failureMessage: String? {
+        if case let .failure(error) = self { return error.message }
         return nil
     }
 

@@ -35,8 +35,9 @@ extension AccessEngine {
                 }
                 exchanges.yield(.releaseLink(reader))
             case let .failed(reader, origin, error):
-                journal.emit("access.completed", ["reader": .string(reader.description), "origin": Render.origin(origin),
-                                                  "outcome": "failed", "error": .string(error.rawValue)])
+                let answer = ExchangeAnswer(outcome: "failed", reader: reader.description,
+                                            origin: Render.origin(origin).string ?? "", error: error.rawValue)
+                journal.emit("access.completed", Render.json(answer))
                 if case let .manual(request) = origin {
                     requests.answer(request, .failure(.failed(error.rawValue, "access failed: \(error.rawValue)")))
                 }
@@ -55,17 +56,15 @@ extension AccessEngine {
     }
 
     private func completed(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome) {
-        var data = Render.outcome(outcome)
-        data["reader"] = .string(reader.description)
-        data["origin"] = Render.origin(origin)
-        if let timings = requests.timings.removeValue(forKey: reader) { data["timings"] = timings }
-        journal.emit("access.completed", .object(data))
+        let answer = Render.exchange(reader, origin: origin, outcome: outcome,
+                                     timings: requests.timings.removeValue(forKey: reader))
+        journal.emit("access.completed", Render.json(answer))
         guard case let .manual(request) = origin else { return }
         if case let .failed(failure) = outcome {
             let error = failure.connectionError.rawValue
             requests.answer(request, .failure(.failed(error, "access failed: \(error)")))
         } else {
-            requests.answer(request, .success(.object(data)))
+            requests.answer(request, .success(answer))
         }
     }
 
@@ -78,14 +77,14 @@ extension AccessEngine {
 /// Manual requests waiting for their exchange, and the timings of exchanges that ended
 /// until the controller reports them.
 struct ManualRequests: Sendable {
-    var pending = PendingAnswers()
-    var timings: [ReaderID: JSONValue] = [:]
+    var pending = PendingAnswers<ExchangeAnswer>()
+    var timings: [ReaderID: ExchangeTimings] = [:]
 
     mutating func next() -> RequestID { RequestID(pending.number()) }
 
     mutating func nextTimer() -> UInt64 { pending.number() }
 
-    mutating func answer(_ request: RequestID, _ result: Result<JSONValue, RPCError>) {
+    mutating func answer(_ request: RequestID, _ result: Result<ExchangeAnswer, RPCError>) {
         pending.answer(request.rawValue, result)
     }
 }

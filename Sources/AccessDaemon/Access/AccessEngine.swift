@@ -19,7 +19,7 @@ actor AccessEngine {
         case forgetReaders
         /// Once a second: readers not heard for too long expire.
         case tick
-        case exchangeEnded(ReaderID, ExchangeOutcome, timings: JSONValue?)
+        case exchangeEnded(ReaderID, ExchangeOutcome, timings: ExchangeTimings?)
         case linkPrepared(ReaderID)
         /// A person is typing a PIN: the manual request's timeout gives way to the reader's.
         case secondFactorPrompted(ExchangeOrigin)
@@ -111,7 +111,7 @@ actor AccessEngine {
                                                              "error": "\(error.code)"])
         }) else { return }
         let id = sighting.advertisement.readerID, observation = sighting.observation
-        if let update = observation.update { journal.emit("reader.updated", Render.reader(update)) }
+        if let update = observation.update { journal.emit("reader.updated", Render.json(Render.reader(update))) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {
             perform(controller.handle(.presenceHeard(id), at: now))
         }
@@ -147,7 +147,7 @@ actor AccessEngine {
 
     /// `access.request`, `actions.list`, `actions.perform`: the controller decides whether
     /// the request may start; the answer comes when its exchange ends (or its timeout).
-    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32) async -> Result<JSONValue, RPCError> {
+    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32) async -> Result<ExchangeAnswer, RPCError> {
         let request = requests.next()
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
         return await withCheckedContinuation { continuation in

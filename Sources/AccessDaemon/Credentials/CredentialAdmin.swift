@@ -15,13 +15,13 @@ struct CredentialAdmin: Sendable {
     let deviceName: String?
     let logger: Logger
 
-    func register(_ params: JSONValue, uid: UInt32) async -> Result<JSONValue, RPCError> {
+    func register(_ params: RegisterParams, uid: UInt32) async -> Result<CredentialInfo, RPCError> {
         let address: SiteAddress
         let code: InvitationCode
         do {
-            if let url = params["url"]?.string {
+            if let url = params.url {
                 (address, code) = try SiteAddress.parseInvitation(url)
-            } else if let host = params["host"]?.string, let codeText = params["code"]?.string {
+            } else if let host = params.host, let codeText = params.code {
                 address = try SiteAddress.parseHost(host)
                 code = try InvitationCode(codeText)
             } else {
@@ -32,8 +32,7 @@ struct CredentialAdmin: Sendable {
             return .failure(.failed(error.code, error.description))
         }
         var pin: String?
-        if let value = params["pin"], value != .null {
-            guard let text = value.string else { return .failure(.invalidParams("pin must be a string of digits")) }
+        if let text = params.pin {
             do {
                 try PIN.validate(text)
             } catch {
@@ -42,7 +41,7 @@ struct CredentialAdmin: Sendable {
             pin = text
         }
         var deviceName = self.deviceName ?? ProcessInfo.processInfo.hostName
-        if let name = params["deviceName"]?.string {
+        if let name = params.deviceName {
             guard (1...128).contains(name.utf8.count) else { return .failure(.invalidParams("deviceName must be 1 to 128 bytes")) }
             deviceName = name
         }
@@ -95,8 +94,7 @@ struct CredentialAdmin: Sendable {
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 
-    func delete(_ params: JSONValue, uid: UInt32) async -> Result<JSONValue, RPCError> {
-        guard let text = params["id"]?.string else { return .failure(.invalidParams("id must be a credential id")) }
+    func delete(_ text: String, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
         let lowered = text.lowercased()
         let matches = book.credentials.filter { $0.credential.id.description.hasPrefix(lowered) }
         guard let stored = matches.first, matches.count == 1, !lowered.isEmpty else {
@@ -118,8 +116,6 @@ struct CredentialAdmin: Sendable {
         logger.notice("credential deleted", metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "uid": "\(uid)"])
         journal.emit("credentials.changed", ["reason": "deleted", "id": .string(id.description)])
         book.changed()
-        var answer: [String: JSONValue] = ["id": .string(id.description), "deleted": true, "siteInformed": .bool(siteError == nil)]
-        if let siteError { answer["siteError"] = .string(siteError) }
-        return .success(.object(answer))
+        return .success(DeleteAnswer(id: id.description, siteError: siteError))
     }
 }

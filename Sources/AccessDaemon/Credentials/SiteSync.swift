@@ -25,7 +25,7 @@ actor SiteSync {
     private var schedule = SyncSchedule()
     private var features: [String: FeatureState] = [:]
     /// Callers of `items.sync` waiting for their sync to end, by request number.
-    private var waiting = PendingAnswers()
+    private var waiting = PendingAnswers<SyncAnswer>()
 
     init(site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
          clock: any Clock<Duration>, logger: Logger) {
@@ -50,7 +50,7 @@ actor SiteSync {
     }
 
     /// `items.sync`: a sync now, answered when it ends.
-    func syncNow(reason: String) async -> Result<JSONValue, RPCError> {
+    func syncNow(reason: String) async -> Result<SyncAnswer, RPCError> {
         await withCheckedContinuation { continuation in
             let id = waiting.number()
             waiting.wait(id, continuation)
@@ -75,16 +75,15 @@ actor SiteSync {
     }
 
     /// Syncs every credential's state and items.
-    private func syncAll(reason: String) async -> JSONValue {
-        var results: [JSONValue] = []
+    private func syncAll(reason: String) async -> SyncAnswer {
+        var results: [CredentialSync] = []
         var failure: SiteError?
         for id in book.credentials.map(\.credential.id) {
             do {
                 results.append(try await syncOne(id))
             } catch {
                 failure = failure ?? error
-                results.append(["id": .string(id.description), "error": .string(error.code),
-                                "message": .string(error.description)])
+                results.append(CredentialSync(id: id.description, error: error.code, message: error.description))
             }
         }
         let delay = schedule.finished(success: failure == nil, interval: interval, at: Clocks.monotonic())
@@ -97,14 +96,14 @@ actor SiteSync {
             setFeature("cloudConnection", ok: true, error: nil)
             setFeature("itemSync", ok: true, error: nil)
         }
-        return ["credentials": .array(results), "nextSyncInSeconds": .int(delay.components.seconds)]
+        return SyncAnswer(credentials: results, nextSyncInSeconds: delay.components.seconds)
     }
 
     /// One credential: its state first (a revoked credential gets no items), then every
     /// page of item changes since its cursor, each page stored atomically with the cursor.
     /// The book is read again after every call to the site: it may have changed meanwhile.
-    private func syncOne(_ id: CredentialID) async throws(SiteError) -> JSONValue {
-        guard let stored = book.credential(id) else { return .null }
+    private func syncOne(_ id: CredentialID) async throws(SiteError) -> CredentialSync {
+        guard let stored = book.credential(id) else { return CredentialSync(id: id.description, state: "deleted") }
         var state = stored.credential.state
         do {
             state = try await site.status(of: stored).state
@@ -142,8 +141,8 @@ actor SiteSync {
                                                  "removed": .int(Int64(counts.removed))])
             book.changed()
         }
-        return ["id": .string(id.description), "state": .string(state.rawValue), "added": .int(Int64(counts.added)),
-                "updated": .int(Int64(counts.updated)), "removed": .int(Int64(counts.removed))]
+        return CredentialSync(id: id.description, state: state.rawValue, added: counts.added, updated: counts.updated,
+                              removed: counts.removed)
     }
 
     /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list

@@ -37,7 +37,7 @@ extension ExchangeEngine {
 
     /// `secondFactor.respond {request, pin}`. The key derivation runs on the caller's task,
     /// never on the engine.
-    nonisolated func respond(request: String, pin: String) async -> Result<JSONValue, RPCError> {
+    nonisolated func respond(request: String, pin: String) async -> Result<PinAnswer, RPCError> {
         switch await charge(request: request, pin: pin) {
         case let .refused(error):
             return .failure(error)
@@ -69,7 +69,7 @@ extension ExchangeEngine {
 
     private func evaluated(request: String, reader: ReaderID, run: UInt64, credential: CredentialID,
                            _ result: Result<P256.Signing.PrivateKey, SecondFactorError>,
-                           attemptsLeft: Int) -> Result<JSONValue, RPCError> {
+                           attemptsLeft: Int) -> Result<PinAnswer, RPCError> {
         let promptOpen = runs[reader]?.id == run && runs[reader]?.secondFactorRequest == request
         switch result {
         case let .success(key):
@@ -79,7 +79,7 @@ extension ExchangeEngine {
             }
             runs[reader]?.secondFactorRequest = nil
             feed(reader, .secondFactorKey(key))
-            return .success(["request": .string(request), "accepted": true])
+            return .success(PinAnswer(request: request, accepted: true))
         case .failure(.wrongPIN) where attemptsLeft == 0:
             logger.warning("second factor locked after wrong PINs", metadata: ["credential": "\(credential)"])
             if promptOpen {

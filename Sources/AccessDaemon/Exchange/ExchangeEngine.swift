@@ -141,7 +141,8 @@ actor ExchangeEngine {
         run.link?.cancel()
         run.writes?.finish()
         let timings = run.phases.timings(endedAt: ContinuousClock.now)
-        logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)", "timings": "\(timings.jsonText)"])
+        logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)",
+                                                 "timings": "\(Render.json(timings).jsonText)"])
         // In the background, so the decision is reported at once.
         let devicePath = run.devicePath, writer = run.writer, previous = disconnects[devicePath]
         disconnects[devicePath] = Task { [central] in

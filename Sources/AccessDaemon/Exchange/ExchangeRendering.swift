@@ -19,50 +19,43 @@ extension Render {
         }
     }
 
-    static func result(_ result: AccessResult) -> [String: JSONValue] {
-        ["decision": .string(result.decision.description), "granted": .bool(result.decision.isGranted),
-         "mode": .string(result.mode.description)]
-    }
-
-    static func outcome(_ outcome: ExchangeOutcome) -> [String: JSONValue] {
+    /// How an exchange ended, for `access.completed` and the answer to a manual request.
+    static func exchange(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome,
+                         timings: ExchangeTimings?) -> ExchangeAnswer {
+        var answer = ExchangeAnswer(outcome: "", reader: reader.description, origin: Self.origin(origin).string ?? "",
+                                    timings: timings)
+        func decided(_ result: AccessResult) {
+            answer.decision = result.decision.description
+            answer.granted = result.decision.isGranted
+            answer.mode = result.mode.description
+        }
         switch outcome {
         case let .decided(result):
-            var data = Self.result(result)
-            data["outcome"] = "decided"
-            return data
+            answer.outcome = "decided"
+            decided(result)
         case let .actionsListed(actions):
-            return ["outcome": "actionsListed",
-                    "actions": .array(actions.map { ["id": .int(Int64($0.id)), "name": .string($0.name),
-                                                     "type": .string($0.type.description)] })]
+            answer.outcome = "actionsListed"
+            answer.actions = actions.map { ActionInfo(id: Int($0.id), name: $0.name, type: $0.type.description) }
         case let .actionPerformed(id, result):
-            var data = Self.result(result)
-            data["outcome"] = "actionPerformed"
-            data["action"] = .int(Int64(id))
-            return data
+            answer.outcome = "actionPerformed"
+            answer.action = Int(id)
+            decided(result)
         case let .failed(failure):
-            return ["outcome": "failed", "error": .string(failure.connectionError.rawValue)]
+            answer.outcome = "failed"
+            answer.error = failure.connectionError.rawValue
         }
+        return answer
     }
 
-    static func credential(_ stored: StoredCredential, items: [StoredItem], pinAttempts: Int) -> JSONValue {
+    static func credential(_ stored: StoredCredential, items: [StoredItem], pinAttempts: Int) -> CredentialInfo {
         let c = stored.credential
-        return [
-            "id": .string(c.id.description),
-            "site": .string(c.siteTag.description),
-            "siteName": .string(stored.siteName),
-            "siteURL": .string(stored.siteURL),
-            "cardholderName": .string(c.cardholderName),
-            "deviceName": .string(stored.deviceName),
-            "state": .string(c.state.rawValue),
-            "secondFactor": [
-                "required": .bool(c.secondFactorEnabled),
-                "pinSet": .bool(c.sealedSecondFactor != nil),
-                "lockedOut": .bool(stored.failedPinAttempts >= pinAttempts),
-                "attemptsLeft": .int(Int64(max(0, pinAttempts - stored.failedPinAttempts))),
-            ],
-            "registeredAt": .double(stored.registeredAt),
-            "lastSyncAt": stored.lastSyncAt.map { .double($0) } ?? .null,
-            "itemCount": .int(Int64(items.filter { $0.credentialID == c.id }.count)),
-        ]
+        return CredentialInfo(
+            id: c.id.description, site: c.siteTag.description, siteName: stored.siteName, siteURL: stored.siteURL,
+            cardholderName: c.cardholderName, deviceName: stored.deviceName, state: c.state.rawValue,
+            secondFactor: SecondFactorInfo(required: c.secondFactorEnabled, pinSet: c.sealedSecondFactor != nil,
+                                           lockedOut: stored.failedPinAttempts >= pinAttempts,
+                                           attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
+            registeredAt: stored.registeredAt, lastSyncAt: stored.lastSyncAt,
+            itemCount: items.filter { $0.credentialID == c.id }.count)
     }
 }

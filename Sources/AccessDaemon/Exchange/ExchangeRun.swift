@@ -54,15 +54,15 @@ struct ExchangePhases: Sendable {
 
     /// Milliseconds per phase: detection (first in-range advertisement → exchange start,
     /// automatic only), connect, service resolution, protocol exchange, and in all.
-    func timings(endedAt end: ContinuousClock.Instant) -> JSONValue {
-        func ms(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> JSONValue {
-            guard let from, let to else { return .null }
+    func timings(endedAt end: ContinuousClock.Instant) -> ExchangeTimings {
+        func ms(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> Double? {
+            guard let from, let to else { return nil }
             let d = to - from
-            return .double((Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded())
+            return (Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded()
         }
-        return ["detectionMs": ms(detected, started), "connectMs": ms(started, connected),
-                "resolveMs": ms(connected, resolved), "exchangeMs": ms(resolved, end),
-                "totalMs": ms(detected ?? started, end)]
+        return ExchangeTimings(detectionMs: ms(detected, started), connectMs: ms(started, connected),
+                               resolveMs: ms(connected, resolved), exchangeMs: ms(resolved, end),
+                               totalMs: ms(detected ?? started, end))
     }
 }
 

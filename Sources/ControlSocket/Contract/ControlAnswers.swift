@@ -1,0 +1,306 @@
+/// What the control socket's methods answer (docs/protocol.md). The events that carry the
+/// same things (`reader.updated`, `access.completed`) use the same types.
+
+public struct StatusAnswer: Codable, Sendable, Hashable {
+    public var version: String
+    public var protocolVersion: Int
+    public var isScanning: Bool
+    public var states: [String]
+    public var featureErrors: [String]
+    public var scanningEnabled: Bool
+    public var automaticAccessEnabled: Bool
+    /// `hci0`; absent when there is none.
+    public var adapter: String?
+    public var bluetoothServicePresent: Bool
+    public var readerCount: Int
+    public var credentialCount: Int
+    public var usableCredentialCount: Int
+    public var refusedAdvertisements: Int
+    public var lastSequence: Int64
+    public var uptimeSeconds: Int64
+
+    public init(version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
+                scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
+                readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
+                lastSequence: Int64, uptimeSeconds: Int64) {
+        self.version = version
+        self.protocolVersion = protocolVersion
+        self.isScanning = isScanning
+        self.states = states
+        self.featureErrors = featureErrors
+        self.scanningEnabled = scanningEnabled
+        self.automaticAccessEnabled = automaticAccessEnabled
+        self.adapter = adapter
+        self.bluetoothServicePresent = bluetoothServicePresent
+        self.readerCount = readerCount
+        self.credentialCount = credentialCount
+        self.usableCredentialCount = usableCredentialCount
+        self.refusedAdvertisements = refusedAdvertisements
+        self.lastSequence = lastSequence
+        self.uptimeSeconds = uptimeSeconds
+    }
+}
+
+/// A reader as `readers.list` and `reader.updated` show it (the SDK's `ReaderAttributes`).
+public struct ReaderInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var name: String?
+    public var kind: String
+    public var site: String
+    public var address: String
+    public var rssi: Int
+    public var txPower: Int
+    public var measuredPathLoss: Double
+    public var distance: String
+    public var autoConnectPathLoss: Int
+    public var manualConnectPathLoss: Int
+    public var isBleAutoConnectEnabled: Bool
+    public var isBleManualConnectEnabled: Bool
+    public var isSecondFactorRequired: Bool
+    public var isBleActionsEnabled: Bool
+    public var isInAutoConnectRange: Bool
+
+    public init(id: String, name: String?, kind: String, site: String, address: String, rssi: Int, txPower: Int,
+                measuredPathLoss: Double, distance: String, autoConnectPathLoss: Int, manualConnectPathLoss: Int,
+                isBleAutoConnectEnabled: Bool, isBleManualConnectEnabled: Bool, isSecondFactorRequired: Bool,
+                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool) {
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.site = site
+        self.address = address
+        self.rssi = rssi
+        self.txPower = txPower
+        self.measuredPathLoss = measuredPathLoss
+        self.distance = distance
+        self.autoConnectPathLoss = autoConnectPathLoss
+        self.manualConnectPathLoss = manualConnectPathLoss
+        self.isBleAutoConnectEnabled = isBleAutoConnectEnabled
+        self.isBleManualConnectEnabled = isBleManualConnectEnabled
+        self.isSecondFactorRequired = isSecondFactorRequired
+        self.isBleActionsEnabled = isBleActionsEnabled
+        self.isInAutoConnectRange = isInAutoConnectRange
+    }
+}
+
+public struct ReadersAnswer: Codable, Sendable, Hashable {
+    public var readers: [ReaderInfo]
+    public init(readers: [ReaderInfo]) { self.readers = readers }
+}
+
+public struct SubscribeAnswer: Codable, Sendable, Hashable {
+    public var subscribed: Bool
+    public var replayed: Int
+    public var lastSequence: Int64
+    /// When a replay was asked for: the oldest event the journal still keeps.
+    public var oldestAvailable: Int64?
+    public init(subscribed: Bool, replayed: Int, lastSequence: Int64, oldestAvailable: Int64?) {
+        self.subscribed = subscribed
+        self.replayed = replayed
+        self.lastSequence = lastSequence
+        self.oldestAvailable = oldestAvailable
+    }
+}
+
+public struct UnsubscribeAnswer: Codable, Sendable, Hashable {
+    public var subscribed: Bool
+    public var wasSubscribed: Bool
+    public init(wasSubscribed: Bool) {
+        self.subscribed = false
+        self.wasSubscribed = wasSubscribed
+    }
+}
+
+public struct ScanningAnswer: Codable, Sendable, Hashable {
+    public var scanningEnabled: Bool
+    public init(scanningEnabled: Bool) { self.scanningEnabled = scanningEnabled }
+}
+
+public struct AutomaticAccessAnswer: Codable, Sendable, Hashable {
+    public var automaticAccessEnabled: Bool
+    public init(automaticAccessEnabled: Bool) { self.automaticAccessEnabled = automaticAccessEnabled }
+}
+
+/// Milliseconds per phase of an exchange (absent: the phase did not happen).
+public struct ExchangeTimings: Codable, Sendable, Hashable {
+    public var detectionMs: Double?
+    public var connectMs: Double?
+    public var resolveMs: Double?
+    public var exchangeMs: Double?
+    public var totalMs: Double?
+    public init(detectionMs: Double?, connectMs: Double?, resolveMs: Double?, exchangeMs: Double?, totalMs: Double?) {
+        self.detectionMs = detectionMs
+        self.connectMs = connectMs
+        self.resolveMs = resolveMs
+        self.exchangeMs = exchangeMs
+        self.totalMs = totalMs
+    }
+}
+
+public struct ActionInfo: Codable, Sendable, Hashable {
+    public var id: Int
+    public var name: String
+    public var type: String
+    public init(id: Int, name: String, type: String) {
+        self.id = id
+        self.name = name
+        self.type = type
+    }
+}
+
+/// How an exchange ended: the answer to `access.request`, `actions.list`, `actions.perform`,
+/// and the data of `access.completed`. `outcome` says which fields are there: `decided`
+/// (`decision`, `granted`, `mode`), `actionsListed` (`actions`), `actionPerformed` (also
+/// `action`), `failed` (`error`, in events only: a request that fails gets an error answer).
+public struct ExchangeAnswer: Codable, Sendable, Hashable {
+    public var outcome: String
+    public var reader: String
+    public var origin: String
+    public var decision: String?
+    public var granted: Bool?
+    public var mode: String?
+    public var actions: [ActionInfo]?
+    public var action: Int?
+    public var error: String?
+    public var timings: ExchangeTimings?
+
+    public init(outcome: String, reader: String, origin: String, decision: String? = nil, granted: Bool? = nil,
+                mode: String? = nil, actions: [ActionInfo]? = nil, action: Int? = nil, error: String? = nil,
+                timings: ExchangeTimings? = nil) {
+        self.outcome = outcome
+        self.reader = reader
+        self.origin = origin
+        self.decision = decision
+        self.granted = granted
+        self.mode = mode
+        self.actions = actions
+        self.action = action
+        self.error = error
+        self.timings = timings
+    }
+}
+
+public struct PinAnswer: Codable, Sendable, Hashable {
+    public var request: String
+    public var accepted: Bool
+    public init(request: String, accepted: Bool) {
+        self.request = request
+        self.accepted = accepted
+    }
+}
+
+public struct SecondFactorInfo: Codable, Sendable, Hashable {
+    public var required: Bool
+    public var pinSet: Bool
+    public var lockedOut: Bool
+    public var attemptsLeft: Int
+    public init(required: Bool, pinSet: Bool, lockedOut: Bool, attemptsLeft: Int) {
+        self.required = required
+        self.pinSet = pinSet
+        self.lockedOut = lockedOut
+        self.attemptsLeft = attemptsLeft
+    }
+}
+
+/// A credential as `credentials.list` and `.register` show it (never its keys).
+public struct CredentialInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var site: String
+    public var siteName: String
+    public var siteURL: String
+    public var cardholderName: String
+    public var deviceName: String
+    public var state: String
+    public var secondFactor: SecondFactorInfo
+    public var registeredAt: Double
+    public var lastSyncAt: Double?
+    public var itemCount: Int
+
+    public init(id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
+                state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int) {
+        self.id = id
+        self.site = site
+        self.siteName = siteName
+        self.siteURL = siteURL
+        self.cardholderName = cardholderName
+        self.deviceName = deviceName
+        self.state = state
+        self.secondFactor = secondFactor
+        self.registeredAt = registeredAt
+        self.lastSyncAt = lastSyncAt
+        self.itemCount = itemCount
+    }
+}
+
+public struct CredentialsAnswer: Codable, Sendable, Hashable {
+    public var credentials: [CredentialInfo]
+    public init(credentials: [CredentialInfo]) { self.credentials = credentials }
+}
+
+public struct DeleteAnswer: Codable, Sendable, Hashable {
+    public var id: String
+    public var deleted: Bool
+    public var siteInformed: Bool
+    public var siteError: String?
+    public init(id: String, siteError: String?) {
+        self.id = id
+        self.deleted = true
+        self.siteInformed = siteError == nil
+        self.siteError = siteError
+    }
+}
+
+/// One credential's part of a sync: counts, or the error that stopped it.
+public struct CredentialSync: Codable, Sendable, Hashable {
+    public var id: String
+    public var state: String?
+    public var added: Int?
+    public var updated: Int?
+    public var removed: Int?
+    public var error: String?
+    public var message: String?
+    public init(id: String, state: String? = nil, added: Int? = nil, updated: Int? = nil, removed: Int? = nil,
+                error: String? = nil, message: String? = nil) {
+        self.id = id
+        self.state = state
+        self.added = added
+        self.updated = updated
+        self.removed = removed
+        self.error = error
+        self.message = message
+    }
+}
+
+public struct SyncAnswer: Codable, Sendable, Hashable {
+    public var credentials: [CredentialSync]
+    public var nextSyncInSeconds: Int64
+    public init(credentials: [CredentialSync], nextSyncInSeconds: Int64) {
+        self.credentials = credentials
+        self.nextSyncInSeconds = nextSyncInSeconds
+    }
+}
+
+/// An item without its secrets; `data` is what the site gave, as it gave it.
+public struct ItemInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var credential: String
+    public var type: String
+    public var name: String
+    public var state: String
+    public var site: String?
+    public var data: JSONValue?
+    public init(id: String, credential: String, type: String, name: String, state: String, site: String?, data: JSONValue?) {
+        self.id = id
+        self.credential = credential
+        self.type = type
+        self.name = name
+        self.state = state
+        self.site = site
+        self.data = data
+    }
+}
+
+public struct ItemsAnswer: Codable, Sendable, Hashable {
+    public var items: [ItemInfo]
+    public init(items: [ItemInfo]) { self.items = items }
+}

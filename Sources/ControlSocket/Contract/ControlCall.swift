@@ -1,0 +1,166 @@
+import Foundation
+
+/// One method of the control socket as a value: its name and role (`method`), the params it
+/// takes and the answer it gives, both `Codable`. `accessd` decodes the params and encodes
+/// the answer with these types, and `accessctl` encodes and decodes with the same ones, as
+/// chrony's `candm.h` serves `chronyd` and `chronyc` (docs/protocol.md shows them on the wire).
+public protocol ControlCall: Sendable {
+    associatedtype Params: Codable & Sendable
+    associatedtype Answer: Codable & Sendable
+    static var method: ControlMethod { get }
+}
+
+/// For methods that take nothing (an empty object, or no `params` at all).
+public struct NoParams: Codable, Sendable, Hashable {
+    public init() {}
+}
+
+/// Every method, by the types it speaks.
+public enum ControlCalls {
+    public enum StatusGet: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = StatusAnswer
+        public static let method = ControlMethod.statusGet
+    }
+
+    public enum ReadersList: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = ReadersAnswer
+        public static let method = ControlMethod.readersList
+    }
+
+    public enum EventsSubscribe: ControlCall {
+        public typealias Params = SubscribeParams
+        public typealias Answer = SubscribeAnswer
+        public static let method = ControlMethod.eventsSubscribe
+    }
+
+    public enum EventsUnsubscribe: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = UnsubscribeAnswer
+        public static let method = ControlMethod.eventsUnsubscribe
+    }
+
+    public enum ScanningSet: ControlCall {
+        public typealias Params = SwitchParams
+        public typealias Answer = ScanningAnswer
+        public static let method = ControlMethod.scanningSet
+    }
+
+    public enum AutomaticAccessSet: ControlCall {
+        public typealias Params = SwitchParams
+        public typealias Answer = AutomaticAccessAnswer
+        public static let method = ControlMethod.automaticAccessSet
+    }
+
+    public enum LogSetLevel: ControlCall {
+        public typealias Params = LogLevelParams
+        public typealias Answer = LogLevelParams
+        public static let method = ControlMethod.logSetLevel
+    }
+
+    public enum AccessRequest: ControlCall {
+        public typealias Params = ReaderParams
+        public typealias Answer = ExchangeAnswer
+        public static let method = ControlMethod.accessRequest
+    }
+
+    public enum ActionsList: ControlCall {
+        public typealias Params = ReaderParams
+        public typealias Answer = ExchangeAnswer
+        public static let method = ControlMethod.actionsList
+    }
+
+    public enum ActionsPerform: ControlCall {
+        public typealias Params = ActionParams
+        public typealias Answer = ExchangeAnswer
+        public static let method = ControlMethod.actionsPerform
+    }
+
+    public enum SecondFactorRespond: ControlCall {
+        public typealias Params = PinParams
+        public typealias Answer = PinAnswer
+        public static let method = ControlMethod.secondFactorRespond
+    }
+
+    public enum CredentialsRegister: ControlCall {
+        public typealias Params = RegisterParams
+        public typealias Answer = CredentialInfo
+        public static let method = ControlMethod.credentialsRegister
+    }
+
+    public enum CredentialsList: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = CredentialsAnswer
+        public static let method = ControlMethod.credentialsList
+    }
+
+    public enum CredentialsDelete: ControlCall {
+        public typealias Params = CredentialIDParams
+        public typealias Answer = DeleteAnswer
+        public static let method = ControlMethod.credentialsDelete
+    }
+
+    public enum ItemsSync: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = SyncAnswer
+        public static let method = ControlMethod.itemsSync
+    }
+
+    public enum ItemsList: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = ItemsAnswer
+        public static let method = ControlMethod.itemsList
+    }
+}
+
+extension JSONValue {
+    /// This value as a `T` (the params of a request, the result of an answer).
+    public func decode<T: Decodable>(_ type: T.Type) throws(RPCError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(jsonText.utf8))
+        } catch let error as DecodingError {
+            throw .invalidParams(Self.describe(error))
+        } catch {
+            throw .invalidParams("\(error)")
+        }
+    }
+
+    /// A `Codable` value as JSON (what goes on the wire).
+    public init<T: Encodable>(encoding value: T) throws(RPCError) {
+        do {
+            self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+        } catch {
+            throw .internalError("cannot encode \(T.self): \(error)")
+        }
+    }
+
+    /// One sentence naming the field and what was wrong with it.
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let names = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return names.isEmpty ? "params" : names.joined(separator: ".")
+        }
+        switch error {
+        case let .keyNotFound(key, context):
+            return "\(path(context).replacingOccurrences(of: "params", with: "")) \(key.stringValue) is required"
+                .trimmingCharacters(in: .whitespaces)
+        case let .typeMismatch(type, context), let .valueNotFound(type, context):
+            return "\(path(context)) must be \(describe(type))"
+        case let .dataCorrupted(context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is Bool.Type: "true or false"
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Int8.Type: "a whole number"
+        case is [String].Type: "a list of strings"
+        default: "an object"
+        }
+    }
+}

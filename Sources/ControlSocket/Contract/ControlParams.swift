@@ -1,0 +1,71 @@
+/// What the control socket's methods take (docs/protocol.md, each method's heading).
+
+/// `scanning.set`, `automaticAccess.set`.
+public struct SwitchParams: Codable, Sendable, Hashable {
+    public var enabled: Bool
+    public init(enabled: Bool) { self.enabled = enabled }
+}
+
+/// `log.setLevel` (and its answer).
+public struct LogLevelParams: Codable, Sendable, Hashable {
+    public var level: String
+    public init(level: String) { self.level = level }
+}
+
+/// `events.subscribe`: replay from after `since`, only `kinds` (all when absent).
+public struct SubscribeParams: Codable, Sendable, Hashable {
+    public var since: Int64?
+    public var kinds: [String]?
+    public init(since: Int64? = nil, kinds: [String]? = nil) {
+        self.since = since
+        self.kinds = kinds
+    }
+}
+
+/// `access.request`, `actions.list`: a reader id (up to eight hex digits).
+public struct ReaderParams: Codable, Sendable, Hashable {
+    public var reader: String
+    public init(reader: String) { self.reader = reader }
+}
+
+/// `actions.perform`.
+public struct ActionParams: Codable, Sendable, Hashable {
+    public var reader: String
+    public var action: Int
+    public init(reader: String, action: Int) {
+        self.reader = reader
+        self.action = action
+    }
+}
+
+/// `secondFactor.respond`.
+public struct PinParams: Codable, Sendable, Hashable {
+    public var request: String
+    public var pin: String
+    public init(request: String, pin: String) {
+        self.request = request
+        self.pin = pin
+    }
+}
+
+/// `credentials.register`: an invitation `url`, or a `host` and a `code`.
+public struct RegisterParams: Codable, Sendable, Hashable {
+    public var url: String?
+    public var host: String?
+    public var code: String?
+    public var pin: String?
+    public var deviceName: String?
+    public init(url: String? = nil, host: String? = nil, code: String? = nil, pin: String? = nil, deviceName: String? = nil) {
+        self.url = url
+        self.host = host
+        self.code = code
+        self.pin = pin
+        self.deviceName = deviceName
+    }
+}
+
+/// `credentials.delete`: an id, or a prefix of one that matches one credential.
+public struct CredentialIDParams: Codable, Sendable, Hashable {
+    public var id: String
+    public init(id: String) { self.id = id }
+}
