@@ -50,11 +50,27 @@ final class ClientOutbox: @unchecked Sendable {
         wake.map { $0.0.resume(returning: $0.1) }
     }
 
+    /// Whether another answer fits (it always does when the writer keeps up).
+    var hasRoom: Bool { locked { closed || responses.count < responseLimit } }
+
+    /// Waits while `responseLimit` answers wait to be written: a client that pipelines
+    /// faster than it reads is slowed down, not dropped. False when there is still no room
+    /// after `patience` (the client does not read).
+    func waitForRoom(patience: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + patience
+        while !hasRoom {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
     /// False when the client has too many answers waiting: it should be disconnected.
-    func pushResponse(_ line: String) -> Bool {
+    /// `force`: the last answer before hanging up, queued whatever is waiting.
+    func pushResponse(_ line: String, force: Bool = false) -> Bool {
         let (accepted, wake) = locked { () -> (Bool, CheckedContinuation<String?, Never>?) in
             holding = false
-            guard !closed, responses.count < responseLimit else { return (false, nil) }
+            guard !closed, force || responses.count < responseLimit else { return (false, nil) }
             if let waiter {
                 self.waiter = nil
                 return (true, waiter)

@@ -45,6 +45,8 @@ public final class ControlClient: Sendable, Hashable {
 /// and never touches another client.
 public final class ControlServer: Sendable {
     public static let maximumLineLength = 64 * 1024
+    /// How long a client may leave `ClientOutbox.responseLimit` answers unread.
+    static let unreadPatience: Duration = .seconds(10)
 
     public let path: String
     private let group: gid_t?
@@ -170,6 +172,13 @@ public final class ControlServer: Sendable {
     /// Answers one line; false when the client must be disconnected.
     private func answer(_ trimmed: String, client: ControlClient) async throws -> Bool {
         if trimmed.allSatisfy({ $0 == " " || $0 == "\t" }) { return true }
+        // Reading stops while too many answers wait to be written; a client that does not
+        // read at all is told so (-32003) and hung up on.
+        guard await client.outbox.waitForRoom(patience: Self.unreadPatience) else {
+            logger.notice("client dropped: too many unanswered requests", metadata: ["client": "\(client.id)"])
+            _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .tooManyPending), force: true)
+            return false
+        }
         switch RPCRequest.parse(trimmed) {
         case let .failure(failure):
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))

@@ -89,8 +89,13 @@ struct DaemonEndToEndTests {
         // The client goes away; things happen; it comes back with since.
         try await harness.mock.addDevice(DaemonHarness.readerAddress)
         try await harness.advertise(payload: Self.payload, rssi: -69)
+        _ = try await harness.waitForStatus { $0["readerCount"]?.int == 1 }
         try await harness.mock.set("/org/bluez/hci0", "org.bluez.Adapter1", "Powered", .bool(false))
-        _ = try await harness.waitForStatus { $0["states"]?.array?.contains("bleErrorDisabled") == true }
+        // The SDK state (discovery's) and the readers (the access engine's) are journalled by
+        // two services: wait for both.
+        _ = try await harness.waitForStatus {
+            $0["states"]?.array?.contains("bleErrorDisabled") == true && $0["readerCount"]?.int == 0
+        }
         let second = try harness.connect()
         let answer = try second.call("events.subscribe", ["since": .int(lastSeen)]).get()
         let replayed = try readNotifications(second, count: answer["replayed"]?.int ?? 0)

@@ -55,7 +55,7 @@ extension AccessDaemonServices {
     private func status() async -> StatusAnswer {
         let state = sdk.current, inputs = sdk.inputs
         let engine = await access.status
-        let (scanningEnabled, adapter) = await (discovery.scanningEnabled, discovery.adapterName)
+        let (scanningEnabled, adapter) = await discovery.scanningAndAdapter
         return StatusAnswer(
             version: AccessDaemon.version, protocolVersion: ControlProtocol.version, isScanning: state.isScanning,
             states: state.states.map(\.rawValue), featureErrors: state.featureSyncErrors,
@@ -123,8 +123,17 @@ private struct HandlerTable {
     ) {
         handlers[Call.method] = { params, client in
             do {
-                // No `params` at all reads as an empty object.
-                let decoded = try (params == .null ? .object([:]) : params).decode(Call.Params.self)
+                let decoded: Call.Params
+                if let none = NoParams() as? Call.Params {
+                    // Nothing to read (most calls, status.get among them): no decoder.
+                    switch params {
+                    case .null, .object: decoded = none
+                    default: throw RPCError.invalidParams("params must be an object")
+                    }
+                } else {
+                    // No `params` at all reads as an empty object.
+                    decoded = try (params == .null ? .object([:]) : params).decode(Call.Params.self)
+                }
                 return .success(try JSONValue(encoding: try await handler(decoded, client).get()))
             } catch let error as RPCError {
                 return .failure(error)

@@ -49,6 +49,9 @@ actor DiscoveryService {
 
     var adapterName: String? { adapterPath.map { String($0.split(separator: "/").last ?? "") } }
 
+    /// For `status.get`, in one hop.
+    var scanningAndAdapter: (Bool, String?) { (scanningEnabled, adapterName) }
+
     /// `scanning.set` (already saved): discovery follows, and readers are forgotten when off.
     func setScanning(_ enabled: Bool) {
         scanningEnabled = enabled

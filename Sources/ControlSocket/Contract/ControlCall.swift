@@ -129,7 +129,7 @@ extension JSONValue {
     /// A `Codable` value as JSON (what goes on the wire).
     public init<T: Encodable>(encoding value: T) throws(RPCError) {
         do {
-            self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+            self = try JSONValueEncoder.encode(value)
         } catch {
             throw .internalError("cannot encode \(T.self): \(error)")
         }
