@@ -45,8 +45,6 @@ public actor BlueZClient: BluetoothCentral {
     /// Whether bluetoothd is on the bus (as last seen).
     public var isServicePresent: Bool { owner != nil }
 
-    public func adapterList() -> [AdapterState] { Array(adapters.values) }
-
     /// Subscribes to BlueZ's signals, then reads the tree if bluetoothd is there. Events for
     /// what exists already are reported before this returns.
     public func start() async throws(BlueZError) {

@@ -11,8 +11,6 @@ public protocol BluetoothCentral: Sendable {
 
     /// Starts following the Bluetooth service; what exists already is reported as events.
     func start() async throws(BlueZError)
-    /// The adapters known now.
-    func adapterList() async -> [AdapterState]
 
     func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError)
     func startDiscovery(adapter: String) async throws(BlueZError)

@@ -132,8 +132,6 @@ public actor FakeCentral: BluetoothCentral {
         continuation.yield(.serviceAppeared)
     }
 
-    public func adapterList() -> [AdapterState] { Array(adapters.values) }
-
     public func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError) {
         calls.append("SetDiscoveryFilter \(adapter)")
         guard present, adapters[adapter] != nil else { throw present ? .doesNotExist : .serviceUnknown }

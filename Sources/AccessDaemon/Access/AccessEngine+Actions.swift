@@ -36,7 +36,7 @@ extension AccessEngine {
                 exchanges.yield(.releaseLink(reader))
             case let .failed(reader, origin, error):
                 let answer = ExchangeAnswer(outcome: "failed", reader: reader.description,
-                                            origin: Render.origin(origin).string ?? "", error: error.rawValue)
+                                            origin: Render.origin(origin), error: error.rawValue)
                 journal.emit("access.completed", Render.json(answer))
                 if case let .manual(request) = origin {
                     requests.answer(request, .failure(.failed(error.rawValue, "access failed: \(error.rawValue)")))

@@ -52,9 +52,6 @@ actor ExchangeEngine {
         await shutDown()
     }
 
-    /// Exchanges in progress (diagnostics, tests).
-    var activeReaders: [ReaderID] { runs.keys.sorted() }
-
     // MARK: Exchanges
 
     private func start(_ order: ExchangeOrder) {
@@ -72,7 +69,7 @@ actor ExchangeEngine {
         nextID += 1
         var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
                               devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
-        journal.emit("access.started", ["reader": .string(reader.description), "origin": Render.origin(order.origin),
+        journal.emit("access.started", ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
                                         "operation": Render.operation(order.operation)])
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
         // Before connecting: the link connected early for this reader (the exchange takes it

@@ -4,7 +4,7 @@ import ControlSocket
 
 /// How exchanges and credentials look on the socket (docs/protocol.md).
 extension Render {
-    static func origin(_ origin: ExchangeOrigin) -> JSONValue {
+    static func origin(_ origin: ExchangeOrigin) -> String {
         switch origin {
         case .automatic: "automatic"
         case .manual: "manual"
@@ -22,7 +22,7 @@ extension Render {
     /// How an exchange ended, for `access.completed` and the answer to a manual request.
     static func exchange(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome,
                          timings: ExchangeTimings?) -> ExchangeAnswer {
-        var answer = ExchangeAnswer(outcome: "", reader: reader.description, origin: Self.origin(origin).string ?? "",
+        var answer = ExchangeAnswer(outcome: "", reader: reader.description, origin: Self.origin(origin),
                                     timings: timings)
         func decided(_ result: AccessResult) {
             answer.decision = result.decision.description
