@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Dependencies point one way (docs/architecture.md):
-// executables → AccessDaemon / ControlSocket → AccessStore / AccessCore / BlueZ → CBlueZ.
+// executables → AccessDaemon / ControlSocket / SiteContract → AccessStore / AccessCore /
+// AccessJSON / BlueZ → CBlueZ.
 // AccessCore imports nothing of the project and performs no I/O.
 let package = Package(
     name: "accessd",
@@ -52,11 +53,18 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // JSONValue: the free-form JSON both the control socket and the site API carry.
+        .target(name: "AccessJSON"),
+        // docs/site-api.md's messages, shared by accessd's SiteClient and readersim's site.
+        .target(
+            name: "SiteContract",
+            dependencies: ["AccessCore", "AccessJSON", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(name: "AccessStore", dependencies: ["AccessCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "ControlSocket",
             dependencies: [
-                "AccessCore",
+                "AccessCore", "AccessJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -67,7 +75,7 @@ let package = Package(
         .target(
             name: "AccessDaemon",
             dependencies: [
-                "AccessCore", "AccessStore", "BlueZ", "ControlSocket",
+                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "ControlSocket", "SiteContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -87,12 +95,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "accessctl",
-            dependencies: ["AccessCore", "ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AccessCore", "AccessJSON", "ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "readersim",
             dependencies: [
-                "AccessCore", "BlueZ",
+                "AccessCore", "AccessJSON", "BlueZ", "SiteContract",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -106,6 +114,7 @@ let package = Package(
             name: "accessbench",
             dependencies: [
                 "AccessCore",
+                "AccessJSON",
                 "BlueZ",
                 "BlueZTestSupport",
                 "ControlSocket",
@@ -124,8 +133,13 @@ let package = Package(
         .testTarget(
             name: "AccessDaemonTests",
             dependencies: [
-                "AccessCore", "AccessDaemon", "AccessStore", "ControlSocket", "BlueZTestSupport", "SuiteTraits",
+                "AccessCore", "AccessDaemon", "AccessJSON", "AccessStore", "ControlSocket", "BlueZTestSupport",
+                "SiteContract", "SuiteTraits",
                 .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
     ],

@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import AccessStore
 import ControlSocket
 

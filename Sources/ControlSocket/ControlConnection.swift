@@ -1,3 +1,4 @@
+import AccessJSON
 import Foundation
 
 #if canImport(Glibc)

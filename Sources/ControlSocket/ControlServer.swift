@@ -1,3 +1,4 @@
+import AccessJSON
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -1,3 +1,5 @@
+import AccessJSON
+
 /// A JSON-RPC 2.0 error with a stable code (docs/protocol.md lists them).
 public struct RPCError: Error, Hashable, Sendable {
     public var code: Int

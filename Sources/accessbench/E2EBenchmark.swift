@@ -1,3 +1,4 @@
+import AccessJSON
 import ArgumentParser
 import BlueZTestSupport
 import ControlSocket

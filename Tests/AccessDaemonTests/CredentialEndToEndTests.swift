@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import BlueZTestSupport
 import ControlSocket
 import Foundation

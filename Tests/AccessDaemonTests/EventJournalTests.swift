@@ -1,3 +1,4 @@
+import AccessJSON
 import AccessStore
 import BlueZTestSupport
 import Foundation

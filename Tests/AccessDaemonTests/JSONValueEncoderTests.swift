@@ -1,3 +1,4 @@
+import AccessJSON
 import Foundation
 import Testing
 @testable import ControlSocket

@@ -1,3 +1,4 @@
+import AccessJSON
 import ControlSocket
 import Foundation
 import Testing

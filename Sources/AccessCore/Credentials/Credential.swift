@@ -1,7 +1,7 @@
 import Crypto
 
 /// The life of a credential as the site sees it. Only `active` credentials are presented.
-public enum CredentialState: String, Sendable, CaseIterable {
+public enum CredentialState: String, Sendable, CaseIterable, Codable {
     case active, suspended, revoked
 }
 

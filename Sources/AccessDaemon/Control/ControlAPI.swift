@@ -1,3 +1,4 @@
+import AccessJSON
 import ControlSocket
 
 /// The control socket's dispatch: one table from `ControlMethod` to its handler. The role a

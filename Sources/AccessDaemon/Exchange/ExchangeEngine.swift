@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import BlueZ
 import ControlSocket
 import Logging

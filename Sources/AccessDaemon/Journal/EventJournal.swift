@@ -1,3 +1,4 @@
+import AccessJSON
 import AccessStore
 import ControlSocket
 import Logging

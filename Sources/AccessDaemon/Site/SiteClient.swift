@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import AccessStore
 import AsyncHTTPClient
 import Crypto
@@ -6,6 +7,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import SiteContract
 
 /// accessd's side of docs/site-api.md over AsyncHTTPClient: registration, status, item sync
 /// and deletion, each call signed with the credential key. HTTPS is verified against the
@@ -59,78 +61,65 @@ public final class SiteClient: Sendable {
     public func register(site: SiteAddress, code: InvitationCode, deviceName: String,
                          credentialKey: P256.Signing.PublicKey,
                          secondFactorKey: P256.Signing.PublicKey?) async throws(SiteError) -> Registration {
-        var body: [String: Any] = ["deviceName": deviceName,
-                                   "credentialKey": Base64.encode(Array(credentialKey.x963Representation))]
-        if let secondFactorKey { body["secondFactorKey"] = Base64.encode(Array(secondFactorKey.x963Representation)) }
+        let request = RegistrationRequest(deviceName: deviceName, credentialKey: SiteText.base64(credentialKey),
+                                          secondFactorKey: secondFactorKey.map(SiteText.base64))
         let answer = try await call(site: site, method: .POST, path: "/v1/invitations/\(code.canonical)/register",
-                                    body: body, signer: nil)
-        guard let credential = answer["credential"] as? [String: Any], let siteObject = answer["site"] as? [String: Any],
-              let id = (credential["id"] as? String).flatMap(CredentialID.init),
-              let state = (credential["state"] as? String).flatMap(CredentialState.init(rawValue:)),
-              let cardholder = credential["cardholderName"] as? String,
-              let secondFactor = credential["secondFactor"] as? Bool,
-              let siteName = siteObject["name"] as? String,
-              let tagText = siteObject["tag"] as? String, let tag = UInt32(tagText, radix: 16),
-              let keyText = siteObject["publicKey"] as? String, let keyBytes = Base64.decode(keyText),
-              let siteKey = try? P256.Signing.PublicKey(x963Representation: keyBytes)
+                                    body: request, signer: nil, answer: RegistrationAnswer.self)
+        guard let id = CredentialID(answer.credential.id), let cardholder = answer.credential.cardholderName,
+              let secondFactor = answer.credential.secondFactor,
+              let tag = SiteText.siteTag(answer.site.tag), let siteKey = SiteText.publicKey(answer.site.publicKey)
         else { throw .malformedAnswer("the registration answer lacks or garbles a field") }
-        return Registration(credentialID: id, state: state, cardholderName: cardholder, secondFactor: secondFactor,
-                            siteName: siteName, siteTag: SiteTag(tag), sitePublicKey: siteKey)
+        return Registration(credentialID: id, state: answer.credential.state, cardholderName: cardholder,
+                            secondFactor: secondFactor, siteName: answer.site.name, siteTag: tag, sitePublicKey: siteKey)
     }
 
     public func status(of stored: StoredCredential) async throws(SiteError) -> Status {
         let id = stored.credential.id
         let answer = try await call(site: try address(of: stored), method: .GET, path: "/v1/credentials/\(id)",
-                                    body: nil, signer: signer(stored))
-        guard let state = (answer["state"] as? String).flatMap(CredentialState.init(rawValue:)) else {
-            throw .malformedAnswer("the status answer has no valid state")
-        }
-        return Status(state: state, secondFactor: answer["secondFactor"] as? Bool ?? stored.credential.secondFactorEnabled)
+                                    body: Nothing?.none, signer: signer(stored), answer: CredentialStatusAnswer.self)
+        return Status(state: answer.state, secondFactor: answer.secondFactor ?? stored.credential.secondFactorEnabled)
     }
 
     public func items(of stored: StoredCredential, after cursor: String) async throws(SiteError) -> ItemPage {
         let id = stored.credential.id
         let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
         let answer = try await call(site: try address(of: stored), method: .GET,
-                                    path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: nil, signer: signer(stored))
-        guard let next = answer["cursor"] as? String, let rawItems = answer["items"] as? [[String: Any]],
-              let removed = answer["removed"] as? [String] else {
-            throw .malformedAnswer("the sync answer lacks cursor, items or removed")
+                                    path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: Nothing?.none,
+                                    signer: signer(stored), answer: ItemPageAnswer.self)
+        let items = try answer.items.map { item throws(SiteError) in try Self.stored(item, credential: id) }
+        return ItemPage(cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false)
+    }
+
+    /// Deepest `data` an item may carry: deeper objects cost every later listing time for no
+    /// use a site has shown (docs/site-api.md §4.2).
+    static let maximumDataDepth = 16
+
+    private static func stored(_ item: SiteItem, credential id: CredentialID) throws(SiteError) -> StoredItem {
+        guard !item.id.isEmpty, item.id.utf8.count <= 128 else {
+            throw .malformedAnswer("an item id must be 1 to 128 bytes")
         }
-        var items: [StoredItem] = []
-        for raw in rawItems {
-            guard let itemID = raw["id"] as? String, !itemID.isEmpty, itemID.utf8.count <= 128,
-                  let type = raw["type"] as? String, let name = raw["name"] as? String,
-                  let state = (raw["state"] as? String).flatMap(CredentialState.init(rawValue:)) else {
-                throw .malformedAnswer("an item lacks id, type, name or state")
+        var stored = StoredItem(id: item.id, credentialID: id, type: item.type, name: item.name, state: item.state)
+        if item.type == "aperio" {
+            guard let aperio = item.content.aperio, let identifier = aperio.identifierBytes, let key = aperio.keyBytes,
+                  let tag = item.content.siteTag.flatMap(SiteText.siteTag) else {
+                throw .malformedAnswer("an aperio item lacks its identifier, key or site tag")
             }
-            var item = StoredItem(id: itemID, credentialID: id, type: type, name: name, state: state)
-            if type == "aperio" {
-                guard let aperio = raw["aperio"] as? [String: Any],
-                      let identifier = (aperio["identifier"] as? String).flatMap({ [UInt8](hexString: $0) }),
-                      identifier.count == 8,
-                      let key = (aperio["key"] as? String).flatMap(Base64.decode), key.count == 32,
-                      let tagText = raw["siteTag"] as? String, let tag = UInt32(tagText, radix: 16) else {
-                    throw .malformedAnswer("an aperio item lacks its identifier, key or site tag")
-                }
-                item.aperioIdentifier = identifier
-                item.aperioKey = key
-                item.siteTag = SiteTag(tag)
-            } else if let data = raw["data"] {
-                guard JSONSerialization.isValidJSONObject(data),
-                      let encoded = try? JSONSerialization.data(withJSONObject: data, options: [.sortedKeys]) else {
-                    throw .malformedAnswer("an item's data is not an object")
-                }
-                item.data = String(decoding: encoded, as: UTF8.self)
+            stored.aperioIdentifier = identifier
+            stored.aperioKey = key
+            stored.siteTag = tag
+        } else if let data = item.content.data, data != .null {
+            guard case .object = data else { throw .malformedAnswer("an item's data is not an object") }
+            guard data.depth <= maximumDataDepth else {
+                throw .malformedAnswer("an item's data is nested deeper than \(maximumDataDepth)")
             }
-            items.append(item)
+            stored.data = data.jsonText
         }
-        return ItemPage(cursor: next, items: items, removed: removed, more: answer["more"] as? Bool ?? false)
+        return stored
     }
 
     public func delete(_ stored: StoredCredential) async throws(SiteError) {
         _ = try await call(site: try address(of: stored), method: .DELETE, path: "/v1/credentials/\(stored.credential.id)",
-                           body: nil, signer: signer(stored))
+                           body: Nothing?.none, signer: signer(stored), answer: Nothing.self)
     }
 
     // MARK: Transport
@@ -153,42 +142,65 @@ public final class SiteClient: Sendable {
         }
     }
 
+    /// A call without a body.
+    private struct Nothing: Codable {}
+
     /// One call; when the site says our clock is off, one retry on the site's clock.
-    private func call(site: SiteAddress, method: HTTPMethod, path: String, body: [String: Any]?,
-                      signer: Signer?) async throws(SiteError) -> [String: Any] {
+    private func call<Body: Encodable, Answer: Decodable>(
+        site: SiteAddress, method: HTTPMethod, path: String, body: Body?, signer: Signer?, answer: Answer.Type
+    ) async throws(SiteError) -> Answer {
         do {
             try site.checkTransport()
         } catch {
             throw .address(error)
         }
+        var bodyBytes: [UInt8]?
+        if let body {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            guard let data = try? encoder.encode(body) else { throw .malformedAnswer("cannot encode the request") }
+            bodyBytes = Array(data)
+        }
         var clockOffset: Int64 = 0
         for attempt in 0..<2 {
-            let (status, object) = try await exchange(site: site, method: method, path: path, body: body,
-                                                      signer: signer, clockOffset: clockOffset)
-            if (200..<300).contains(status) { return object ?? [:] }
-            guard let error = object?["error"] as? [String: Any], let code = error["code"] as? String else {
+            let (status, text) = try await exchange(site: site, method: method, path: path, body: bodyBytes,
+                                                    signer: signer, clockOffset: clockOffset)
+            if (200..<300).contains(status) {
+                // A 204 has no body; the only answer that may be empty is one with no fields.
+                guard let decoded = try? JSONDecoder().decode(Answer.self, from: text ?? Data("{}".utf8)) else {
+                    throw .malformedAnswer("HTTP \(status) with a body that is not a \(Answer.self)")
+                }
+                return decoded
+            }
+            guard let text, let refusal = try? JSONDecoder().decode(SiteErrorAnswer.self, from: text) else {
                 throw .malformedAnswer("HTTP \(status) without an error body")
             }
-            if code == "auth.expired", attempt == 0, let serverTime = error["serverTime"] as? Int64 {
-                clockOffset = serverTime - Int64(Date().timeIntervalSince1970)
+            if refusal.error.code == "auth.expired", attempt == 0, let serverTime = refusal.error.serverTime,
+               let offset = Self.clockOffset(serverTime: serverTime, now: Int64(Date().timeIntervalSince1970)) {
+                clockOffset = offset
                 continue
             }
-            throw .refused(status: status, code: code, message: error["message"] as? String ?? "")
+            throw .refused(status: status, code: refusal.error.code, message: refusal.error.message ?? "")
         }
         throw .refused(status: 401, code: "auth.expired", message: "the site keeps refusing our clock")
     }
 
-    private func exchange(site: SiteAddress, method: HTTPMethod, path: String, body: [String: Any]?, signer: Signer?,
-                          clockOffset: Int64) async throws(SiteError) -> (Int, [String: Any]?) {
+    /// How far the site's clock is from ours, or nil when `serverTime` is not a time a site's
+    /// clock can show (more than ten years from ours): following it could only fail, and the
+    /// arithmetic on arbitrary values overflows.
+    static func clockOffset(serverTime: Int64, now: Int64) -> Int64? {
+        let tenYears: Int64 = 10 * 366 * 86_400
+        guard serverTime > now - tenYears, serverTime < now + tenYears else { return nil }
+        return serverTime - now
+    }
+
+    private func exchange(site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
+                          clockOffset: Int64) async throws(SiteError) -> (Int, Data?) {
         let fullPath = site.pathPrefix + path
         var request = HTTPClientRequest(url: site.description + path)
         request.method = method
-        var bodyBytes: [UInt8] = []
-        if let body {
-            guard let data = try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]) else {
-                throw .malformedAnswer("cannot encode the request")
-            }
-            bodyBytes = Array(data)
+        let bodyBytes = body ?? []
+        if body != nil {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: bodyBytes))
         }
@@ -222,9 +234,6 @@ public final class SiteClient: Sendable {
             throw .unreachable(String(describing: error))
         }
         if buffer.readableBytes == 0 { return (status, nil) }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] else {
-            throw .malformedAnswer("HTTP \(status) with a body that is not a JSON object")
-        }
-        return (status, object)
+        return (status, Data(buffer.readableBytesView))
     }
 }

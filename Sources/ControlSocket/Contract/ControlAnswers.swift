@@ -1,3 +1,5 @@
+import AccessJSON
+
 /// What the control socket's methods answer (docs/protocol.md). The events that carry the
 /// same things (`reader.updated`, `access.completed`) use the same types.
 

@@ -1,3 +1,4 @@
+import AccessJSON
 import Foundation
 
 /// One method of the control socket as a value: its name and role (`method`), the params it

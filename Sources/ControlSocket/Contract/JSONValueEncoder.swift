@@ -1,3 +1,5 @@
+import AccessJSON
+
 /// Encodes a contract value straight into a `JSONValue`, the form the socket writes. Written
 /// here because going through `JSONEncoder` and back (`Data`, then `JSONValue`'s decoder,
 /// which tries each JSON type in turn) cost a third of `status.get`'s throughput (27,000

@@ -1,6 +1,7 @@
 import AccessCore
 import Crypto
 import Foundation
+import SiteContract
 
 extension SimulatedReader {
     /// The reader's view of the site: its key and tag, the credentials and Aperio items.
@@ -17,11 +18,8 @@ extension SimulatedReader {
         var aperio: [ReaderSession.AperioRecord] = []
         let owners = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         for item in try site.allItems() where item.type == "aperio" {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
-                  let fields = object["aperio"] as? [String: String],
-                  let identifier = fields["identifier"].flatMap({ [UInt8](hexString: $0) }),
-                  let keyBytes = fields["key"].flatMap(Base64.decode),
-                  let secret = AperioSecret(identifier: identifier, key: keyBytes) else { continue }
+            guard let content = try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8)),
+                  let secret = content.aperio?.secret else { continue }
             // An item is only as good as the credential it was pushed to.
             let ownerState = owners[item.credentialID]?.state ?? .revoked
             let state: CredentialState = ownerState == .active ? item.state : ownerState

@@ -1,6 +1,8 @@
 import AccessCore
+import AccessJSON
 import Crypto
 import Foundation
+import SiteContract
 
 /// One HTTP request as the site sees it.
 struct SiteRequest: Sendable {
@@ -15,15 +17,15 @@ struct SiteResponse: Sendable {
     var status: Int
     var body: [UInt8]
 
-    static func json(_ status: Int, _ object: [String: Any]) -> SiteResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    static func json(_ status: Int, _ message: some Encodable) -> SiteResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(message)) ?? Data("{}".utf8)
         return SiteResponse(status: status, body: Array(data))
     }
 
-    static func error(_ status: Int, _ code: String, _ message: String, extra: [String: Any] = [:]) -> SiteResponse {
-        var error: [String: Any] = ["code": code, "message": message]
-        error.merge(extra) { _, new in new }
-        return json(status, ["error": error])
+    static func error(_ status: Int, _ code: String, _ message: String, serverTime: Int64? = nil) -> SiteResponse {
+        json(status, SiteErrorAnswer(code: code, message: message, serverTime: serverTime))
     }
 }
 
@@ -78,18 +80,22 @@ struct SiteAPI: Sendable {
         guard let code = try? InvitationCode(codeText) else {
             return .error(404, "invitation.unknown", "no such invitation")
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
-            return .error(400, "request.invalid", "the body must be a JSON object")
+        let request: RegistrationRequest
+        do {
+            request = try JSONDecoder().decode(RegistrationRequest.self, from: Data(body))
+        } catch {
+            return .error(400, "request.invalid", "the body must be a registration request: \(Self.reason(error))")
         }
-        guard let deviceName = object["deviceName"] as? String, !deviceName.isEmpty, deviceName.utf8.count <= 128 else {
+        let deviceName = request.deviceName
+        guard !deviceName.isEmpty, deviceName.utf8.count <= 128 else {
             return .error(400, "request.invalid", "deviceName must be a string of 1 to 128 bytes")
         }
-        guard let keyText = object["credentialKey"] as? String, let key = Self.publicKey(keyText) else {
+        guard let key = SiteText.publicKey(request.credentialKey) else {
             return .error(400, "request.invalid", "credentialKey must be a base64 X9.63 P-256 public key")
         }
         var secondKey: P256.Signing.PublicKey?
-        if let value = object["secondFactorKey"], !(value is NSNull) {
-            guard let text = value as? String, let parsed = Self.publicKey(text) else {
+        if let text = request.secondFactorKey {
+            guard let parsed = SiteText.publicKey(text) else {
                 return .error(400, "request.invalid", "secondFactorKey must be a base64 X9.63 P-256 public key")
             }
             secondKey = parsed
@@ -103,11 +109,12 @@ struct SiteAPI: Sendable {
         case let .failure(.expired(at)):
             return .error(410, "invitation.expired", "the invitation expired at \(Self.iso(at))")
         case let .success(credential):
-            return .json(201, [
-                "credential": Self.credentialObject(credential),
-                "site": ["name": site.name, "tag": site.tag.description,
-                         "publicKey": Base64.encode(Array(site.key.publicKey.x963Representation))],
-            ])
+            return .json(201, RegistrationAnswer(
+                credential: CredentialStatusAnswer(id: credential.id.description, state: credential.state,
+                                                   cardholderName: credential.cardholder,
+                                                   secondFactor: credential.secondFactor),
+                site: SiteDescription(name: site.name, tag: site.tag.description,
+                                      publicKey: SiteText.base64(site.key.publicKey))))
         }
     }
 
@@ -135,7 +142,7 @@ struct SiteAPI: Sendable {
         }
         guard abs(Double(authorization.time) - now) <= Double(SiteRequestAuthorization.allowedSkew) else {
             return .failure(.error(401, "auth.expired", "the request time is too far from the site's clock",
-                                   extra: ["serverTime": Int64(now)]))
+                                   serverTime: Int64(now)))
         }
         guard try database.admitNonce(authorization.nonce, now: now) else {
             return .failure(.error(401, "auth.replayed", "the request was already made"))
@@ -144,8 +151,8 @@ struct SiteAPI: Sendable {
     }
 
     private func status(_ credential: SiteDatabase.CredentialRow) -> SiteResponse {
-        .json(200, ["id": credential.id.description, "state": credential.state.rawValue,
-                    "secondFactor": credential.secondFactor])
+        .json(200, CredentialStatusAnswer(id: credential.id.description, state: credential.state,
+                                          secondFactor: credential.secondFactor))
     }
 
     private func items(_ credential: SiteDatabase.CredentialRow, target: String) throws -> SiteResponse {
@@ -163,34 +170,30 @@ struct SiteAPI: Sendable {
         }
         let changes = try database.items(for: credential.id, after: cursor, limit: pageSize + 1)
         let page = changes.prefix(pageSize)
-        var items: [[String: Any]] = []
+        var items: [SiteItem] = []
         var removed: [String] = []
         for item in page {
             if item.removed {
                 removed.append(item.id)
                 continue
             }
-            var object = (try? JSONSerialization.jsonObject(with: Data(item.payload.utf8))) as? [String: Any] ?? [:]
-            object["id"] = item.id
-            object["type"] = item.type
-            object["name"] = item.name
-            object["state"] = item.state.rawValue
-            items.append(object)
+            let content = (try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8))) ?? SiteItemContent()
+            items.append(SiteItem(id: item.id, type: item.type, name: item.name, state: item.state, content: content))
         }
         let next = page.last?.sequence ?? cursor
-        return .json(200, ["cursor": String(next), "items": items, "removed": removed, "more": changes.count > pageSize])
+        return .json(200, ItemPageAnswer(cursor: String(next), items: items, removed: removed, more: changes.count > pageSize))
     }
 
     // MARK: Helpers
 
-    static func credentialObject(_ credential: SiteDatabase.CredentialRow) -> [String: Any] {
-        ["id": credential.id.description, "state": credential.state.rawValue,
-         "cardholderName": credential.cardholder, "secondFactor": credential.secondFactor]
-    }
-
-    static func publicKey(_ base64: String) -> P256.Signing.PublicKey? {
-        guard let bytes = Base64.decode(base64), bytes.count == 65 else { return nil }
-        return try? P256.Signing.PublicKey(x963Representation: bytes)
+    /// What was wrong with a request body, in words a site's client can act on.
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case let DecodingError.keyNotFound(key, _): "\(key.stringValue) is missing"
+        case let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context):
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        default: "not JSON"
+        }
     }
 
     static func iso(_ time: Double) -> String {

@@ -1,8 +1,10 @@
 import AccessCore
 import ArgumentParser
 import Crypto
+import AccessJSON
 import Foundation
 import NIOSSL
+import SiteContract
 
 /// `readersim site …`: a site that issues credentials (docs/site-api.md), kept in one SQLite
 /// file that the simulated readers read too.
@@ -116,7 +118,8 @@ struct SiteCredentialsCommand: ParsableCommand {
 
     func run() throws {
         for credential in try database.open().credentials() {
-            var object = SiteAPI.credentialObject(credential)
+            var object: [String: Any] = ["id": credential.id.description, "state": credential.state.rawValue,
+                                         "cardholderName": credential.cardholder, "secondFactor": credential.secondFactor]
             object["deviceName"] = credential.deviceName
             object["deleted"] = credential.deleted
             object["secondFactorKeySet"] = credential.secondFactorKey != nil
@@ -180,22 +183,24 @@ struct SiteItemCommand: ParsableCommand {
                 throw ValidationError("no credential (or more than one) matches \(credential)")
             }
             let site = try store.site()
-            var payload: [String: Any]
+            var payload: SiteItemContent
             var generator = SystemRandomNumberGenerator()
             func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
             switch type {
             case "aperio":
-                payload = ["siteTag": site.tag.description,
-                           "aperio": ["identifier": random(8).hexString, "key": Base64.encode(random(32))]]
+                payload = SiteItemContent(siteTag: site.tag.description,
+                                          aperio: AperioFields(identifier: random(8).hexString, key: Base64.encode(random(32))))
             case "salto":
-                payload = ["data": ["keyId": random(4).hexString]]
+                payload = SiteItemContent(data: ["keyId": .string(random(4).hexString)])
             case "digitalId":
-                payload = ["data": ["cardholder": row.cardholder, "number": random(4).hexString]]
+                payload = SiteItemContent(data: ["cardholder": .string(row.cardholder), "number": .string(random(4).hexString)])
             default:
                 throw ValidationError("--type must be aperio, salto or digitalId")
             }
             let itemID = id ?? "\(type)-\(random(6).hexString)"
-            let data = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let data = try encoder.encode(payload)
             try store.addItem(id: itemID, credential: row.id, type: type, name: name,
                               payload: String(decoding: data, as: UTF8.self))
             SiteOutput.line(["id": itemID, "credential": row.id.description, "type": type, "name": name])

@@ -1,3 +1,4 @@
+import AccessJSON
 import BlueZ
 import BlueZTestSupport
 import ControlSocket

@@ -1,6 +1,7 @@
+import AccessCore
+import AccessJSON
 import BlueZTestSupport
 import ControlSocket
-import AccessCore
 import Foundation
 
 /// A real `readersim site serve` on loopback, with its database in `directory`, and the

@@ -58,6 +58,15 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
+    /// How deep arrays and objects nest: 0 for a scalar, 1 for `{}` or `[1]`.
+    public var depth: Int {
+        switch self {
+        case let .array(items): 1 + (items.map(\.depth).max() ?? 0)
+        case let .object(members): 1 + (members.values.map(\.depth).max() ?? 0)
+        default: 0
+        }
+    }
+
     /// Compact JSON on one line, keys sorted (stable output for people and tests).
     /// Written by hand: JSONEncoder was most of the cost of answering status.get.
     public var jsonText: String {

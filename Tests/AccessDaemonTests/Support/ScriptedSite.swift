@@ -1,0 +1,82 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A site that answers every request with the next of a fixed list of answers (the last one
+/// repeats), to play a hostile or broken site against `SiteClient` byte for byte. It records
+/// what it was asked.
+final class ScriptedSite: Sendable {
+    struct Answer: Sendable {
+        var status: Int
+        var body: String
+    }
+
+    struct Request: Sendable {
+        var method: String
+        var target: String
+        var body: String
+    }
+
+    private let channel: any Channel
+    private let state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>
+
+    var port: Int { channel.localAddress?.port ?? 0 }
+    var requests: [Request] { state.withLockedValue { $0.requests } }
+
+    init(answers: [Answer]) async throws {
+        let state = NIOLockedValueBox((answers: answers, requests: [Request]()))
+        self.state = state
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Handler(state: state))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    func stop() async {
+        try? await channel.close()
+    }
+
+    private final class Handler: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>
+        var head: HTTPRequestHead?
+        var body = ByteBuffer()
+
+        init(state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>) {
+            self.state = state
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case let .head(head):
+                self.head = head
+                body.clear()
+            case var .body(part):
+                body.writeBuffer(&part)
+            case .end:
+                let request = Request(method: head?.method.rawValue ?? "", target: head?.uri ?? "",
+                                      body: String(buffer: body))
+                let answer = state.withLockedValue { state in
+                    state.requests.append(request)
+                    return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
+                }
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: "application/json")
+                headers.add(name: "Content-Length", value: String(answer.body.utf8.count))
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(
+                    version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers))),
+                    promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer.body)))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+        }
+    }
+}
