@@ -26,8 +26,7 @@ public final class AccessDaemonServices: Sendable {
     let exchanges: ExchangeEngine
     let sync: SiteSync
     let admin: CredentialAdmin
-    let store: AccessStore
-    let logLevel: LogLevelSetting
+    let settings: RuntimeSettings
     let logger: Logger
     let startedAt = Clocks.monotonic()
     private let runners: [ClosureService]
@@ -35,8 +34,9 @@ public final class AccessDaemonServices: Sendable {
     public init(configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
                 logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) throws {
         // Settings changed at run time win over the configuration's start values.
-        let scanning = try store.boolSetting("scanning") ?? configuration.scanningOnStart
-        let automatic = try store.boolSetting("automaticAccess") ?? configuration.automaticAccessOnStart
+        let settings = RuntimeSettings(store: store, logLevel: logLevel)
+        let scanning = try settings.saved(.scanning) ?? configuration.scanningOnStart
+        let automatic = try settings.saved(.automaticAccess) ?? configuration.automaticAccessOnStart
         let journal = try EventJournal(store: store, logger: logger)
         let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts, logger: logger)
         var inputs = SdkStateInputs()
@@ -69,8 +69,7 @@ public final class AccessDaemonServices: Sendable {
         self.sync = sync
         self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
                                      deviceName: configuration.deviceName, logger: logger)
-        self.store = store
-        self.logLevel = logLevel
+        self.settings = settings
         self.logger = logger
         let retention = (configuration.journalMaxEvents, configuration.journalMaxAge)
         self.runners = [

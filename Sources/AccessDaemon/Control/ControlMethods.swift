@@ -18,11 +18,11 @@ extension AccessDaemonServices {
             .success(UnsubscribeAnswer(wasSubscribed: self.journal.unsubscribe(client)))
         }
         table.on(ControlCalls.ScanningSet.self) { params, client in
-            await self.toggle(params.enabled, client: client, setting: "scanning") { await self.discovery.setScanning($0) }
+            await self.toggle(params.enabled, client: client, setting: .scanning) { await self.discovery.setScanning($0) }
                 .map { ScanningAnswer(scanningEnabled: $0) }
         }
         table.on(ControlCalls.AutomaticAccessSet.self) { params, client in
-            await self.toggle(params.enabled, client: client, setting: "automaticAccess") { await self.access.setAutomaticAccess($0) }
+            await self.toggle(params.enabled, client: client, setting: .automaticAccess) { await self.access.setAutomaticAccess($0) }
                 .map { AutomaticAccessAnswer(automaticAccessEnabled: $0) }
         }
         table.on(ControlCalls.LogSetLevel.self) { params, client in self.setLogLevel(params.level, client: client) }
@@ -81,14 +81,14 @@ extension AccessDaemonServices {
     }
 
     /// An operator's on/off setting: saved (it outlives restarts), then applied.
-    private func toggle(_ enabled: Bool, client: ControlClient, setting: String,
+    private func toggle(_ enabled: Bool, client: ControlClient, setting: RuntimeSettings.Switch,
                         apply: (Bool) async -> Void) async -> Result<Bool, RPCError> {
         do {
-            try store.setBoolSetting(setting, enabled)
+            try settings.save(setting, enabled)
         } catch {
             return .failure(.internalError("cannot save the setting: \(error)"))
         }
-        logger.notice("\(setting) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
+        logger.notice("\(setting.rawValue) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
         await apply(enabled)
         return .success(enabled)
     }
@@ -97,7 +97,7 @@ extension AccessDaemonServices {
         guard let level = Logger.Level(rawValue: name) else {
             return .failure(.invalidParams("level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"))
         }
-        logLevel.set(level)
+        settings.logLevel.set(level)
         logger.notice("log level set by a client", metadata: ["level": "\(name)", "uid": "\(client.uid)"])
         return .success(LogLevelParams(level: name))
     }
