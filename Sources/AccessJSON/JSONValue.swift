@@ -76,31 +76,38 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
         return String(decoding: output, as: UTF8.self)
     }
 
+    // Appends bytes in place: building an `Array` or a `String` per token (as this did at
+    // first) was half the cost of writing a status answer.
     private func write(to output: inout [UInt8]) {
         switch self {
-        case .null: output += Array("null".utf8)
-        case let .bool(value): output += Array((value ? "true" : "false").utf8)
-        case let .int(value): output += Array(String(value).utf8)
+        case .null: output.append(contentsOf: "null".utf8)
+        case let .bool(value): output.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        case let .int(value): Self.writeInteger(value, to: &output)
         case let .double(value):
             if !value.isFinite {
-                output += Array("null".utf8)
+                output.append(contentsOf: "null".utf8)
             } else if value.rounded() == value, abs(value) < 1e15 {
-                output += Array("\(Int64(value)).0".utf8)
+                Self.writeInteger(Int64(value), to: &output)
+                output.append(contentsOf: ".0".utf8)
             } else {
-                output += Array("\(value)".utf8)
+                output.append(contentsOf: "\(value)".utf8)
             }
         case let .string(value): Self.writeString(value, to: &output)
         case let .array(items):
             output.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            var first = true
+            for item in items {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
                 item.write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
         case let .object(members):
             output.append(UInt8(ascii: "{"))
-            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            var first = true
+            for member in members.sorted(by: { $0.key < $1.key }) {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
                 Self.writeString(member.key, to: &output)
                 output.append(UInt8(ascii: ":"))
                 member.value.write(to: &output)
@@ -109,18 +116,42 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
+    private static func writeInteger(_ value: Int64, to output: inout [UInt8]) {
+        if value == 0 {
+            output.append(UInt8(ascii: "0"))
+            return
+        }
+        if value < 0 { output.append(UInt8(ascii: "-")) }
+        // The magnitude as unsigned, so Int64.min has one.
+        var magnitude = value.magnitude
+        let start = output.count
+        while magnitude > 0 {
+            output.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        }
+        output[start...].reverse()
+    }
+
     private static func writeString(_ value: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // Most strings need no escape: copy them whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output.append(contentsOf: value.utf8)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                output += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hex[Int(byte >> 4)])
+                output.append(hex[Int(byte & 0xF)])
             default: output.append(byte)
             }
         }

@@ -28,6 +28,11 @@ struct JSONValueEncoderTests {
         #expect(try JSONValue(encoding: [Int8(-3), Int8(4)]) == [-3, 4])
         #expect(try JSONValue(encoding: Float(0.5)) == 0.5)
         #expect(try JSONValue(encoding: ["a"]) == ["a"])
+        // The generic scalars (an optional's payload, an array's elements) take the direct path.
+        #expect(try JSONValue(encoding: [Int?.some(3), nil]) == [3, nil])
+        #expect(try JSONValue(encoding: [[true], [false]]) == [[true], [false]])
+        #expect(try JSONValue(encoding: [Int64.min, Int64.max]) == [.int(.min), .int(.max)])
+        #expect(try JSONValue(encoding: ["k": [1.5]]) == ["k": [1.5]])
     }
 }
 

@@ -30,4 +30,13 @@ struct JSONValueTests {
             #expect(try JSONValue.parse(encoded)["k"]?.string == text)
         }
     }
+
+    /// Integers are written digit by digit: the ends of the range and zero.
+    @Test func integersAtTheirLimits() throws {
+        for value in [Int64.min, Int64.max, 0, -1, 1, 10, -10, 1_000_000_007] {
+            #expect(JSONValue.int(value).jsonText == String(value))
+            #expect(try JSONValue.parse(JSONValue.int(value).jsonText) == .int(value))
+        }
+        #expect(JSONValue.double(-3).jsonText == "-3.0")
+    }
 }

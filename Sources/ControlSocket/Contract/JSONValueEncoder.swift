@@ -6,14 +6,22 @@ import AccessJSON
 /// answers/s before the typed contract, 8,200 with the round trip: docs/performance.md).
 /// Optionals that are nil are left out, as `JSONEncoder` does.
 struct JSONValueEncoder {
-    /// A `JSONValue` inside a contract value (an item's `data`) is taken as it is. A
-    /// metatype comparison, not a dynamic cast (`as? any BinaryInteger` here cost a third of
-    /// `status.get`'s throughput). Every other scalar has an `encode` overload of its own in
-    /// each container below, so none comes back here through its own `encode(to:)`.
+    /// The values the generic `encode` would otherwise take through `encode(to:)`, a node
+    /// and an existential container each: a `JSONValue` inside a contract value (an item's
+    /// `data`), and the scalars and string lists answers are made of, which arrive here
+    /// generically as an array's elements or an optional's payload. Metatype comparisons,
+    /// not dynamic casts (`as? any BinaryInteger` here cost a third of `status.get`'s
+    /// throughput); the bit casts are between identical types.
     static func primitive<T>(_ value: T) -> JSONValue? {
+        if T.self == JSONValue.self { return unsafeBitCast(value, to: JSONValue.self) }
+        if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if T.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
+        if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+        if T.self == [String].self { return .array(unsafeBitCast(value, to: [String].self).map(JSONValue.string)) }
         // Spelled out: JSONValue takes `nil` as a literal, so a bare `nil` here became `.null`.
-        guard T.self == JSONValue.self else { return Optional<JSONValue>.none }
-        return value as? JSONValue
+        return Optional<JSONValue>.none
     }
 
     static func encode<T: Encodable>(_ value: T) throws -> JSONValue {
@@ -23,7 +31,9 @@ struct JSONValueEncoder {
     }
 
     /// What has been encoded at one place of the tree so far. Scalars are stored as
-    /// values; only nested objects and arrays get a node of their own.
+    /// values; only nested objects and arrays get a node of their own, and an object's
+    /// scalar members are kept in the dictionary it ends as (no copy when it has no nested
+    /// member, as a status answer has none).
     final class Node {
         enum Kind { case empty, value, object, array }
         enum Child {
@@ -40,15 +50,20 @@ struct JSONValueEncoder {
 
         var kind = Kind.empty
         private var scalar = JSONValue.null
-        private var members: [String: Child] = [:]
+        private var members: [String: JSONValue] = [:]
+        private var nestedMembers: [String: Node] = [:]
         private var elements: [Child] = []
 
         var value: JSONValue {
             switch kind {
-            case .empty: .null
-            case .value: scalar
-            case .object: .object(members.mapValues(\.json))
-            case .array: .array(elements.map(\.json))
+            case .empty: return .null
+            case .value: return scalar
+            case .object:
+                guard !nestedMembers.isEmpty else { return .object(members) }
+                var all = members
+                for (key, node) in nestedMembers { all[key] = node.value }
+                return .object(all)
+            case .array: return .array(elements.map(\.json))
             }
         }
 
@@ -59,18 +74,25 @@ struct JSONValueEncoder {
 
         func set(_ value: JSONValue, member key: String) {
             kind = .object
-            members[key] = .value(value)
+            if !nestedMembers.isEmpty { nestedMembers[key] = nil }
+            members[key] = value
         }
 
         func member(_ key: String) -> Node {
             kind = .object
-            if case let .node(node)? = members[key] { return node }
+            if let node = nestedMembers[key] { return node }
             let node = Node()
-            members[key] = .node(node)
+            members[key] = nil
+            nestedMembers[key] = node
             return node
         }
 
-        func makeObject() { if kind != .object { kind = .object } }
+        func makeObject() {
+            if kind != .object {
+                kind = .object
+                members.reserveCapacity(16)
+            }
+        }
 
         func append(_ value: JSONValue) {
             kind = .array
