@@ -31,6 +31,15 @@ public enum Groups {
         return Set(list.prefix(Int(max(count, 0)))).union([primary])
     }
 
+    /// The groups this process holds besides its primary one.
+    public static func ownSupplementaryGroups() -> Set<gid_t> {
+        let count = getgroups(0, nil)
+        guard count > 0 else { return [] }
+        var list = [gid_t](repeating: 0, count: Int(count))
+        let filled = getgroups(count, &list)
+        return Set(list.prefix(Int(max(filled, 0))))
+    }
+
     /// root and the daemon's own user are admins; then the admin group, then the operator group.
     public static func roleResolver(operatorGroup: String, adminGroup: String) -> @Sendable (UInt32, UInt32) -> Role {
         let operatorGID = gid(named: operatorGroup)

@@ -75,7 +75,8 @@ public final class ControlServer: Sendable {
             // A client may write its requests and shut its side down (socat, `echo … |`):
             // its answers are still written before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+            // Never over an existing file: `SocketPath.claim` removed it if it was stale.
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
                 Self.peerCredentials(channel).flatMapThrowing { credentials -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, Credentials) in
                     let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
@@ -83,9 +84,12 @@ public final class ControlServer: Sendable {
                     return (wrapped, Credentials(value: credentials))
                 }
             }
+        let ownFile = SocketPath.OwnFile(path: path)
+        defer { ownFile?.removeIfStillOurs() }
         chmod(path, 0o660)
-        if let group { chown(path, UInt32.max, group) }
-        defer { unlink(path) }
+        if let group, chown(path, UInt32.max, group) != 0 {
+            throw SocketPath.InUse(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
+        }
         onReady()
         logger.info("control socket listening", metadata: ["path": "\(path)"])
 

@@ -5,6 +5,7 @@ import BlueZ
 import ControlSocket
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,9 @@ struct AccessdCommand: AsyncParsableCommand {
         discussion: """
             Scans through BlueZ for readers, tracks their range and reports SDK state and \
             reader events on a Unix socket (JSON-RPC 2.0, docs/protocol.md) for accessctl. \
-            Exit status 78 (EX_CONFIG) when the configuration is refused.
+            SIGHUP reloads the configuration. Exit status 78 (EX_CONFIG) when the \
+            configuration is refused, 75 (EX_TEMPFAIL) when another accessd holds the state \
+            directory or answers on the socket.
             """,
         version: AccessDaemon.version
     )
@@ -38,8 +41,11 @@ struct AccessdCommand: AsyncParsableCommand {
             printError("accessd: \(error)")
             throw ExitCode(78)
         }
-        if let socket { settings.socketPath = socket }
-        if let stateDirectory { settings.stateDirectory = stateDirectory }
+        let overrides: @Sendable (inout AccessdConfiguration) -> Void = { [socket, stateDirectory] settings in
+            if let socket { settings.socketPath = socket }
+            if let stateDirectory { settings.stateDirectory = stateDirectory }
+        }
+        overrides(&settings)
         if checkConfig {
             print("\(config): OK")
             return
@@ -50,6 +56,13 @@ struct AccessdCommand: AsyncParsableCommand {
         let logger = Logger(label: "accessd")
         let notifier = SystemdNotifier()
 
+        do {
+            try StateDirectoryLock.lock(settings.stateDirectory)
+            try SocketPath.claim(settings.socketPath)
+        } catch {
+            printError("accessd: \(error); not starting")
+            throw ExitCode(StateDirectoryLock.exitStatus)
+        }
         let store: AccessStore
         do {
             store = try AccessStore(directory: settings.stateDirectory)
@@ -80,6 +93,12 @@ struct AccessdCommand: AsyncParsableCommand {
                 printError("accessd: \(config): [socket] group '\(name)' does not exist")
                 throw ExitCode(78)
             }
+            // Giving the socket to a group takes membership of it (no CAP_CHOWN here).
+            guard getuid() == 0 || getegid() == gid || Groups.ownSupplementaryGroups().contains(gid) else {
+                printError("accessd: \(config): [socket] group '\(name)': accessd's user is not a member, so it "
+                    + "cannot give the socket to that group (usermod -aG \(name) accessd)")
+                throw ExitCode(78)
+            }
             socketGroup = gid
         }
         let server = ControlServer(
@@ -88,6 +107,10 @@ struct AccessdCommand: AsyncParsableCommand {
             roleOf: Groups.roleResolver(operatorGroup: settings.operatorGroup, adminGroup: settings.adminGroup))
 
         let socketPath = settings.socketPath
+        let running = settings
+        let configPath = config
+        // Trapped before the socket is up: SIGHUP's default action would end the process.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let group = ServiceGroup(configuration: .init(
             // Shut down in reverse order: the access service first, while the socket is still
             // up, so the requests it answers on the way out (`shuttingDown`) reach their clients.
@@ -99,10 +122,14 @@ struct AccessdCommand: AsyncParsableCommand {
                 }),
             ] + daemon.services.map { .init(service: $0) } + [
                 .init(service: untilGracefulShutdown {
-                    guard let interval = notifier.watchdogInterval else { return }
-                    while true {
-                        try await Task.sleep(for: interval)
-                        notifier.notify("WATCHDOG=1")
+                    try await SystemdReporter(notifier: notifier, daemon: daemon).run()
+                }, successTerminationBehavior: .ignore),
+                .init(service: untilGracefulShutdown {
+                    var current = running
+                    for await _ in hangups {
+                        current = reload(configPath, over: current, level: level, notifier: notifier, logger: logger) {
+                            overrides(&$0)
+                        }
                     }
                 }, successTerminationBehavior: .ignore),
             ],
@@ -116,6 +143,32 @@ struct AccessdCommand: AsyncParsableCommand {
         connection.close()
         logger.notice("accessd stopped")
     }
+}
+
+/// One SIGHUP: the file read again and applied as far as it can be (ConfigurationReload).
+/// `overrides`: the command line's, which win over the file at every reload as at start.
+func reload(_ path: String, over running: AccessdConfiguration, level: LogLevelSetting, notifier: SystemdNotifier,
+            logger: Logger, overrides: (inout AccessdConfiguration) -> Void) -> AccessdConfiguration {
+    notifier.notify("RELOADING=1")
+    defer { notifier.notify("READY=1") }
+    var reloaded: AccessdConfiguration
+    do {
+        reloaded = try ConfigurationLoader.load(path: path, mayBeAbsent: path == "/etc/accessd/accessd.toml")
+        overrides(&reloaded)
+    } catch {
+        logger.error("reload refused; the running configuration stays", metadata: ["error": "\(error)"])
+        return running
+    }
+    let (effective, outcome) = ConfigurationReload.apply(reloaded, over: running, logLevel: level)
+    logger.notice("configuration reloaded", metadata: [
+        "applied": "\(outcome.applied.joined(separator: ","))",
+        "needRestart": "\(outcome.needRestart.joined(separator: ","))",
+    ])
+    if !outcome.needRestart.isEmpty {
+        logger.warning("changed settings take effect at the next restart",
+                       metadata: ["settings": "\(outcome.needRestart.joined(separator: ","))"])
+    }
+    return effective
 }
 
 func printError(_ text: String) {

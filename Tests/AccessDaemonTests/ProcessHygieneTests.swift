@@ -1,0 +1,83 @@
+import AccessJSON
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+import SuiteTraits
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real accessd as a process among others (issue #11): one instance per state
+/// directory and socket, SIGHUP reloads, a stale socket replaced.
+@Suite(.threadOfItsOwn)
+struct ProcessHygieneTests {
+    /// A second accessd (`sudo accessd` while testing) used to bind over the live socket and
+    /// unlink it on exit, cutting the service off from its clients.
+    @Test func aSecondAccessdRefusesAndTheFirstKeepsItsSocket() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let client = try harness.connect()
+        // Same socket, other state directory: someone answers there.
+        let onSocket = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                                       harness.socketPath, "--state-dir", harness.directory + "/other",
+                                       "--bus", harness.bus.address], mergingErrors: true)
+        #expect(onSocket.status == 75)
+        #expect(onSocket.output.contains("another accessd answers on \(harness.socketPath)"))
+        // Same state directory, other socket: the lock says who holds it.
+        let onState = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                                      harness.directory + "/b.sock", "--state-dir", harness.stateDirectory,
+                                      "--bus", harness.bus.address], mergingErrors: true)
+        #expect(onState.status == 75)
+        #expect(onState.output.contains("holds the state directory"))
+        #expect(onState.output.contains("(pid "))
+        #expect(!FileManager.default.fileExists(atPath: harness.directory + "/b.sock"))
+        // The first one still answers on the same connection and on new ones.
+        #expect(try client.call("status.get").get()["isScanning"] != nil)
+        #expect(try harness.connect().call("status.get").get()["isScanning"] != nil)
+        #expect(harness.stop() == 0)
+    }
+
+    @Test func aFileInTheWayOfTheSocketIsRefused() async throws {
+        let harness = try await DaemonHarness()
+        try "not a socket".write(toFile: harness.socketPath, atomically: true, encoding: .utf8)
+        let result = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                                     harness.socketPath, "--state-dir", harness.stateDirectory, "--bus", harness.bus.address], mergingErrors: true)
+        #expect(result.status == 75)
+        #expect(result.output.contains("exists and is not a socket"))
+        #expect(try String(contentsOfFile: harness.socketPath, encoding: .utf8) == "not a socket")
+    }
+
+    /// SIGHUP (`systemctl reload`) used to kill accessd silently, as a clean exit.
+    @Test func sighupReloadsWithoutDroppingClients() async throws {
+        let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n")
+        try await harness.start()
+        let subscriber = try harness.connect()
+        _ = try subscriber.call("events.subscribe", [:]).get()
+        try harness.writeConfig("[log]\nlevel = \"debug\"\n[access]\ncooldown = 20\n")
+        kill(harness.daemon?.pid ?? 0, SIGHUP)
+        try await waitForLog(harness, "configuration reloaded")
+        #expect(harness.log.contains("applied=logLevel"))
+        #expect(harness.log.contains("needRestart=cooldown\n"), "only what the file changed, not the command line's paths")
+        #expect(harness.log.contains("changed settings take effect at the next restart"))
+        // Debug lines appear now that the level is debug.
+        #expect(!harness.log.contains("client connected"))
+        _ = try harness.connect().call("status.get")
+        try await waitForLog(harness, "client connected")
+        // A file that does not load is refused whole; the daemon keeps running.
+        try harness.writeConfig("[log]\nlevel = \"loud\"\n")
+        kill(harness.daemon?.pid ?? 0, SIGHUP)
+        try await waitForLog(harness, "reload refused")
+        #expect(harness.daemon?.isRunning == true)
+        #expect(try subscriber.call("status.get").get()["isScanning"] != nil)
+        #expect(harness.stop() == 0)
+    }
+
+    private func waitForLog(_ harness: DaemonHarness, _ text: String) async throws {
+        for _ in 0..<1000 where !harness.log.contains(text) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if !harness.log.contains(text) { throw TestEnvironmentError("no '\(text)' in the log:\n\(harness.log)") }
+    }
+}
