@@ -41,6 +41,13 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        // sd_journal_sendv: log entries with fields a fleet can query (docs/operations.md).
+        .systemLibrary(
+            name: "CSystemd",
+            path: "Sources/CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
         .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
@@ -75,7 +82,7 @@ let package = Package(
         .target(
             name: "AccessDaemon",
             dependencies: [
-                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "ControlSocket", "SiteContract",
+                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "ControlSocket", "CSystemd", "SiteContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -51,6 +51,8 @@ public final class EventJournal: Sendable {
                 return
             }
             state.lastSequence = event.sequence
+            let (level, message, fields) = JournalFields.logEntry(kind: kind, sequence: event.sequence, data: data)
+            logger.log(level: level, message, metadata: fields)
             let line = Self.notification(event, data: data)
             for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
                 client.deliver(sequence: event.sequence, notification: line)

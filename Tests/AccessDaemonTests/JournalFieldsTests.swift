@@ -1,0 +1,57 @@
+@testable import AccessDaemon
+import AccessJSON
+import Testing
+
+/// What the journal gets for each event, and the reload's view of a changed file.
+struct JournalFieldsTests {
+    /// docs/operations.md lists these; they must never change.
+    @Test func messageIDsAreThoseDocumented() {
+        #expect(JournalFields.messageID(kind: "access.completed") == "ae9d9db7bf47a25a26314f9b29adc8ad")
+        #expect(JournalFields.messageID(kind: "sdk.state") == "1a07d4fbf7f908481719fb322589b9e6")
+        #expect(JournalFields.messageID(kind: "credentials.changed") == "802c59d2ea909380341f71c9e4c28da9")
+    }
+
+    @Test func aDecisionIsANoticeWithItsFields() {
+        let (level, _, metadata) = JournalFields.logEntry(kind: "access.completed", sequence: 7, data: [
+            "reader": "00002A01", "origin": "manual", "outcome": "decision", "decision": "granted", "granted": true,
+            "credential": "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab",
+        ])
+        #expect(level == .notice)
+        let fields = Dictionary(uniqueKeysWithValues: metadata.map { (JournalFields.name(for: $0.key), "\($0.value)") })
+        #expect(fields["READER_ID"] == "00002A01")
+        #expect(fields["DECISION"] == "granted")
+        #expect(fields["CREDENTIAL_ID"] == "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab")
+        #expect(fields["MESSAGE_ID"] == "ae9d9db7bf47a25a26314f9b29adc8ad")
+        #expect(fields["ACCESSD_SEQ"] == "7")
+        #expect(fields["ACCESSD_ORIGIN"] == "manual")
+    }
+
+    @Test func stateAndSightingsHaveTheirOwnFieldsAndLevels() {
+        let (stateLevel, _, state) = JournalFields.logEntry(kind: "sdk.state", sequence: 1,
+                                                             data: ["isScanning": true, "states": ["ok"]])
+        #expect(stateLevel == .notice)
+        #expect(state["sdkState"] == "ok")
+        let (sightingLevel, _, sighting) = JournalFields.logEntry(kind: "reader.updated", sequence: 2, data: ["id": "00002A01"])
+        #expect(sightingLevel == .debug)
+        #expect(sighting["reader"] == "00002A01")
+        let (failedLevel, _, _) = JournalFields.logEntry(kind: "feature.state", sequence: 3,
+                                                          data: ["feature": "cloudConnection", "state": "failed"])
+        #expect(failedLevel == .warning)
+        #expect(JournalFields.name(for: "retry-in") == "ACCESSD_RETRY_IN")
+    }
+
+    @Test func aReloadAppliesTheLogLevelAndNamesTheRest() {
+        let running = AccessdConfiguration()
+        var file = running
+        file.logLevel = .debug
+        file.cooldown = .seconds(20)
+        let level = LogLevelSetting(.info)
+        let (effective, outcome) = ConfigurationReload.apply(file, over: running, logLevel: level)
+        #expect(outcome.applied == ["logLevel"])
+        #expect(outcome.needRestart == ["cooldown"])
+        #expect(level.current == .debug)
+        #expect(effective.logLevel == .debug)
+        #expect(effective.cooldown == running.cooldown)
+        #expect(ConfigurationReload.apply(running, over: running, logLevel: level).1 == .init(applied: [], needRestart: []))
+    }
+}
