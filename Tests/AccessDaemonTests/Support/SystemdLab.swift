@@ -1,0 +1,123 @@
+import AccessDaemon
+import AccessJSON
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The packaged accessd under the real systemd of the lab VM (`lab --init systemd`):
+/// scripts/test passes the `.deb` it built in ACCESSD_DEB. Commands run as root, as an
+/// administrator's would.
+enum SystemdLab {
+    static var deb: String? { ProcessInfo.processInfo.environment["ACCESSD_DEB"] }
+    /// Only inside the VM booted with systemd as PID 1, with a package to install.
+    static var enabled: Bool {
+        deb != nil && FileManager.default.fileExists(atPath: "/run/systemd/system")
+            && (try? String(contentsOfFile: "/proc/1/comm", encoding: .utf8))?.hasPrefix("systemd") == true
+    }
+
+    static let socket = "/run/accessd/accessd.sock"
+    static let config = "/etc/accessd/accessd.toml"
+    /// accessd scans on hci1; readers advertise on hci0 (the lab's radio links them).
+    static let baseConfig = "[bluetooth]\nadapter = \"hci1\"\n"
+
+    /// A shell command's status and output (stdout and stderr together).
+    @discardableResult
+    static func sh(_ script: String, timeout: Duration = .seconds(120)) throws -> CommandResult {
+        try runCommand(["/bin/sh", "-c", script], mergingErrors: true,
+                       environment: ["DEBIAN_FRONTEND": "noninteractive"], timeout: timeout)
+    }
+
+    /// Like `sh`, failing the check with the output unless the command succeeds.
+    @discardableResult
+    static func must(_ script: String, timeout: Duration = .seconds(120)) throws -> String {
+        let result = try sh(script, timeout: timeout)
+        guard result.status == 0 else {
+            throw TestEnvironmentError("`\(script)` exited \(result.status):\n\(result.output)")
+        }
+        return result.output
+    }
+
+    /// One property of the unit (`systemctl show -p NAME --value accessd`).
+    static func property(_ name: String, unit: String = "accessd") throws -> String {
+        try must("systemctl show -p \(name) --value \(unit)").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func waitFor(_ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let journal = (try? sh("journalctl -u accessd -n 40 --no-pager").output) ?? ""
+        throw TestEnvironmentError("never: \(what)\n\(journal)")
+    }
+
+    static func isRunning() throws -> Bool {
+        try property("ActiveState") == "active" && property("SubState") == "running"
+    }
+
+    /// Makes the VM the Debian 12 machine it models. The VM's root is the build machine's,
+    /// a container whose `policy-rc.d` forbids packages to start services (Docker's); a
+    /// kiosk has none. man-db's trigger re-indexes every man page of the build machine at
+    /// each install, minutes under emulation, and is no part of what is tested.
+    static func prepareMachine() throws {
+        try must("rm -f /usr/sbin/policy-rc.d /var/lib/man-db/auto-update")
+    }
+
+    /// Installs `deb` as an operator would (dependencies from what is installed: the VM has no
+    /// network) and waits until the service runs.
+    static func install(_ deb: String) async throws {
+        try prepareMachine()
+        let started = ContinuousClock.now
+        let output = try must("apt-get install -y -q -o Dpkg::Options::=--force-confold '\(deb)'", timeout: .seconds(300))
+        print("apt-get install took \(ContinuousClock.now - started):\n\(output)")
+        do {
+            try await waitFor("accessd active after install") { try isRunning() }
+        } catch {
+            let state = try sh("systemctl is-enabled accessd; systemctl status accessd --no-pager; ls -l /usr/sbin/policy-rc.d").output
+            throw TestEnvironmentError("\(error)\n\(state)")
+        }
+    }
+
+    /// Installs the package unless it already is, with the lab's configuration.
+    static func ensureInstalled() async throws {
+        guard let deb else { throw TestEnvironmentError("ACCESSD_DEB is not set") }
+        if try sh("dpkg-query -W -f '${Status}' accessd").output.contains("install ok installed") { return }
+        try await install(deb)
+        try await configure(baseConfig)
+    }
+
+    /// Writes the configuration and restarts accessd with it.
+    static func configure(_ text: String) async throws {
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        try must("systemctl restart accessd")
+        try await waitFor("accessd running after restart") { try isRunning() }
+        try await waitForScanning()
+    }
+
+    static func call(_ method: String, _ params: JSONValue = [:]) throws -> Result<JSONValue, RPCError> {
+        try ControlConnection(path: socket).call(method, params)
+    }
+
+    static func waitForScanning() async throws {
+        try await waitFor("accessd scanning", timeout: .seconds(40)) {
+            try call("status.get").get()["isScanning"]?.bool == true
+        }
+    }
+
+    /// The journal of accessd since `cursor` (all of it when nil), as text.
+    static func journal(since cursor: String? = nil, _ extra: String = "") throws -> String {
+        let after = cursor.map { "--after-cursor='\($0)'" } ?? ""
+        return try sh("journalctl -u accessd --no-pager -o cat \(after) \(extra)").output
+    }
+
+    /// Where the journal ends now, to read only what follows.
+    static func cursor() throws -> String {
+        let output = try must("journalctl -u accessd -n 1 --show-cursor --no-pager -q")
+        return output.split(separator: "\n").last.map { String($0.dropFirst("-- cursor: ".count)) } ?? ""
+    }
+}
