@@ -38,6 +38,9 @@ struct JournalFieldsTests {
                                                           data: ["feature": "cloudConnection", "state": "failed"])
         #expect(failedLevel == .warning)
         #expect(JournalFields.name(for: "retry-in") == "ACCESSD_RETRY_IN")
+        let (_, _, registered) = JournalFields.logEntry(kind: "credentials.changed", sequence: 4,
+                                                        data: ["reason": "registered", "id": "4b1f0d3e"])
+        #expect(registered["credential"] == "4b1f0d3e")
     }
 
     @Test func aReloadAppliesTheLogLevelAndNamesTheRest() {

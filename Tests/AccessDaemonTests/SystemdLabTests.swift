@@ -76,7 +76,11 @@ struct SystemdLabTests {
         let entry = try JSONValue.parse(entries.split(separator: "\n").last.map(String.init) ?? "{}")
         #expect(entry["DECISION"] == "granted")
         #expect(entry["PRIORITY"] == "5")
-        #expect(entry["CREDENTIAL_ID"]?.string?.isEmpty == false)
+        // The registration's credentials.changed names the credential.
+        let changes = try Lab.must(
+            "journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "credentials.changed")) -o json --no-pager")
+        let change = try JSONValue.parse(changes.split(separator: "\n").last.map(String.init) ?? "{}")
+        #expect(change["CREDENTIAL_ID"]?.string?.isEmpty == false)
         let states = try Lab.must("journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "sdk.state")) -o json --no-pager")
         #expect(states.contains("\"SDK_STATE\""))
     }
@@ -195,6 +199,7 @@ struct SystemdLabTests {
         }
         #expect(!(try Lab.sh("dmesg | grep -i 'audit.*type=1326'").output.contains("accessd")))
         let pid = try Lab.property("MainPID")
+        print(try Lab.sh("ps -L -o tid,ni,pri,comm -p \(pid); grep -i nice /proc/\(pid)/limits").output)
         print("accessd RSS: \(try Lab.must("ps -o rss= -p \(pid)").trimmingCharacters(in: .whitespacesAndNewlines)) kB, "
             + "tasks: \(try Lab.property("TasksCurrent")), memory (cgroup): \(try Lab.property("MemoryCurrent")) bytes")
     }
