@@ -6,16 +6,19 @@ import Testing
 struct JournalFieldsTests {
     /// docs/operations.md lists these; they must never change.
     @Test func messageIDsAreThoseDocumented() {
+        #expect(JournalFields.messageID(kind: "some.future") == JournalFields.messageID(kind: "some.future"))
         #expect(JournalFields.messageID(kind: "access.completed") == "ae9d9db7bf47a25a26314f9b29adc8ad")
         #expect(JournalFields.messageID(kind: "sdk.state") == "1a07d4fbf7f908481719fb322589b9e6")
         #expect(JournalFields.messageID(kind: "credentials.changed") == "802c59d2ea909380341f71c9e4c28da9")
     }
 
     @Test func aDecisionIsANoticeWithItsFields() {
-        let (level, _, metadata) = JournalFields.logEntry(kind: "access.completed", sequence: 7, data: [
+        let data: JSONValue = [
             "reader": "00002A01", "origin": "manual", "outcome": "decision", "decision": "granted", "granted": true,
             "credential": "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab",
-        ])
+        ]
+        let level = JournalFields.level(kind: "access.completed", data: data)
+        let metadata = JournalFields.metadata(kind: "access.completed", sequence: 7, data: data)
         #expect(level == .notice)
         let fields = Dictionary(uniqueKeysWithValues: metadata.map { (JournalFields.name(for: $0.key), "\($0.value)") })
         #expect(fields["READER_ID"] == "00002A01")
@@ -27,19 +30,20 @@ struct JournalFieldsTests {
     }
 
     @Test func stateAndSightingsHaveTheirOwnFieldsAndLevels() {
-        let (stateLevel, _, state) = JournalFields.logEntry(kind: "sdk.state", sequence: 1,
-                                                             data: ["isScanning": true, "states": ["ok"]])
+        let stateData: JSONValue = ["isScanning": true, "states": ["ok"]]
+        let stateLevel = JournalFields.level(kind: "sdk.state", data: stateData)
+        let state = JournalFields.metadata(kind: "sdk.state", sequence: 1, data: stateData)
         #expect(stateLevel == .notice)
         #expect(state["sdkState"] == "ok")
-        let (sightingLevel, _, sighting) = JournalFields.logEntry(kind: "reader.updated", sequence: 2, data: ["id": "00002A01"])
+        let sightingLevel = JournalFields.level(kind: "reader.updated", data: ["id": "00002A01"])
+        let sighting = JournalFields.metadata(kind: "reader.updated", sequence: 2, data: ["id": "00002A01"])
         #expect(sightingLevel == .debug)
         #expect(sighting["reader"] == "00002A01")
-        let (failedLevel, _, _) = JournalFields.logEntry(kind: "feature.state", sequence: 3,
-                                                          data: ["feature": "cloudConnection", "state": "failed"])
+        let failedLevel = JournalFields.level(kind: "feature.state", data: ["feature": "cloudConnection", "state": "failed"])
         #expect(failedLevel == .warning)
         #expect(JournalFields.name(for: "retry-in") == "ACCESSD_RETRY_IN")
-        let (_, _, registered) = JournalFields.logEntry(kind: "credentials.changed", sequence: 4,
-                                                        data: ["reason": "registered", "id": "4b1f0d3e"])
+        let registered = JournalFields.metadata(kind: "credentials.changed", sequence: 4,
+                                                data: ["reason": "registered", "id": "4b1f0d3e"])
         #expect(registered["credential"] == "4b1f0d3e")
     }
 

@@ -42,22 +42,26 @@ public final class EventJournal: Sendable {
 
     /// Journals an event, then hands it to every subscriber that wants its kind.
     public func emit(_ kind: String, _ data: JSONValue) {
-        state.withLockedValue { state in
+        let sequence: Int64? = state.withLockedValue { state in
             let event: AccessStore.Event
             do {
                 event = try store.append(kind: kind, data: data.jsonText, time: Clocks.wall())
             } catch {
                 logger.error("cannot journal event", metadata: ["kind": "\(kind)", "error": "\(error)"])
-                return
+                return nil
             }
             state.lastSequence = event.sequence
-            let (level, message, fields) = JournalFields.logEntry(kind: kind, sequence: event.sequence, data: data)
-            logger.log(level: level, message, metadata: fields)
             let line = Self.notification(event, data: data)
             for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
                 client.deliver(sequence: event.sequence, notification: line)
             }
+            return event.sequence
         }
+        // Outside the lock, and the fields built only when the level is logged (reader
+        // sightings, at debug, are most events).
+        guard let sequence else { return }
+        logger.log(level: JournalFields.level(kind: kind, data: data), "event \(kind)",
+                   metadata: JournalFields.metadata(kind: kind, sequence: sequence, data: data))
     }
 
     /// Subscribes `client` to the events of `kinds` (all when nil), after replaying those

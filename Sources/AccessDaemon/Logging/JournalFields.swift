@@ -27,13 +27,33 @@ public enum JournalFields {
     /// The `MESSAGE_ID` of an event kind: the first 16 bytes of SHA-256("accessd.event." +
     /// kind), in hex. Derived, so it never changes for a kind; listed in docs/operations.md.
     public static func messageID(kind: String) -> String {
+        knownMessageIDs[kind] ?? derivedMessageID(kind: kind)
+    }
+
+    /// Computed once: every event carries one.
+    private static let knownMessageIDs: [String: String] = Dictionary(uniqueKeysWithValues: [
+        "access.started", "access.completed", "secondFactor.required", "sdk.state", "reader.updated",
+        "reader.unavailable", "credentials.changed", "feature.state",
+    ].map { ($0, derivedMessageID(kind: $0)) })
+
+    private static func derivedMessageID(kind: String) -> String {
         SHA256.hash(data: Array("accessd.event.\(kind)".utf8)).prefix(16)
             .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 
-    /// How an event is logged: its level (decisions and state changes at notice, what a
-    /// fleet alerts on at warning, reader sightings at debug) and its fields.
-    static func logEntry(kind: String, sequence: Int64, data: JSONValue) -> (Logger.Level, Logger.Message, Logger.Metadata) {
+    /// An event's level: decisions and state changes at notice, what a fleet alerts on at
+    /// warning, reader sightings at debug.
+    static func level(kind: String, data: JSONValue) -> Logger.Level {
+        switch kind {
+        case "access.completed", "sdk.state", "credentials.changed", "secondFactor.required": .notice
+        case "feature.state": data["state"]?.string == "failed" ? .warning : .notice
+        case "reader.updated": .debug
+        default: .info
+        }
+    }
+
+    /// An event's fields (metadata keys; `name(for:)` gives their journal names).
+    static func metadata(kind: String, sequence: Int64, data: JSONValue) -> Logger.Metadata {
         var metadata: Logger.Metadata = ["messageID": "\(messageID(kind: kind))", "kind": "\(kind)", "seq": "\(sequence)"]
         let readerKey = kind.hasPrefix("reader.") ? "id" : "reader"
         if let reader = data[readerKey]?.string { metadata["reader"] = "\(reader)" }
@@ -46,13 +66,7 @@ public enum JournalFields {
         if kind == "sdk.state", let states = data["states"]?.array {
             metadata["sdkState"] = "\(states.compactMap(\.string).joined(separator: ","))"
         }
-        let level: Logger.Level = switch kind {
-        case "access.completed", "sdk.state", "credentials.changed", "secondFactor.required": .notice
-        case "feature.state": data["state"]?.string == "failed" ? .warning : .notice
-        case "reader.updated": .debug
-        default: .info
-        }
-        return (level, "event \(kind)", metadata)
+        return metadata
     }
 }
 
