@@ -30,6 +30,8 @@ public final class AccessDaemonServices: Sendable {
     let logger: Logger
     let startedAt = Clocks.monotonic()
     private let runners: [ClosureService]
+    /// Hands a reloaded configuration to the engines, in order with their other inputs.
+    private let reconfigureEngines: @Sendable (AccessdConfiguration) -> Void
 
     public init(configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
                 logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) throws {
@@ -71,6 +73,10 @@ public final class AccessDaemonServices: Sendable {
                                      deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
         self.logger = logger
+        self.reconfigureEngines = { configuration in
+            accessDoor.yield(.reconfigure(configuration))
+            commandDoor.yield(.reconfigure(ExchangeSettings(configuration)))
+        }
         let retention = (configuration.journalMaxEvents, configuration.journalMaxAge)
         self.runners = [
             untilGracefulShutdown {
@@ -84,6 +90,12 @@ public final class AccessDaemonServices: Sendable {
                 try await discovery.run()
             },
         ]
+    }
+
+    /// A reload (SIGHUP): the settings `ConfigurationReload` applies live, taken by the engines
+    /// for what they decide and start from now on.
+    public func reconfigure(_ configuration: AccessdConfiguration) {
+        reconfigureEngines(configuration)
     }
 
     /// The control socket's methods, one table.

@@ -130,6 +130,7 @@ struct AccessdCommand: AsyncParsableCommand {
                         current = reload(configPath, over: current, level: level, notifier: notifier, logger: logger) {
                             overrides(&$0)
                         }
+                        daemon.reconfigure(current)
                     }
                 }, successTerminationBehavior: .ignore),
             ],

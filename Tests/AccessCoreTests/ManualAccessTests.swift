@@ -20,6 +20,17 @@ struct ManualAccessTests {
         #expect(end == [.cancelTimer(.manual(RequestID(1))), .completed(Fixtures.readerID, .manual(RequestID(1)), granted)])
     }
 
+    /// A reload: the next request gets the new timeout; connecting early stays as it was.
+    @Test mutating func reconfiguredTimeoutAppliesToTheNextRequest() {
+        var automatic = controller.automatic.configuration
+        automatic.connectEarly = true
+        automatic.cooldown = .seconds(3)
+        controller.reconfigure(automatic: automatic, manual: .init(timeout: .seconds(4)))
+        #expect(request(1, reader: reader).last == .startTimer(.manual(RequestID(1)), after: .seconds(4)))
+        #expect(controller.automatic.configuration.cooldown == .seconds(3))
+        #expect(controller.automatic.configuration.connectEarly == false)
+    }
+
     @Test mutating func unknownReaderIsUnavailable() {
         #expect(request(1, reader: nil) == [.refuse(RequestID(1), .readerUnavailable)])
     }

@@ -46,19 +46,4 @@ struct JournalFieldsTests {
                                                 data: ["reason": "registered", "id": "4b1f0d3e"])
         #expect(registered["credential"] == "4b1f0d3e")
     }
-
-    @Test func aReloadAppliesTheLogLevelAndNamesTheRest() {
-        let running = AccessdConfiguration()
-        var file = running
-        file.logLevel = .debug
-        file.cooldown = .seconds(20)
-        let level = LogLevelSetting(.info)
-        let (effective, outcome) = ConfigurationReload.apply(file, over: running, logLevel: level)
-        #expect(outcome.applied == ["logLevel"])
-        #expect(outcome.needRestart == ["cooldown"])
-        #expect(level.current == .debug)
-        #expect(effective.logLevel == .debug)
-        #expect(effective.cooldown == running.cooldown)
-        #expect(ConfigurationReload.apply(running, over: running, logLevel: level).1 == .init(applied: [], needRestart: []))
-    }
 }

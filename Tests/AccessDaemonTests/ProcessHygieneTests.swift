@@ -49,22 +49,33 @@ struct ProcessHygieneTests {
         #expect(try String(contentsOfFile: harness.socketPath, encoding: .utf8) == "not a socket")
     }
 
-    /// SIGHUP (`systemctl reload`) used to kill accessd silently, as a clean exit.
+    /// SIGHUP (`systemctl reload`) used to kill accessd silently, as a clean exit; then it
+    /// applied only the log level. The range now follows the file at the next advertisement.
     @Test func sighupReloadsWithoutDroppingClients() async throws {
-        let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n")
+        let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n[range]\nsensitivity = \"low\"\n")
         try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         let subscriber = try harness.connect()
         _ = try subscriber.call("events.subscribe", [:]).get()
-        try harness.writeConfig("[log]\nlevel = \"debug\"\n[access]\ncooldown = 20\n")
+        // Path loss 22 (tx power -59, auto range 20): beyond auto range at low sensitivity; at high
+        // (5 dB less path loss counted) the next one, 21, is well within.
+        try await harness.mock.addDevice(DaemonHarness.readerAddress)
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -81)
+        _ = try await harness.waitForStatus { $0["readerCount"]?.int == 1 }
+        #expect(try autoRange(harness) == false)
+        try harness.writeConfig("[log]\nlevel = \"debug\"\n[range]\nsensitivity = \"high\"\n[access]\nconnection_limit = 2\n")
         kill(harness.daemon?.pid ?? 0, SIGHUP)
         try await waitForLog(harness, "configuration reloaded")
-        #expect(harness.log.contains("applied=logLevel"))
-        #expect(harness.log.contains("needRestart=cooldown\n"), "only what the file changed, not the command line's paths")
+        #expect(harness.log.contains("applied=range.sensitivity,log.level"))
+        #expect(harness.log.contains("needRestart=access.connection_limit\n"), "only what the file changed, not the command line's paths")
         #expect(harness.log.contains("changed settings take effect at the next restart"))
         // Debug lines appear now that the level is debug.
         #expect(!harness.log.contains("client connected"))
         _ = try harness.connect().call("status.get")
         try await waitForLog(harness, "client connected")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -80)
+        for _ in 0..<250 where try autoRange(harness) != true { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try autoRange(harness) == true, "the reloaded sensitivity judges the next advertisement")
         // A file that does not load is refused whole; the daemon keeps running.
         try harness.writeConfig("[log]\nlevel = \"loud\"\n")
         kill(harness.daemon?.pid ?? 0, SIGHUP)
@@ -72,6 +83,10 @@ struct ProcessHygieneTests {
         #expect(harness.daemon?.isRunning == true)
         #expect(try subscriber.call("status.get").get()["isScanning"] != nil)
         #expect(harness.stop() == 0)
+    }
+
+    private func autoRange(_ harness: DaemonHarness) throws -> Bool? {
+        try harness.connect().call("readers.list").get()["readers"]?.array?.first?["isInAutoConnectRange"]?.bool
     }
 
     private func waitForLog(_ harness: DaemonHarness, _ text: String) async throws {

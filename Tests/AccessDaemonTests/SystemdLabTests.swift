@@ -94,7 +94,7 @@ struct SystemdLabTests {
         try (Lab.baseConfig + "[log]\nlevel = \"debug\"\n").write(toFile: Lab.config, atomically: true, encoding: .utf8)
         try Lab.must("systemctl reload accessd")
         try await Lab.waitFor("the reload logged") { try Lab.journal(since: cursor).contains("configuration reloaded") }
-        #expect(try Lab.journal(since: cursor).contains("applied=logLevel"))
+        #expect(try Lab.journal(since: cursor).contains("applied=log.level"))
         #expect(try Lab.property("MainPID") == pid)
         #expect(try subscriber.call("status.get").get()["isScanning"] != nil)
         try Lab.baseConfig.write(toFile: Lab.config, atomically: true, encoding: .utf8)

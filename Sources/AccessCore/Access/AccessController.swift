@@ -62,6 +62,16 @@ public struct AccessController: Sendable {
         self.credentials = credentials
     }
 
+    /// A configuration reload: timings and retries for what is decided from now on. Exchanges
+    /// under way and timers already started keep the values they began with; the slot limit
+    /// and connecting early are fixed for the controller's life.
+    public mutating func reconfigure(automatic: AutoConnectMachine.Configuration, manual: ManualAccessMachine.Configuration) {
+        var automatic = automatic
+        automatic.connectEarly = self.automatic.configuration.connectEarly
+        self.automatic.configuration = automatic
+        self.manual.configuration = manual
+    }
+
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
         switch input {
         case let .readerObserved(attributes, inRange, othersHeard):

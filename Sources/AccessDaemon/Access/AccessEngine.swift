@@ -25,6 +25,8 @@ actor AccessEngine {
         case secondFactorPrompted(ExchangeOrigin)
         case credentialsChanged(CredentialAvailability)
         case timerFired(AccessController.Timer, id: UInt64)
+        /// A reload (SIGHUP): the range and access settings a running engine can take.
+        case reconfigure(AccessdConfiguration)
     }
 
     typealias Door = AsyncStream<Input>.Continuation
@@ -99,6 +101,11 @@ actor AccessEngine {
             guard timers[timer]?.id == id else { return }  // cancelled while it fired
             timers[timer] = nil
             perform(controller.handle(.timerFired(timer), at: now))
+        case let .reconfigure(configuration):
+            // Each reader's smoothed path loss stays; the next advertisement is judged by the new range.
+            sightings.registry.range = configuration.rangeConfiguration
+            controller.reconfigure(automatic: configuration.autoConnectConfiguration,
+                                   manual: .init(timeout: configuration.manualTimeout))
         }
     }
 

@@ -7,11 +7,12 @@ import BlueZ
 extension ExchangeEngine {
     enum Phase { case connected, resolved }
 
-    nonisolated func runLink(_ reader: ReaderID, id: UInt64, devicePath: String, after: [Task<Void, Never>]) async {
+    nonisolated func runLink(_ reader: ReaderID, id: UInt64, devicePath: String, connectTimeout: Duration,
+                             after: [Task<Void, Never>]) async {
         for task in after { await task.value }
         do throws(BlueZError) {
-            let deadline = ContinuousClock.now + settings.connectTimeout
-            try await central.connect(device: devicePath, timeout: settings.connectTimeout)
+            let deadline = ContinuousClock.now + connectTimeout
+            try await central.connect(device: devicePath, timeout: connectTimeout)
             await reached(.connected, reader, id: id)
             try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
             await reached(.resolved, reader, id: id)

@@ -16,7 +16,7 @@ actor ExchangeEngine {
     let central: any BluetoothCentral
     let book: CredentialBook
     let journal: EventJournal
-    let settings: ExchangeSettings
+    var settings: ExchangeSettings
     let reports: AccessEngine.Door
     let clock: any Clock<Duration>
     let logger: Logger
@@ -48,6 +48,7 @@ actor ExchangeEngine {
             case let .holdLink(reader, devicePath): holdLink(reader, devicePath: devicePath)
             case let .releaseLink(reader): releaseLink(reader)
             case let .linkDropped(devicePath): linkDropped(devicePath)
+            case let .reconfigure(settings): self.settings = settings
             }
         }
         await shutDown()
@@ -83,7 +84,9 @@ actor ExchangeEngine {
         }
         if let disconnect = disconnects.removeValue(forKey: order.devicePath) { before.append(disconnect) }
         let id = run.id, devicePath = order.devicePath
-        run.link = Task { await self.runLink(reader, id: id, devicePath: devicePath, after: before) }
+        run.link = Task { [connectTimeout = settings.connectTimeout] in
+            await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: before)
+        }
         runs[reader] = run
     }
 

@@ -12,6 +12,8 @@ enum ExchangeCommand: Sendable {
     case releaseLink(ReaderID)
     /// BlueZ says the device disconnected or vanished.
     case linkDropped(devicePath: String)
+    /// A reload (SIGHUP): exchanges started from now on use these.
+    case reconfigure(ExchangeSettings)
 }
 
 /// An exchange the controller decided on, with what the exchange engine needs of the reader.

@@ -5,34 +5,49 @@ import Logging
 /// needing a restart (docs/configuration.md, "Reloading"), and keeps its running value. A
 /// file that does not load is refused whole: the running configuration stays.
 public struct ConfigurationReload: Sendable {
-    /// The settings a reload applies.
-    static let appliedLive: Set<String> = ["logLevel"]
-
     public struct Outcome: Sendable, Equatable {
-        /// Applied now.
+        /// Applied now, by their names in the file (`range.sensitivity`).
         public var applied: [String]
         /// Changed in the file, kept at their running value until a restart.
         public var needRestart: [String]
     }
 
     /// Compares `running` and `reloaded` setting by setting, applies what can change live,
-    /// and returns the configuration now in effect with what happened.
+    /// and returns the configuration now in effect with what happened. The caller hands the
+    /// effective configuration to the services (`AccessDaemonServices.reconfigure`).
     public static func apply(_ reloaded: AccessdConfiguration, over running: AccessdConfiguration,
                              logLevel: LogLevelSetting) -> (AccessdConfiguration, Outcome) {
-        var effective = running
-        var outcome = Outcome(applied: [], needRestart: [])
-        for name in changedSettings(running, reloaded) {
-            if appliedLive.contains(name) {
-                outcome.applied.append(name)
-            } else {
-                outcome.needRestart.append(name)
-            }
-        }
-        if outcome.applied.contains("logLevel") {
-            effective.logLevel = reloaded.logLevel
-            logLevel.set(Logger.Level(rawValue: reloaded.logLevel.rawValue) ?? .info)
+        let effective = takingLiveSettings(of: reloaded, into: running)
+        let outcome = Outcome(applied: changedSettings(running, effective).map(fileName),
+                              needRestart: changedSettings(effective, reloaded).map(fileName))
+        if effective.logLevel != running.logLevel {
+            logLevel.set(Logger.Level(rawValue: effective.logLevel.rawValue) ?? .info)
         }
         return (effective, outcome)
+    }
+
+    /// The settings a running accessd takes: the log level, and the range and access timings
+    /// the engines read for each decision and exchange they start. The rest shape what was
+    /// built at start (the socket, the store, the adapter, the slots, the site client, held
+    /// links) and wait for a restart.
+    static func takingLiveSettings(of reloaded: AccessdConfiguration,
+                                   into running: AccessdConfiguration) -> AccessdConfiguration {
+        var c = running
+        c.logLevel = reloaded.logLevel
+        c.sensitivity = reloaded.sensitivity
+        c.smoothingFactor = reloaded.smoothingFactor
+        c.approachSmoothingFactor = reloaded.approachSmoothingFactor
+        c.autoRangeExitMargin = reloaded.autoRangeExitMargin
+        c.expiryDelay = reloaded.expiryDelay
+        c.staleTimeout = reloaded.staleTimeout
+        c.manualTimeout = reloaded.manualTimeout
+        c.cooldown = reloaded.cooldown
+        c.selectionWindow = reloaded.selectionWindow
+        c.maximumRetries = reloaded.maximumRetries
+        c.stepTimeout = reloaded.stepTimeout
+        c.secondFactorTimeout = reloaded.secondFactorTimeout
+        c.secondFactorPrompt = reloaded.secondFactorPrompt
+        return c
     }
 
     /// The names of the fields that differ (`AccessdConfiguration`'s property names).
@@ -44,4 +59,29 @@ public struct ConfigurationReload: Sendable {
             return label
         }
     }
+
+    /// A property's name as an operator writes it in the file (`[range] sensitivity` is
+    /// `range.sensitivity`); ConfigurationReloadTests checks that every property has one.
+    static func fileName(_ property: String) -> String { fileNames[property] ?? property }
+
+    static let fileNames: [String: String] = [
+        "adapter": "bluetooth.adapter", "scanningOnStart": "bluetooth.scanning",
+        "discoveryWatchdog": "bluetooth.discovery_watchdog",
+        "automaticAccessOnStart": "access.automatic", "connectionLimit": "access.connection_limit",
+        "manualTimeout": "access.manual_timeout", "cooldown": "access.cooldown",
+        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early",
+        "maximumRetries": "access.max_retries", "stepTimeout": "access.step_timeout",
+        "secondFactorTimeout": "access.second_factor_timeout",
+        "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
+        "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
+        "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",
+        "features": "features.enabled", "secondFactorPrompt": "prompts.second_factor",
+        "socketPath": "socket.path", "socketGroup": "socket.group", "operatorGroup": "socket.operator_group",
+        "adminGroup": "socket.admin_group", "subscriberQueueLimit": "socket.subscriber_queue",
+        "stateDirectory": "store.state_directory", "journalMaxEvents": "store.journal_max_events",
+        "journalMaxAge": "store.journal_max_age_days",
+        "siteCAFile": "site.ca_file", "siteRequestTimeout": "site.request_timeout",
+        "siteSyncInterval": "site.sync_interval", "deviceName": "site.device_name", "pinAttempts": "site.pin_attempts",
+        "logLevel": "log.level",
+    ]
 }
