@@ -49,6 +49,8 @@ let package = Package(
             providers: [.apt(["libsystemd-dev"])]
         ),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
+        // A fatal signal sent from outside ends accessd after the runtime's backtrace.
+        .target(name: "CFatalSignals"),
         .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
         .target(name: "BlueZTestSupport", dependencies: ["BlueZ"]),
@@ -94,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "accessd",
             dependencies: [
-                "AccessDaemon", "AccessStore", "BlueZ", "ControlSocket",
+                "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

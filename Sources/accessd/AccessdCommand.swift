@@ -2,6 +2,7 @@ import AccessDaemon
 import AccessStore
 import ArgumentParser
 import BlueZ
+import CFatalSignals
 import ControlSocket
 import Logging
 import ServiceLifecycle
@@ -34,6 +35,8 @@ struct AccessdCommand: AsyncParsableCommand {
     @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit.") var checkConfig = false
 
     func run() async throws {
+        // After its backtrace, a fatal signal from outside (the watchdog's SIGABRT) ends accessd.
+        _ = accessd_end_process_after_crash_handlers()
         var settings: AccessdConfiguration
         do {
             settings = try ConfigurationLoader.load(path: config, mayBeAbsent: config == "/etc/accessd/accessd.toml")

@@ -85,6 +85,17 @@ struct ProcessHygieneTests {
         #expect(harness.stop() == 0)
     }
 
+    /// systemd's watchdog sends SIGABRT to a hung accessd: the backtrace is printed, then the
+    /// process must end (it used to go on, hung, until the SIGKILL ten seconds later).
+    @Test func anAbortFromOutsideEndsItAfterTheBacktrace() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let daemon = try #require(harness.daemon)
+        kill(daemon.pid, SIGABRT)
+        #expect(daemon.waitForExit(timeout: .seconds(60)) == 128 + SIGABRT)
+        #expect(harness.log.contains("Program crashed: Aborted"))
+    }
+
     private func autoRange(_ harness: DaemonHarness) throws -> Bool? {
         try harness.connect().call("readers.list").get()["readers"]?.array?.first?["isInAutoConnectRange"]?.bool
     }
