@@ -160,8 +160,11 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public var description: String { jsonText }
 
+    /// Parses one JSON text; text nesting deeper than `JSONNesting.limit` is refused
+    /// (`JSONTooDeep`) before the decoder sees it.
     public static func parse(_ text: some StringProtocol) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        guard !JSONNesting.exceeds(JSONNesting.limit, in: text.utf8) else { throw JSONTooDeep(limit: JSONNesting.limit) }
+        return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
     }
 }
 

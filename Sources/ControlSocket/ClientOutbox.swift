@@ -105,6 +105,32 @@ final class ClientOutbox: @unchecked Sendable {
         wake?.resume(returning: line)
     }
 
+    /// How many more events fit before they are dropped (0 once they are).
+    var eventRoom: Int {
+        locked {
+            if closed { return 0 }
+            if case .gap? = events.last { return 0 }
+            return max(0, eventLimit - eventCount)
+        }
+    }
+
+    /// Records the events `from...to` as dropped without having them: a replay larger than
+    /// the queue stops reading the journal where the queue is full.
+    func pushGap(from: Int64, to: Int64) {
+        let wake = locked { () -> (CheckedContinuation<String?, Never>, String)? in
+            guard !closed, from <= to else { return nil }
+            if case let .gap(first, _)? = events.last {
+                events[events.count - 1] = .gap(from: first, to: to)
+            } else {
+                events.append(.gap(from: from, to: to))
+            }
+            guard let waiter, let line = takeNext() else { return nil }
+            self.waiter = nil
+            return (waiter, line)
+        }
+        wake.map { $0.0.resume(returning: $0.1) }
+    }
+
     /// The next line to write; nil once closed.
     func next() async -> String? {
         await withCheckedContinuation { continuation in

@@ -36,6 +36,14 @@ public final class ControlClient: Sendable, Hashable {
         outbox.pushEvent(sequence: sequence, line: notification)
     }
 
+    /// How many more events fit in this client's queue before they are dropped.
+    public var eventRoom: Int { outbox.eventRoom }
+
+    /// Tells the client the events `from...to` were dropped (`events.dropped`), without them.
+    public func deliverDropped(from: Int64, to: Int64) {
+        outbox.pushGap(from: from, to: to)
+    }
+
     public static func == (lhs: ControlClient, rhs: ControlClient) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }

@@ -26,6 +26,10 @@ public struct RPCError: Error, Hashable, Sendable {
     }
     public static let lineTooLong = RPCError(code: -32002, message: "request line too long")
     public static let tooManyPending = RPCError(code: -32003, message: "too many requests waiting for their answers")
+    /// Refused before parsing: deeper than any request needs, and costly to decode.
+    public static func tooDeep(_ error: JSONTooDeep) -> RPCError {
+        RPCError(code: -32004, message: "request \(error)", data: ["limit": .int(Int64(error.limit))])
+    }
     /// The operation failed for a reason of the domain: `data.error` holds the stable name
     /// (e.g. a ReaderConnectionError such as `readerUnavailable`).
     public static func failed(_ error: String, _ message: String) -> RPCError {
@@ -70,6 +74,8 @@ public struct RPCRequest: Sendable {
         let value: JSONValue
         do {
             value = try JSONValue.parse(line)
+        } catch let error as JSONTooDeep {
+            return .failure(Failure(id: nil, error: .tooDeep(error)))
         } catch {
             return .failure(Failure(id: nil, error: .parseError("not JSON")))
         }

@@ -44,6 +44,32 @@ struct EventJournalTests {
         print("journal: slowest emit during a 5,000-event replay: \(slowest)")
     }
 
+    /// Issue #17: an observer looping `since: 0` on a 50,000-event journal cost 4 s per
+    /// replay, every event read though only the queue's worth could be delivered. A replay now
+    /// reads what fits and says the rest was dropped, from where to fetch it.
+    @Test func aReplayLargerThanTheQueueReadsOnlyWhatFits() async throws {
+        let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
+        for index in 0..<10_000 { journal.emit("test.event", ["n": .int(Int64(index))]) }
+        let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 256)
+        let started = ContinuousClock.now
+        let subscription = try journal.subscribe(client, kinds: nil, since: 0)
+        let took = ContinuousClock.now - started
+        #expect(subscription.replayed == 256)
+        journal.emit("test.event", ["n": 10_000])
+        var sequences: [Int64] = []
+        for _ in 0..<256 {
+            let line = try #require(await client.outbox.next())
+            sequences.append(try #require(JSONValue.parse(line)["params"]?["seq"]?.int))
+        }
+        #expect(sequences == Array(1...256))
+        let notice = try JSONValue.parse(try #require(await client.outbox.next()))
+        #expect(notice["method"] == "events.dropped")
+        #expect(notice["params"] == ["from": 257, "to": 10_001], "the live event that came after joins the notice")
+        print("journal: subscribe since 0 on 10,000 events with a 256-event queue took \(took)")
+    }
+
     @Test func kindsFilterReplayAndLive() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -120,6 +120,34 @@ struct SiteClientTests {
         }
     }
 
+    /// Issue #17: a body dribbled a byte at a time kept a call open past 90 s with a 5 s
+    /// timeout (the deadline covered the head only). The whole call now ends at the timeout.
+    @Test func aDribbledAnswerEndsAtTheTimeout() async throws {
+        let slow = ScriptedSite.Answer(status: 200, body: #"{"state":"active","secondFactor":false}"# + String(repeating: " ", count: 600),
+                                       dribble: .milliseconds(100))
+        let started = ContinuousClock.now
+        let error = await #expect(throws: SiteError.self) {
+            try await withSite([slow]) { client, address, _ in
+                try await client.status(of: stored(siteURL: address.description))
+            }
+        }
+        #expect({ if case .timedOut? = error { true } else { false } }(), "\(String(describing: error))")
+        let took = ContinuousClock.now - started
+        // The body alone takes a minute to arrive; the call ends at its 5 s timeout.
+        #expect(took < .seconds(20), "took \(took)")
+    }
+
+    /// Issue #17: deep text is refused before the decoder spends milliseconds per level on it.
+    @Test func anAnswerNestedDeeperThan32IsRefusedBeforeDecoding() async throws {
+        let deep = String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000)
+        let error = await #expect(throws: SiteError.self) {
+            try await withSite([.init(status: 200, body: deep)]) { client, address, _ in
+                try await client.status(of: stored(siteURL: address.description))
+            }
+        }
+        #expect({ if case .malformedAnswer("nested deeper than 32 levels")? = error { true } else { false } }(), "\(String(describing: error))")
+    }
+
     /// Issue #17: a 401 `auth.expired` with `serverTime` Int64.min overflowed the clock
     /// offset and crashed accessd. Now a time no clock can show is not followed.
     @Test(arguments: [Int64.min, Int64.max, 0])

@@ -76,22 +76,33 @@ public final class EventJournal: Sendable {
         }
         let oldest = try store.firstSequence()
         var replay = (count: 0, cursor: since)
-        try self.replay(kinds, to: client, from: &replay)
+        let fitted = try self.replay(kinds, to: client, from: &replay)
         return try state.withLockedValue { state in
-            try self.replay(kinds, to: client, from: &replay)
+            let complete = try fitted && self.replay(kinds, to: client, from: &replay)
+            if !complete {
+                // The queue is full: what is left is one events.dropped notice, not read.
+                client.deliverDropped(from: replay.cursor + 1, to: state.lastSequence)
+            }
             state.subscribers[client] = .some(kinds)
             return Subscription(replayed: replay.count, lastSequence: state.lastSequence, oldestAvailable: oldest)
         }
     }
 
-    /// Delivers the journal's events after `replay.cursor`, a chunk at a time, to the end.
-    private func replay(_ kinds: Set<String>?, to client: ControlClient, from replay: inout (count: Int, cursor: Int64)) throws {
+    /// Delivers the journal's events after `replay.cursor`, a chunk at a time, to the end;
+    /// false when the client's queue filled first. A replay reads at most as many events as
+    /// the queue holds (`[socket] subscriber_queue`), whatever the journal's size: looping
+    /// `since: 0` on a large journal cost 4 s a time when every event was read (issue #17).
+    private func replay(_ kinds: Set<String>?, to client: ControlClient,
+                        from replay: inout (count: Int, cursor: Int64)) throws -> Bool {
         while true {
-            let batch = try store.events(after: replay.cursor, kinds: kinds, limit: Self.replayChunk)
+            let room = client.eventRoom
+            guard room > 0 else { return false }
+            let limit = min(Self.replayChunk, room)
+            let batch = try store.events(after: replay.cursor, kinds: kinds, limit: limit)
             deliver(batch, to: client)
             replay.count += batch.count
             if let last = batch.last { replay.cursor = last.sequence }
-            guard batch.count == Self.replayChunk else { return }
+            guard batch.count == limit else { return true }
         }
     }
 

@@ -194,6 +194,27 @@ public final class SiteClient: Sendable {
         return serverTime - now
     }
 
+    /// Head and body within `timeout`, together: AsyncHTTPClient's deadline covers the head,
+    /// and a site dribbling its body a byte at a time held a call open past 90 s with a 5 s
+    /// timeout (issue #17). Cancelling the call's task cancels the request.
+    private func fetchWithinTimeout(_ request: HTTPClientRequest) async throws -> (Int, ByteBuffer) {
+        try await withThrowingTaskGroup(of: (Int, ByteBuffer)?.self) { group in
+            group.addTask { [http, timeout] in
+                let response = try await http.execute(request, timeout: timeout)
+                return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumAnswer))
+            }
+            group.addTask { [timeout] in
+                // A moment after the head's deadline, so that a call that never got a
+                // connection fails with the reason (a TLS refusal) rather than a timeout.
+                try await Task.sleep(for: .nanoseconds(timeout.nanoseconds) + .milliseconds(500))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard case let result?? = try await group.next() else { throw HTTPClientError.deadlineExceeded }
+            return result
+        }
+    }
+
     private func exchange(site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
                           clockOffset: Int64) async throws(SiteError) -> (Int, Data?) {
         let fullPath = site.pathPrefix + path
@@ -218,9 +239,7 @@ public final class SiteClient: Sendable {
         let status: Int
         let buffer: ByteBuffer
         do {
-            let response = try await http.execute(request, timeout: timeout)
-            status = Int(response.status.code)
-            buffer = try await response.body.collect(upTo: Self.maximumAnswer)
+            (status, buffer) = try await fetchWithinTimeout(request)
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout
             || error == .connectTimeout {
             throw .timedOut
@@ -234,6 +253,10 @@ public final class SiteClient: Sendable {
             throw .unreachable(String(describing: error))
         }
         if buffer.readableBytes == 0 { return (status, nil) }
+        // Deep text costs the decoder milliseconds per level: refused before it sees it.
+        guard !JSONNesting.exceeds(JSONNesting.limit, in: buffer.readableBytesView) else {
+            throw .malformedAnswer("nested deeper than \(JSONNesting.limit) levels")
+        }
         return (status, Data(buffer.readableBytesView))
     }
 }

@@ -10,6 +10,8 @@ final class ScriptedSite: Sendable {
     struct Answer: Sendable {
         var status: Int
         var body: String
+        /// Sends the body one byte per this interval instead of at once.
+        var dribble: Duration? = nil
     }
 
     struct Request: Sendable {
@@ -43,6 +45,22 @@ final class ScriptedSite: Sendable {
     }
 
     private final class Handler: ChannelInboundHandler, @unchecked Sendable {
+        /// One byte, then the rest later, on the channel's event loop.
+        func dribble(_ rest: ArraySlice<UInt8>, every interval: Duration, context: ChannelHandlerContext) {
+            guard let byte = rest.first else {
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
+            let nanoseconds = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+                let (handler, context) = loopBound.value
+                guard context.channel.isActive else { return }
+                handler.dribble(rest.dropFirst(), every: interval, context: context)
+            }
+        }
+
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
 
@@ -74,6 +92,11 @@ final class ScriptedSite: Sendable {
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(
                     version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers))),
                     promise: nil)
+                if let interval = answer.dribble {
+                    context.flush()
+                    dribble(Array(answer.body.utf8)[...], every: interval, context: context)
+                    return
+                }
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer.body)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
