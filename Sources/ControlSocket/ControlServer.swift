@@ -22,6 +22,7 @@ public final class ControlClient: Sendable, Hashable {
     public let uid: UInt32
     public let pid: Int32
     let outbox: ClientOutbox
+    let activity = NIOLockedValueBox(ClientActivity())
 
     init(id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int) {
         self.id = id
@@ -34,6 +35,11 @@ public final class ControlClient: Sendable, Hashable {
     /// Queues an event notification for this client; never blocks, never grows without bound.
     public func deliver(sequence: Int64, notification: String) {
         outbox.pushEvent(sequence: sequence, line: notification)
+    }
+
+    /// A subscriber is never closed for being idle: a quiet door sends nothing for hours.
+    public func setSubscribed(_ subscribed: Bool) {
+        activity.withLockedValue { $0.subscribed = subscribed }
     }
 
     /// How many more events fit in this client's queue before they are dropped.
@@ -64,9 +70,11 @@ public final class ControlServer: Sendable {
     private let eventLimit: Int
     private let logger: Logger
     private let clientIDs = ClientCounter()
+    private let admission: ClientAdmission
 
-    public init(path: String, group: gid_t?, eventLimit: Int, logger: Logger, handler: any ControlRequestHandler,
-                roleOf: @escaping @Sendable (_ uid: UInt32, _ gid: UInt32) -> Role) {
+    public init(path: String, group: gid_t?, eventLimit: Int, limits: ClientLimits = ClientLimits(), logger: Logger,
+                handler: any ControlRequestHandler, roleOf: @escaping @Sendable (_ uid: UInt32, _ gid: UInt32) -> Role) {
+        self.admission = ClientAdmission(limits: limits)
         self.path = path
         self.group = group
         self.handler = handler
@@ -80,6 +88,8 @@ public final class ControlServer: Sendable {
     public func run(onReady: @Sendable () -> Void = {}) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
+            // A refused client is written one line and closed; the limit itself is counted
+            // in `serve`, where the role is known.
             // A client may write its requests and shut its side down (socat, `echo … |`):
             // its answers are still written before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -127,10 +137,19 @@ public final class ControlServer: Sendable {
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: PeerCredentials?) async {
         // Without credentials nobody is trusted beyond reading.
         let role = credentials.map { roleOf($0.uid, $0.gid) } ?? .observer
+        if case let .refused(limit, first) = admission.admit(role) {
+            await refuse(connection, error: .tooManyClients(limit))
+            if first {
+                logger.warning("clients refused: the socket is full", metadata: ["limit": "\(limit)", "role": "\(role)",
+                                                                              "uid": "\(credentials?.uid ?? UInt32.max)"])
+            }
+            return
+        }
+        defer { admission.leave() }
         let client = ControlClient(id: clientIDs.next(), role: role, uid: credentials?.uid ?? UInt32.max,
                                    pid: credentials?.pid ?? -1, eventLimit: eventLimit)
         logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
-        enum Side { case reader, writer }
+        enum Side { case reader, writer, idle }
         do {
             try await connection.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Side.self) { group in
@@ -148,9 +167,14 @@ public final class ControlServer: Sendable {
                         try await self.read(inbound, client: client)
                         return .reader
                     }
-                    // The reader ending (the client shut its side, or misbehaved) lets the
-                    // writer drain; the writer ending (the client is gone) ends the reader.
-                    if try await group.next() == .reader { _ = try await group.next() }
+                    group.addTask {
+                        try await self.closeWhenIdle(client)
+                        return .idle
+                    }
+                    // The reader ending (the client shut its side, or misbehaved) or the idle
+                    // timeout lets the writer drain; the writer ending (the client is gone, or
+                    // all is written) ends the rest.
+                    while let side = try await group.next(), side != .writer {}
                     client.outbox.close()
                     group.cancelAll()
                 }
@@ -163,11 +187,38 @@ public final class ControlServer: Sendable {
         logger.debug("client disconnected", metadata: ["client": "\(client.id)"])
     }
 
+    /// One error line to a client that is not served, then the connection closes.
+    private func refuse(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, error: RPCError) async {
+        try? await connection.executeThenClose { _, outbound in
+            var buffer = ByteBuffer(string: RPCRequest.errorResponse(id: nil, error: error))
+            buffer.writeInteger(UInt8(ascii: "\n"))
+            try await outbound.write(buffer)
+        }
+    }
+
+    /// Returns once the client has been idle for the timeout (nothing sent, no request under
+    /// way, no subscription), after queueing the notice; cancelled when the connection ends.
+    private func closeWhenIdle(_ client: ControlClient) async throws {
+        let timeout = admission.limits.idleTimeout
+        while true {
+            let activity = client.activity.withLockedValue { $0 }
+            let now = ContinuousClock.now
+            if activity.isIdle(at: now, timeout: timeout) { break }
+            // Wake when the client would be idle if nothing happens meanwhile.
+            let due = activity.lastHeard + timeout
+            try await Task.sleep(for: max(due - now, timeout / 10))
+        }
+        logger.debug("client closed: idle", metadata: ["client": "\(client.id)"])
+        _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .idle(timeout)), force: true)
+        client.outbox.finish()
+    }
+
     /// Reads lines (swift-nio-extras' `LineBasedFrameDecoder`, `\n` or `\r\n`), at most
     /// `maximumLineLength` bytes waiting: past that, one `lineTooLong` answer, then hang up.
     private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: ControlClient) async throws {
         do {
             for try await line in inbound.decode(using: LineBasedFrameDecoder(), maximumBufferSize: Self.maximumLineLength) {
+                client.activity.withLockedValue { $0.lastHeard = .now }
                 guard let text = String(validating: line.readableBytesView, as: UTF8.self) else {
                     _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
                     continue
@@ -197,7 +248,12 @@ public final class ControlServer: Sendable {
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))
         case let .success(request):
             client.outbox.beginRequest()
+            client.activity.withLockedValue { $0.requestsUnderWay += 1 }
             let result = await handler.handle(request, from: client)
+            client.activity.withLockedValue {
+                $0.requestsUnderWay -= 1
+                $0.lastHeard = .now
+            }
             // A request without an id is a notification: no answer (JSON-RPC 2.0 §4.1).
             guard request.id != nil else {
                 client.outbox.endRequest()

@@ -30,6 +30,13 @@ public struct RPCError: Error, Hashable, Sendable {
     public static func tooDeep(_ error: JSONTooDeep) -> RPCError {
         RPCError(code: -32004, message: "request \(error)", data: ["limit": .int(Int64(error.limit))])
     }
+    public static func tooManyClients(_ limit: Int) -> RPCError {
+        RPCError(code: -32005, message: "too many clients (\(limit)); try again later", data: ["limit": .int(Int64(limit))])
+    }
+    public static func idle(_ timeout: Duration) -> RPCError {
+        RPCError(code: -32006, message: "closed after \(timeout.components.seconds) s without a request",
+                 data: ["seconds": .int(timeout.components.seconds)])
+    }
     /// The operation failed for a reason of the domain: `data.error` holds the stable name
     /// (e.g. a ReaderConnectionError such as `readerUnavailable`).
     public static func failed(_ error: String, _ message: String) -> RPCError {

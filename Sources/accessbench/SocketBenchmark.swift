@@ -145,7 +145,7 @@ final class BenchDaemon: @unchecked Sendable {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("accessd").path
         let config = bus.directory.path + "/accessd.toml"
-        try "[socket]\nsubscriber_queue = 4096\n[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
                                     "--state-dir", bus.directory.path + "/state", "--bus", bus.address],
                                    output: bus.directory.path + "/accessd.log")

@@ -58,6 +58,12 @@ struct AccessdCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in JournalLogHandler(label: label, setting: level) }
         let logger = Logger(label: "accessd")
         let notifier = SystemdNotifier()
+        do {
+            try DescriptorLimit.ensure(clients: settings.maximumClients)
+        } catch {
+            printError("accessd: \(error)")
+            throw ExitCode(78)
+        }
 
         do {
             try StateDirectoryLock.lock(settings.stateDirectory)
@@ -105,7 +111,8 @@ struct AccessdCommand: AsyncParsableCommand {
             socketGroup = gid
         }
         let server = ControlServer(
-            path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit, logger: logger,
+            path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit,
+            limits: settings.clientLimits, logger: logger,
             handler: daemon.control,
             roleOf: Groups.roleResolver(operatorGroup: settings.operatorGroup, adminGroup: settings.adminGroup))
 
@@ -130,10 +137,8 @@ struct AccessdCommand: AsyncParsableCommand {
                 .init(service: untilGracefulShutdown {
                     var current = running
                     for await _ in hangups {
-                        current = reload(configPath, over: current, level: level, notifier: notifier, logger: logger) {
-                            overrides(&$0)
-                        }
-                        daemon.reconfigure(current)
+                        current = reload(configPath, over: current, level: level, notifier: notifier, logger: logger,
+                                         overrides: overrides, apply: daemon.reconfigure)
                     }
                 }, successTerminationBehavior: .ignore),
             ],
@@ -151,8 +156,10 @@ struct AccessdCommand: AsyncParsableCommand {
 
 /// One SIGHUP: the file read again and applied as far as it can be (ConfigurationReload).
 /// `overrides`: the command line's, which win over the file at every reload as at start.
+/// `apply`: hands the result to the services, before the reload is logged as done.
 func reload(_ path: String, over running: AccessdConfiguration, level: LogLevelSetting, notifier: SystemdNotifier,
-            logger: Logger, overrides: (inout AccessdConfiguration) -> Void) -> AccessdConfiguration {
+            logger: Logger, overrides: (inout AccessdConfiguration) -> Void,
+            apply: (AccessdConfiguration) -> Void) -> AccessdConfiguration {
     notifier.notify("RELOADING=1")
     defer { notifier.notify("READY=1") }
     var reloaded: AccessdConfiguration
@@ -164,6 +171,7 @@ func reload(_ path: String, over running: AccessdConfiguration, level: LogLevelS
         return running
     }
     let (effective, outcome) = ConfigurationReload.apply(reloaded, over: running, logLevel: level)
+    apply(effective)
     logger.notice("configuration reloaded", metadata: [
         "applied": "\(outcome.applied.joined(separator: ","))",
         "needRestart": "\(outcome.needRestart.joined(separator: ","))",

@@ -190,7 +190,7 @@ struct DaemonEndToEndTests {
     }
 
     @Test func twoHundredSubscribersAllGetTheEvent() async throws {
-        let harness = try await DaemonHarness()
+        let harness = try await DaemonHarness(config: "[socket]\nmax_clients = 256\n")
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         let clients = try (0..<200).map { _ in try harness.connect() }

@@ -1,4 +1,5 @@
 import AccessCore
+import ControlSocket
 
 /// Everything accessd reads from `/etc/accessd/accessd.toml` (config/accessd.toml documents
 /// each setting). Every field has a default, so an absent file means the defaults.
@@ -49,6 +50,10 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var adminGroup = "accessd-admin"
     /// Events a slow subscriber may have queued before it is told it missed some.
     public var subscriberQueueLimit = 1024
+    /// Connections at once (an eighth kept for operators and admins).
+    public var maximumClients = 128
+    /// A client with nothing under way and no subscription is closed after this.
+    public var clientIdleTimeout: Duration = .seconds(300)
 
     // [store]
     public var stateDirectory = "/var/lib/accessd"
@@ -78,6 +83,11 @@ public struct AccessdConfiguration: Hashable, Sendable {
         RangeConfiguration(sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
                            approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
                            expiryDelay: expiryDelay, staleTimeout: staleTimeout)
+    }
+
+    public var clientLimits: ClientLimits {
+        ClientLimits(maximumClients: maximumClients, reservedForOperators: max(1, maximumClients / 8),
+                     idleTimeout: clientIdleTimeout)
     }
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {

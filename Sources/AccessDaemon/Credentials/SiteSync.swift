@@ -9,6 +9,13 @@ import Logging
 /// overlap and a request made during one is served by the next. Reports `feature.state` and
 /// the SDK state's feature errors.
 actor SiteSync {
+    /// Item pages one sync of one credential reads; the rest comes at the next sync, from
+    /// the cursor. A site answering `more: true` forever made 964 calls and stored 480,010
+    /// items in 40 s, and `items.sync` never returned (issue #17).
+    static let maximumPagesPerSync = 100
+    /// Items kept for one credential (docs/site-api.md §4.2).
+    static let maximumItemsPerCredential = 10_000
+
     private struct Request: Sendable {
         var id: UInt64
         var reason: String
@@ -119,18 +126,41 @@ actor SiteSync {
             book.changed()
         }
         var counts = (added: 0, updated: 0, removed: 0)
+        // Stopped early (the site failed, or sent more than accessd keeps): what was stored
+        // before stays, with its cursor, and is announced; then the sync fails.
+        var failure: SiteError?
         if state == .active {
             var cursor = stored.itemCursor
+            var held = Set(book.items.filter { $0.credentialID == id }.map(\.id))
+            var pages = 0
             while let current = book.credential(id) {
-                let page = try await site.items(of: current, after: cursor)
-                let known = Set(book.items.filter { $0.credentialID == id }.map(\.id))
+                guard pages < Self.maximumPagesPerSync else {
+                    failure = .limitExceeded("more than \(Self.maximumPagesPerSync) pages of items in one sync")
+                    break
+                }
+                pages += 1
+                let page: SiteClient.ItemPage
+                do {
+                    page = try await site.items(of: current, after: cursor)
+                } catch {
+                    failure = error
+                    break
+                }
+                let removed = Set(page.removed).intersection(held)
+                let kept = held.union(page.items.map(\.id)).subtracting(removed)
+                guard kept.count <= Self.maximumItemsPerCredential else {
+                    failure = .limitExceeded("more than \(Self.maximumItemsPerCredential) items for one credential")
+                    break
+                }
                 do {
                     try book.applyItemPage(credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor)
                 } catch {
-                    throw .malformedAnswer("cannot store the items: \(error)")
+                    failure = .malformedAnswer("cannot store the items: \(error)")
+                    break
                 }
-                for item in page.items { if known.contains(item.id) { counts.updated += 1 } else { counts.added += 1 } }
-                counts.removed += page.removed.filter(known.contains).count
+                for item in page.items { if held.contains(item.id) { counts.updated += 1 } else { counts.added += 1 } }
+                counts.removed += removed.count
+                held = kept
                 cursor = page.cursor
                 guard page.more else { break }
             }
@@ -142,6 +172,7 @@ actor SiteSync {
                                                  "removed": .int(Int64(counts.removed))])
             book.changed()
         }
+        if let failure { throw failure }
         return CredentialSync(id: id.description, state: state.rawValue, added: counts.added, updated: counts.updated,
                               removed: counts.removed)
     }

@@ -71,6 +71,7 @@ public final class EventJournal: Sendable {
         guard let since else {
             return state.withLockedValue { state in
                 state.subscribers[client] = .some(kinds)
+                client.setSubscribed(true)
                 return Subscription(replayed: 0, lastSequence: state.lastSequence, oldestAvailable: nil)
             }
         }
@@ -84,6 +85,7 @@ public final class EventJournal: Sendable {
                 client.deliverDropped(from: replay.cursor + 1, to: state.lastSequence)
             }
             state.subscribers[client] = .some(kinds)
+            client.setSubscribed(true)
             return Subscription(replayed: replay.count, lastSequence: state.lastSequence, oldestAvailable: oldest)
         }
     }
@@ -109,7 +111,8 @@ public final class EventJournal: Sendable {
     /// Whether the client was subscribed.
     @discardableResult
     public func unsubscribe(_ client: ControlClient) -> Bool {
-        state.withLockedValue { $0.subscribers.removeValue(forKey: client) != nil }
+        client.setSubscribed(false)
+        return state.withLockedValue { $0.subscribers.removeValue(forKey: client) != nil }
     }
 
     private func deliver(_ events: [AccessStore.Event], to client: ControlClient) {

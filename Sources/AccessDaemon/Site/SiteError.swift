@@ -11,6 +11,9 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
     case refused(status: Int, code: String, message: String)
     /// The site answered something that is not the API: not JSON, wrong fields, too large.
     case malformedAnswer(String)
+    /// The site sent more than accessd keeps (docs/site-api.md §4.2): pages in one sync,
+    /// items for one credential. What came before the limit is kept.
+    case limitExceeded(String)
 
     public var code: String {
         switch self {
@@ -19,13 +22,15 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
         case .timedOut: "site.timeout"
         case let .refused(_, code, _): code
         case .malformedAnswer: "site.malformedAnswer"
+        case .limitExceeded: "site.limitExceeded"
         }
     }
 
     /// Worth retrying later: the site or the way to it is down, not our request wrong.
     public var isTransient: Bool {
         switch self {
-        case .unreachable, .timedOut, .malformedAnswer: true
+        // A sync cut at its page limit goes on from its cursor at the next.
+        case .unreachable, .timedOut, .malformedAnswer, .limitExceeded: true
         case let .refused(status, _, _): status >= 500
         case .address: false
         }
@@ -38,6 +43,7 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
         case .timedOut: "the site did not answer in time"
         case let .refused(status, code, message): "the site refused (\(status) \(code)): \(message)"
         case let .malformedAnswer(reason): "the site's answer is not the site API: \(reason)"
+        case let .limitExceeded(reason): "the site sent too much: \(reason)"
         }
     }
 }

@@ -20,13 +20,24 @@ final class ScriptedSite: Sendable {
         var body: String
     }
 
+    /// Answers a request by what it asks (`index`: how many came before it).
+    typealias Route = @Sendable (_ request: Request, _ index: Int) -> Answer
+
     private let channel: any Channel
     private let state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>
 
     var port: Int { channel.localAddress?.port ?? 0 }
     var requests: [Request] { state.withLockedValue { $0.requests } }
 
-    init(answers: [Answer]) async throws {
+    convenience init(answers: [Answer]) async throws {
+        try await self.init(route: nil, answers: answers)
+    }
+
+    convenience init(route: @escaping Route) async throws {
+        try await self.init(route: route, answers: [])
+    }
+
+    private init(route: Route?, answers: [Answer]) async throws {
         let state = NIOLockedValueBox((answers: answers, requests: [Request]()))
         self.state = state
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -34,7 +45,7 @@ final class ScriptedSite: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Handler(state: state))
+                    try channel.pipeline.syncOperations.addHandler(Handler(state: state, route: route))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -65,11 +76,13 @@ final class ScriptedSite: Sendable {
         typealias OutboundOut = HTTPServerResponsePart
 
         let state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>
+        let route: Route?
         var head: HTTPRequestHead?
         var body = ByteBuffer()
 
-        init(state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>) {
+        init(state: NIOLockedValueBox<(answers: [Answer], requests: [Request])>, route: Route?) {
             self.state = state
+            self.route = route
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -82,22 +95,24 @@ final class ScriptedSite: Sendable {
             case .end:
                 let request = Request(method: head?.method.rawValue ?? "", target: head?.uri ?? "",
                                       body: String(buffer: body))
-                let answer = state.withLockedValue { state in
+                let (answer, index) = state.withLockedValue { state in
                     state.requests.append(request)
-                    return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
+                    if route != nil { return (Answer(status: 0, body: ""), state.requests.count - 1) }
+                    return (state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0], 0)
                 }
+                let routed = route.map { $0(request, index) } ?? answer
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Type", value: "application/json")
-                headers.add(name: "Content-Length", value: String(answer.body.utf8.count))
+                headers.add(name: "Content-Length", value: String(routed.body.utf8.count))
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(
-                    version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers))),
+                    version: .http1_1, status: HTTPResponseStatus(statusCode: routed.status), headers: headers))),
                     promise: nil)
-                if let interval = answer.dribble {
+                if let interval = routed.dribble {
                     context.flush()
-                    dribble(Array(answer.body.utf8)[...], every: interval, context: context)
+                    dribble(Array(routed.body.utf8)[...], every: interval, context: context)
                     return
                 }
-                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer.body)))), promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: routed.body)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
         }
