@@ -58,6 +58,27 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Issue #17: RSSI 127 (HCI's "not available"), 32767 and -32768 were taken as real (the
+    /// reader "near", in auto range). Each is now refused and counted before any arithmetic
+    /// (so an int64 RSSI cannot overflow the path loss either); a real RSSI afterwards is taken.
+    @Test func impossibleRSSIsAreRefusedAndCounted() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        try await harness.mock.addDevice(DaemonHarness.readerAddress)
+        // Each setting of RSSI or service data is an advertisement: count what was refused.
+        var refused: Int64 = 0
+        for rssi in [127, 32767, -32768] as [Int16] {
+            try await harness.advertise(payload: Self.payload, rssi: rssi)
+            refused = try await harness.waitForStatus { ($0["refusedAdvertisements"]?.int ?? 0) > refused }["refusedAdvertisements"]?.int ?? 0
+        }
+        #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.isEmpty == true)
+        try await harness.advertise(payload: Self.payload, rssi: -69)
+        #expect(try await harness.waitForStatus { $0["readerCount"]?.int == 1 }["refusedAdvertisements"]?.int == refused)
+        #expect(harness.daemon?.isRunning == true)
+        #expect(harness.stop() == 0)
+    }
+
     @Test func togglesPersistAcrossRestart() async throws {
         let harness = try await DaemonHarness()
         try await harness.start()

@@ -46,4 +46,12 @@ struct JournalFieldsTests {
                                                 data: ["reason": "registered", "id": "4b1f0d3e"])
         #expect(registered["credential"] == "4b1f0d3e")
     }
+
+    /// Issue #17: a site name carrying `\n<0>` was written as a second, forged log line.
+    @Test func controlCharactersCannotStartALineOfTheirOwn() {
+        let text = JournalLogHandler.text("site \"x\n<0>accessd[critical]: forged\" refused",
+                                          [(key: "error", value: .string("a\r\n<3>b\u{1b}[31m"))])
+        #expect(!text.contains("\n") && !text.contains("\r") && !text.contains("\u{1b}"))
+        #expect(text == #"site "x\n<0>accessd[critical]: forged" refused error=a\r\n<3>b\x1b[31m"#)
+    }
 }

@@ -89,7 +89,8 @@ struct ProcessHygieneTests {
     /// process must end (it used to go on, hung, until the SIGKILL ten seconds later).
     @Test func anAbortFromOutsideEndsItAfterTheBacktrace() async throws {
         let harness = try await DaemonHarness()
-        try await harness.start()
+        // Unsymbolicated: symbolicating a debug build costs seconds of CPU the other suites need.
+        try await harness.start(environment: ["SWIFT_BACKTRACE": "enable=yes,symbolicate=off"])
         let daemon = try #require(harness.daemon)
         kill(daemon.pid, SIGABRT)
         #expect(daemon.waitForExit(timeout: .seconds(60)) == 128 + SIGABRT)

@@ -15,6 +15,9 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
     case missingServiceData
     /// The advertising data (flags included) does not fit one legacy advertising PDU.
     case exceedsLegacyPDU(length: Int)
+    /// The RSSI bluetoothd reported is not one a radio measures: HCI gives -127...20 dBm, and
+    /// 127 for "not available". Taken as real, 127 showed a reader as near (issue #17).
+    case rssiOutOfRange(Int)
 
     public var code: String {
         switch self {
@@ -29,6 +32,7 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
         case .malformedADStructure: "malformedAdStructure"
         case .missingServiceData: "missingServiceData"
         case .exceedsLegacyPDU: "exceedsLegacyPdu"
+        case .rssiOutOfRange: "rssiOutOfRange"
         }
     }
 
@@ -45,6 +49,7 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
         case let .malformedADStructure(offset): "malformed AD structure at offset \(offset)"
         case .missingServiceData: "no reader service data in advertising data"
         case let .exceedsLegacyPDU(length): "advertising data is \(length) bytes, a legacy PDU holds 31"
+        case let .rssiOutOfRange(rssi): "RSSI \(rssi) dBm outside -127...20"
         }
     }
 }

@@ -14,6 +14,9 @@ struct ReaderSightings: Sendable {
         var observation: ReaderRegistry.Observation
     }
 
+    /// What HCI reports as a measured RSSI (127 means "not available").
+    static let measurableRSSI = -127...20
+
     init(range: RangeConfiguration) {
         registry = ReaderRegistry(range: range)
     }
@@ -24,6 +27,11 @@ struct ReaderSightings: Sendable {
         guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString], let rssi = device.rssi,
               let address = device.address
         else { return nil }
+        guard Self.measurableRSSI.contains(rssi) else {
+            refused += 1
+            refusal(.rssiOutOfRange(rssi))
+            return nil
+        }
         let advertisement: ReaderAdvertisement
         do {
             advertisement = try ReaderAdvertisement(serviceData: payload)

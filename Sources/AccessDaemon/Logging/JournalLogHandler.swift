@@ -35,8 +35,7 @@ public struct JournalLogHandler: LogHandler {
     public func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { _, new in new }
         let sorted = all.sorted { $0.key < $1.key }
-        let fields = sorted.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let text = fields.isEmpty ? "\(event.message)" : "\(event.message) \(fields)"
+        let text = Self.text(event.message, sorted)
         if toJournal {
             var entry = [
                 "MESSAGE=\(text)", "PRIORITY=\(Self.priority(event.level))", "SYSLOG_IDENTIFIER=accessd",
@@ -54,6 +53,17 @@ public struct JournalLogHandler: LogHandler {
             if written <= 0 { break }
             offset += written
         }
+    }
+
+    /// The message and its fields on one line. Control characters are escaped (`\n` as
+    /// `\\n`): a site name or error code carrying `\n<0>…` was written as a separate, forged
+    /// log line with its own priority prefix (issue #17).
+    static func text(_ message: Logger.Message, _ fields: [(key: String, value: Logger.Metadata.Value)]) -> String {
+        var text = LogText.escaped("\(message)")
+        for (key, value) in fields {
+            text += " \(LogText.escaped(key))=\(LogText.escaped("\(value)"))"
+        }
+        return text
     }
 
     /// True when journald set JOURNAL_STREAM to stderr's device and inode (systemd.exec(5)):

@@ -50,11 +50,11 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Starts accessd and waits until its socket answers.
-    func start(extraArguments: [String] = []) async throws {
+    func start(extraArguments: [String] = [], environment: [String: String] = [:]) async throws {
         let process = try ChildProcess(
             [Self.accessdPath, "--config", configPath, "--socket", socketPath, "--state-dir", stateDirectory,
              "--bus", bus.address] + extraArguments,
-            output: directory + "/accessd.log")
+            environment: environment, output: directory + "/accessd.log")
         daemon = process
         for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
             if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
