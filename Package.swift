@@ -139,7 +139,7 @@ let package = Package(
         // Traits the suites that block on sockets and child processes share.
         .target(name: "SuiteTraits", dependencies: ["BlueZTestSupport"], path: "Tests/SuiteTraits"),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport", "SuiteTraits"]),
-        .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore"]),
+        .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore", "AccessCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "AccessDaemonTests",
             dependencies: [

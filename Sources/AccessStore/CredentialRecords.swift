@@ -124,11 +124,19 @@ extension AccessStore {
 
     /// Deletes a credential and its items; false when there was none.
     public func deleteCredential(_ id: CredentialID) throws -> Bool {
-        try database.write { db in
+        let deleted = try database.write { db in
             try db.execute(sql: "DELETE FROM item WHERE credentialID = ?", arguments: [id.description])
             try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.description])
             return db.changesCount > 0
         }
+        // secure_delete overwrites the key in the database's pages, but the write-ahead log
+        // still held the frames that wrote it (until a clean stop checkpointed them): a
+        // SIGKILL after a delete left the key bytes on disk (issue #17). A truncating
+        // checkpoint copies the overwritten pages in and empties the log.
+        if deleted {
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        }
+        return deleted
     }
 
     public func setCredentialState(_ id: CredentialID, _ state: CredentialState) throws {

@@ -1,3 +1,5 @@
+import AccessCore
+import Crypto
 import Foundation
 import Testing
 @testable import AccessStore
@@ -52,5 +54,29 @@ struct AccessStoreTests {
         let reopened = try AccessStore(directory: directory)
         #expect(try reopened.lastSequence() == 20)
         #expect(try reopened.append(kind: "k", data: "{}", time: 21).sequence == 21)
+    }
+
+    /// Issue #17: a deleted credential's key stayed in accessd.sqlite-wal until a clean stop
+    /// (a SIGKILL after the delete left it on disk). Read while the store is still open, as
+    /// after a SIGKILL: neither file holds the key.
+    @Test func aDeletedKeyIsGoneFromTheDatabaseAndItsLog() throws {
+        let store = try AccessStore(directory: directory)
+        let key = P256.Signing.PrivateKey()
+        let id = CredentialID(bytes: Array(repeating: 7, count: 16))!
+        let credential = Credential(id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
+                                    sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: key,
+                                    sealedSecondFactor: nil, secondFactorEnabled: false)
+        try store.insertCredential(StoredCredential(credential: credential, siteName: "Site", siteURL: "https://site",
+                                                    deviceName: "kiosk", registeredAt: 0))
+        let secret = [UInt8](key.rawRepresentation)
+        func onDisk() -> Bool {
+            [store.path, store.path + "-wal"].contains { path in
+                guard let bytes = FileManager.default.contents(atPath: path) else { return false }
+                return [UInt8](bytes).firstRange(of: secret) != nil
+            }
+        }
+        #expect(onDisk(), "the key is written at all (else this test proves nothing)")
+        #expect(try store.deleteCredential(id))
+        #expect(!onDisk())
     }
 }
