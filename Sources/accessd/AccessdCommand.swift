@@ -21,8 +21,10 @@ struct AccessdCommand: AsyncParsableCommand {
             Scans through BlueZ for readers, tracks their range and reports SDK state and \
             reader events on a Unix socket (JSON-RPC 2.0, docs/protocol.md) for accessctl. \
             SIGHUP reloads the configuration. Exit status 78 (EX_CONFIG) when the \
-            configuration is refused, 75 (EX_TEMPFAIL) when another accessd holds the state \
-            directory or answers on the socket.
+            configuration is refused (a missing socket directory or group included), 75 \
+            (EX_TEMPFAIL) when another accessd holds the state directory or answers on the \
+            socket, 73 when the state directory cannot be written, 69 without D-Bus, 70 when a \
+            service fails while running.
             """,
         version: AccessDaemon.version
     )
@@ -86,16 +88,6 @@ struct AccessdCommand: AsyncParsableCommand {
             logger.critical("cannot connect to D-Bus", metadata: ["bus": "\(bus)", "error": "\(error)"])
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
-        let site: SiteClient
-        do {
-            site = try SiteClient(caFile: settings.siteCAFile, timeout: settings.siteRequestTimeout)
-        } catch {
-            printError("accessd: \(config): [site] ca_file: \(error)")
-            throw ExitCode(78)
-        }
-        let daemon = try AccessDaemonServices(configuration: settings, store: store,
-                                              central: BlueZClient(connection: connection), site: site,
-                                              logLevel: level, logger: logger)
         var socketGroup: gid_t?
         if let name = settings.socketGroup {
             guard let gid = Groups.gid(named: name) else {
@@ -110,6 +102,24 @@ struct AccessdCommand: AsyncParsableCommand {
             }
             socketGroup = gid
         }
+        // Checked before anything that needs shutting down is made (the HTTP client traps if it
+        // is dropped running): a missing directory is the configuration's fault, like the group.
+        let socketDirectory = String(settings.socketPath[..<(settings.socketPath.lastIndex(of: "/") ?? settings.socketPath.startIndex)])
+        var directoryInfo = stat()
+        guard stat(socketDirectory.isEmpty ? "/" : socketDirectory, &directoryInfo) == 0, (directoryInfo.st_mode & S_IFMT) == S_IFDIR else {
+            printError("accessd: the socket's directory \(socketDirectory) does not exist ([socket] path)")
+            throw ExitCode(78)
+        }
+        let site: SiteClient
+        do {
+            site = try SiteClient(caFile: settings.siteCAFile, timeout: settings.siteRequestTimeout)
+        } catch {
+            printError("accessd: \(config): [site] ca_file: \(error)")
+            throw ExitCode(78)
+        }
+        let daemon = try AccessDaemonServices(configuration: settings, store: store,
+                                              central: BlueZClient(connection: connection), site: site,
+                                              logLevel: level, logger: logger)
         let server = ControlServer(
             path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit,
             limits: settings.clientLimits, logger: logger,
@@ -146,7 +156,16 @@ struct AccessdCommand: AsyncParsableCommand {
             logger: logger))
         logger.notice("accessd \(AccessDaemon.version) starting",
                       metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            // The HTTP client must be shut down whatever ended the services.
+            notifier.notify("STOPPING=1")
+            await site.shutdown()
+            connection.close()
+            logger.critical("accessd stopped on an error", metadata: ["error": "\(error)"])
+            throw ExitCode(70)  // EX_SOFTWARE
+        }
         notifier.notify("STOPPING=1")
         await site.shutdown()
         connection.close()

@@ -85,6 +85,19 @@ struct ProcessHygieneTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Issue #17: a missing socket directory or `[socket] group` (which --check-config
+    /// accepts) trapped on the HTTP client's shutdown check instead of exiting 78, so
+    /// systemd's no-restart rule for 78 never applied and it restarted every 2 s.
+    @Test(arguments: [("[log]\nlevel = \"info\"\n", "/missing/a.sock"), ("[socket]\ngroup = \"nosuchgroup\"\n", "/a.sock")])
+    func aStartupErrorExits78WithoutACrash(config: String, socket: String) async throws {
+        let harness = try await DaemonHarness(config: config)
+        let result = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                                     harness.directory + socket, "--state-dir", harness.stateDirectory,
+                                     "--bus", harness.bus.address], mergingErrors: true)
+        #expect(result.status == 78, "\(result.output)")
+        #expect(!result.output.contains("Fatal error") && !result.output.contains("Program crashed"), "\(result.output)")
+    }
+
     /// systemd's watchdog sends SIGABRT to a hung accessd: the backtrace is printed, then the
     /// process must end (it used to go on, hung, until the SIGKILL ten seconds later).
     @Test func anAbortFromOutsideEndsItAfterTheBacktrace() async throws {
