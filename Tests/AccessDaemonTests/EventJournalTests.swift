@@ -70,6 +70,28 @@ struct EventJournalTests {
         print("journal: subscribe since 0 on 3,000 events with a 256-event queue took \(took)")
     }
 
+    /// Issue #17: observers saw credential ids in `credentials.changed`, replayed and live,
+    /// though listing credentials is admin-only.
+    @Test func observersGetCredentialEventsWithoutTheId() async throws {
+        let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
+        journal.emit("credentials.changed", ["reason": "registered", "id": "4b1f0d3e"])
+        let observer = ControlClient(id: 1, role: .observer, uid: 1000, pid: 0, eventLimit: 100)
+        let admin = ControlClient(id: 2, role: .admin, uid: 0, pid: 0, eventLimit: 100)
+        _ = try journal.subscribe(observer, kinds: nil, since: 0)
+        _ = try journal.subscribe(admin, kinds: nil, since: 0)
+        journal.emit("credentials.changed", ["reason": "deleted", "id": "4b1f0d3e"])
+        for client in [observer, admin] {
+            for reason in ["registered", "deleted"] {
+                let line = try #require(await client.outbox.next())
+                let data = try #require(try JSONValue.parse(line)["params"]?["data"])
+                #expect(data["reason"] == .string(reason))
+                #expect((data["id"] != nil) == (client.role == .admin), "\(client.role): \(data)")
+            }
+        }
+    }
+
     @Test func kindsFilterReplayAndLive() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }

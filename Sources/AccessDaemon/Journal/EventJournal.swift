@@ -52,8 +52,15 @@ public final class EventJournal: Sendable {
             }
             state.lastSequence = event.sequence
             let line = Self.notification(event, data: data)
+            // Built once, for the first observer that needs it.
+            var observerLine: String?
             for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
-                client.deliver(sequence: event.sequence, notification: line)
+                if client.role == .observer, let redacted = Self.redactedForObservers(kind, data) {
+                    if observerLine == nil { observerLine = Self.notification(event, data: redacted) }
+                    client.deliver(sequence: event.sequence, notification: observerLine!)
+                } else {
+                    client.deliver(sequence: event.sequence, notification: line)
+                }
             }
             return event.sequence
         }
@@ -117,9 +124,19 @@ public final class EventJournal: Sendable {
 
     private func deliver(_ events: [AccessStore.Event], to client: ControlClient) {
         for event in events {
-            let data = (try? JSONValue.parse(event.data)) ?? .null
+            var data = (try? JSONValue.parse(event.data)) ?? .null
+            if client.role == .observer, let redacted = Self.redactedForObservers(event.kind, data) { data = redacted }
             client.deliver(sequence: event.sequence, notification: Self.notification(event, data: data))
         }
+    }
+
+    /// What an observer may not see of an event, taken out; nil when it may see all of it.
+    /// Credential ids are admin knowledge (`credentials.list` is admin-only): observers saw
+    /// them in `credentials.changed` (issue #17).
+    static func redactedForObservers(_ kind: String, _ data: JSONValue) -> JSONValue? {
+        guard kind == "credentials.changed", case var .object(members) = data, members["id"] != nil else { return nil }
+        members["id"] = nil
+        return .object(members)
     }
 
     static func notification(_ event: AccessStore.Event, data: JSONValue) -> String {
