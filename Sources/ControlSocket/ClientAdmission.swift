@@ -65,10 +65,11 @@ final class ClientAdmission: Sendable {
 /// What the idle timeout looks at, for one client.
 struct ClientActivity: Sendable {
     var lastHeard: ContinuousClock.Instant = .now
-    var requestsUnderWay = 0
+    /// A client's requests are handled one at a time, in order.
+    var requestUnderWay = false
     var subscribed = false
 
     func isIdle(at now: ContinuousClock.Instant, timeout: Duration) -> Bool {
-        requestsUnderWay == 0 && !subscribed && now - lastHeard >= timeout
+        !requestUnderWay && !subscribed && now - lastHeard >= timeout
     }
 }

@@ -88,8 +88,6 @@ public final class ControlServer: Sendable {
     public func run(onReady: @Sendable () -> Void = {}) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
-            // A refused client is written one line and closed; the limit itself is counted
-            // in `serve`, where the role is known.
             // A client may write its requests and shut its side down (socat, `echo … |`):
             // its answers are still written before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -248,10 +246,10 @@ public final class ControlServer: Sendable {
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))
         case let .success(request):
             client.outbox.beginRequest()
-            client.activity.withLockedValue { $0.requestsUnderWay += 1 }
+            client.activity.withLockedValue { $0.requestUnderWay = true }
             let result = await handler.handle(request, from: client)
             client.activity.withLockedValue {
-                $0.requestsUnderWay -= 1
+                $0.requestUnderWay = false
                 $0.lastHeard = .now
             }
             // A request without an id is a notification: no answer (JSON-RPC 2.0 §4.1).
