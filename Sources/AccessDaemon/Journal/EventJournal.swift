@@ -56,8 +56,9 @@ public final class EventJournal: Sendable {
             var observerLine: String?
             for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
                 if client.role == .observer, let redacted = Self.redactedForObservers(kind, data) {
-                    if observerLine == nil { observerLine = Self.notification(event, data: redacted) }
-                    client.deliver(sequence: event.sequence, notification: observerLine!)
+                    let redactedLine = observerLine ?? Self.notification(event, data: redacted)
+                    observerLine = redactedLine
+                    client.deliver(sequence: event.sequence, notification: redactedLine)
                 } else {
                     client.deliver(sequence: event.sequence, notification: line)
                 }
