@@ -29,6 +29,15 @@ public enum SocketPath {
         }
     }
 
+    /// The directory `path` would be bound in, when it is not an existing directory.
+    public static func missingDirectory(of path: String) -> String? {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        var status = stat()
+        let checked = directory.isEmpty ? "/" : directory
+        guard stat(checked, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return checked }
+        return nil
+    }
+
     /// The identity of a socket file this process bound.
     struct OwnFile {
         let path: String

@@ -104,10 +104,8 @@ struct AccessdCommand: AsyncParsableCommand {
         }
         // Checked before anything that needs shutting down is made (the HTTP client traps if it
         // is dropped running): a missing directory is the configuration's fault, like the group.
-        let socketDirectory = String(settings.socketPath[..<(settings.socketPath.lastIndex(of: "/") ?? settings.socketPath.startIndex)])
-        var directoryInfo = stat()
-        guard stat(socketDirectory.isEmpty ? "/" : socketDirectory, &directoryInfo) == 0, (directoryInfo.st_mode & S_IFMT) == S_IFDIR else {
-            printError("accessd: the socket's directory \(socketDirectory) does not exist ([socket] path)")
+        if let missing = SocketPath.missingDirectory(of: settings.socketPath) {
+            printError("accessd: the socket's directory \(missing) does not exist ([socket] path)")
             throw ExitCode(78)
         }
         let site: SiteClient
@@ -156,19 +154,20 @@ struct AccessdCommand: AsyncParsableCommand {
             logger: logger))
         logger.notice("accessd \(AccessDaemon.version) starting",
                       metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
+        var failure: (any Error)?
         do {
             try await group.run()
         } catch {
-            // The HTTP client must be shut down whatever ended the services.
-            notifier.notify("STOPPING=1")
-            await site.shutdown()
-            connection.close()
-            logger.critical("accessd stopped on an error", metadata: ["error": "\(error)"])
-            throw ExitCode(70)  // EX_SOFTWARE
+            failure = error
         }
+        // Whatever ended the services: the HTTP client traps if it is dropped running.
         notifier.notify("STOPPING=1")
         await site.shutdown()
         connection.close()
+        if let failure {
+            logger.critical("accessd stopped on an error", metadata: ["error": "\(failure)"])
+            throw ExitCode(70)  // EX_SOFTWARE
+        }
         logger.notice("accessd stopped")
     }
 }

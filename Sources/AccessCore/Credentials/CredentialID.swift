@@ -17,13 +17,11 @@ public struct CredentialID: Hashable, Sendable, CustomStringConvertible {
     /// UUID form, lower case. Built as bytes: rendered once per item in `items.list`, the
     /// character-by-character version was a third of listing 10,000 items.
     public var description: String {
-        func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
         var ascii: [UInt8] = []
         ascii.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { ascii.append(UInt8(ascii: "-")) }
-            ascii.append(digit(byte >> 4))
-            ascii.append(digit(byte & 0x0F))
+        for (index, digit) in bytes.hexString.utf8.enumerated() {
+            if index == 8 || index == 12 || index == 16 || index == 20 { ascii.append(UInt8(ascii: "-")) }
+            ascii.append(digit)
         }
         return String(decoding: ascii, as: UTF8.self)
     }
