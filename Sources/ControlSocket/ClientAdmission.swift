@@ -12,11 +12,17 @@ public struct ClientLimits: Hashable, Sendable {
     /// A client that sent nothing for this long, has no request under way and no
     /// subscription is told so (-32006) and closed.
     public var idleTimeout: Duration
+    /// A client that has not taken a line accessd is writing to it for this long (it does not
+    /// read, and its socket is full) is closed: else its place, descriptor and queue were held
+    /// for as long as it chose, and its -32003 or -32006 waited behind the blocked write.
+    public var sendTimeout: Duration
 
-    public init(maximumClients: Int = 128, reservedForOperators: Int = 16, idleTimeout: Duration = .seconds(300)) {
+    public init(maximumClients: Int = 128, reservedForOperators: Int = 16, idleTimeout: Duration = .seconds(300),
+                sendTimeout: Duration = .seconds(30)) {
         self.maximumClients = maximumClients
         self.reservedForOperators = min(reservedForOperators, maximumClients - 1)
         self.idleTimeout = idleTimeout
+        self.sendTimeout = sendTimeout
     }
 }
 
@@ -68,6 +74,8 @@ struct ClientActivity: Sendable {
     /// A client's requests are handled one at a time, in order.
     var requestUnderWay = false
     var subscribed = false
+    /// Since when a write to the client has waited for it to read (nil: none waiting).
+    var writeWaitingSince: ContinuousClock.Instant?
 
     func isIdle(at now: ContinuousClock.Instant, timeout: Duration) -> Bool {
         !requestUnderWay && !subscribed && now - lastHeard >= timeout

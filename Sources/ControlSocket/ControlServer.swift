@@ -147,7 +147,8 @@ public final class ControlServer: Sendable {
         let client = ControlClient(id: clientIDs.next(), role: role, uid: credentials?.uid ?? UInt32.max,
                                    pid: credentials?.pid ?? -1, eventLimit: eventLimit)
         logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
-        enum Side { case reader, writer, idle }
+        enum Side { case reader, writer, idle, stalled }
+        let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Side.self) { group in
@@ -155,7 +156,10 @@ public final class ControlServer: Sendable {
                         while let line = await client.outbox.next() {
                             var buffer = ByteBuffer(string: line)
                             buffer.writeInteger(UInt8(ascii: "\n"))
+                            // The write waits while the client's socket is full.
+                            client.activity.withLockedValue { $0.writeWaitingSince = .now }
                             try await outbound.write(buffer)
+                            client.activity.withLockedValue { $0.writeWaitingSince = nil }
                         }
                         return .writer
                     }
@@ -169,9 +173,14 @@ public final class ControlServer: Sendable {
                         try await self.closeWhenIdle(client)
                         return .idle
                     }
+                    group.addTask {
+                        try await self.closeWhenNotReading(client, channel: channel)
+                        return .stalled
+                    }
                     // The reader ending (the client shut its side, or misbehaved) or the idle
                     // timeout lets the writer drain; the writer ending (the client is gone, or
-                    // all is written) ends the rest.
+                    // all is written) ends the rest. A client that does not read ends the
+                    // writer too: closing the channel fails its waiting write.
                     while let side = try await group.next(), side != .writer {}
                     client.outbox.close()
                     group.cancelAll()
@@ -211,12 +220,35 @@ public final class ControlServer: Sendable {
         client.outbox.finish()
     }
 
+    /// Returns after closing the connection of a client that has let a write wait for the
+    /// send timeout: it does not read, so nothing more it is sent (not even why it is closed)
+    /// can reach it. Cancelled when the connection ends.
+    private func closeWhenNotReading(_ client: ControlClient, channel: any Channel) async throws {
+        let timeout = admission.limits.sendTimeout
+        while true {
+            let waitingSince = client.activity.withLockedValue { $0.writeWaitingSince }
+            let now = ContinuousClock.now
+            if let waitingSince, now - waitingSince >= timeout { break }
+            // A write that starts waiting now is looked at again within the timeout.
+            try await Task.sleep(for: waitingSince.map { $0 + timeout - now } ?? timeout)
+        }
+        logger.notice("client dropped: not reading", metadata: ["client": "\(client.id)", "uid": "\(client.uid)",
+                                                               "timeout": "\(timeout)"])
+        try? await channel.close()
+    }
+
     /// Reads lines (swift-nio-extras' `LineBasedFrameDecoder`, `\n` or `\r\n`), at most
     /// `maximumLineLength` bytes waiting: past that, one `lineTooLong` answer, then hang up.
     private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: ControlClient) async throws {
         do {
             for try await line in inbound.decode(using: LineBasedFrameDecoder(), maximumBufferSize: Self.maximumLineLength) {
                 client.activity.withLockedValue { $0.lastHeard = .now }
+                // The decoder's bound is on what it buffers, checked between reads: a longer
+                // line arriving in one read got through (up to 128 KiB, issue #17).
+                guard line.readableBytes <= Self.maximumLineLength else {
+                    _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .lineTooLong))
+                    return
+                }
                 guard let text = String(validating: line.readableBytesView, as: UTF8.self) else {
                     _ = client.outbox.pushResponse(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
                     continue

@@ -73,6 +73,43 @@ struct HostileClientTests {
         #expect(harness.stop() == 0)
     }
 
+    /// A client that writes requests and never reads kept its place forever: its -32003 and
+    /// -32006 queued behind a write that waited on its full socket. Now a write waiting
+    /// `send_timeout` closes it, and its place is free again.
+    @Test func aClientThatNeverReadsIsClosed() async throws {
+        let harness = try await DaemonHarness(config: "[socket]\nmax_clients = 8\nsend_timeout = 2\n")
+        try await harness.start()
+        let report = harness.directory + "/deaf.out"
+        let deaf = try ChildProcess(["/usr/bin/python3", "-c", Self.deafClient, harness.socketPath, "6"], output: report)
+        defer { _ = deaf.stop(grace: 1) }
+        var text = ""
+        for _ in 0..<1500 where !text.contains("closed") && !text.contains("still open") {
+            text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // It wrote until accessd stopped reading, then waited 6 s before reading anything.
+        #expect(text.contains("closed"), "\(text)")
+        #expect(harness.log.contains("client dropped: not reading"))
+        #expect(try harness.connect().call("status.get").get()["isScanning"] != nil)
+        #expect(harness.stop() == 0)
+    }
+
+    /// Lines of 64 to 128 KiB were accepted when they arrived in one piece, against the
+    /// documented 64 KiB. Now such a line is refused (-32002) and the client closed.
+    @Test func aLineOverTheLimitIsRefusedHoweverItArrives() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let padding = String(repeating: "a", count: 100 * 1024)
+        let line = #"{"jsonrpc":"2.0","id":1,"method":"status.get","params":{"pad":""# + padding + #""}}"#
+        let client = try harness.connect()
+        try client.sendRaw(line + "\n")
+        let answer = try client.readLine()
+        #expect(try JSONValue.parse(answer)["error"]?["code"] == -32002, "\(answer.prefix(200))")
+        #expect(throws: ControlConnection.Failure.self) { try client.readLine() }
+        #expect(try harness.connect().call("status.get").get()["isScanning"] != nil)
+        #expect(harness.stop() == 0)
+    }
+
     /// A 3 KB line of 500-deep objects took 1.0 s to parse; 4 clients sending 20 such lines
     /// each stalled a good client's status.get for 16-38 s. Now each is refused (-32004) by
     /// a byte scan before parsing.
@@ -107,6 +144,43 @@ struct HostileClientTests {
         #expect(slowest < .seconds(1))
         #expect(harness.stop() == 0)
     }
+
+    /// Writes status.get requests until the socket takes no more, with a small receive
+    /// buffer and without reading; after N seconds, reads to the end: "closed" when accessd
+    /// had closed the connection by then, "still open" when it had not.
+    static let deafClient = """
+        import socket, sys, time, select
+        path, wait = sys.argv[1], float(sys.argv[2])
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(path)
+        s.setblocking(False)
+        line = b'{"jsonrpc":"2.0","id":1,"method":"status.get"}\\n' * 64
+        sent = 0
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                sent += s.send(line)
+            except BlockingIOError:
+                if not select.select([], [s], [], 1)[1]: break
+            except OSError:
+                break
+        print("sent", sent, flush=True)
+        time.sleep(wait)
+        s.setblocking(True)
+        s.settimeout(0.5)
+        got = 0
+        try:
+            while True:
+                data = s.recv(65536)
+                if not data: break
+                got += len(data)
+            print("closed after reading", got, flush=True)
+        except (socket.timeout, TimeoutError):
+            print("still open after reading", got, flush=True)
+        except OSError as error:
+            print("closed", error, flush=True)
+        """
 
     /// Opens N connections as uid 65534 (group 0, the socket's), reads what each is told
     /// within 0.5 s, and holds the admitted ones open until killed.

@@ -54,6 +54,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var maximumClients = 128
     /// A client with nothing under way and no subscription is closed after this.
     public var clientIdleTimeout: Duration = .seconds(300)
+    /// A client that has not read what accessd writes for this long is closed.
+    public var clientSendTimeout: Duration = .seconds(30)
 
     // [store]
     public var stateDirectory = "/var/lib/accessd"
@@ -87,7 +89,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     public var clientLimits: ClientLimits {
         ClientLimits(maximumClients: maximumClients, reservedForOperators: max(1, maximumClients / 8),
-                     idleTimeout: clientIdleTimeout)
+                     idleTimeout: clientIdleTimeout, sendTimeout: clientSendTimeout)
     }
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {

@@ -48,7 +48,8 @@ public enum ConfigurationLoader {
                 "range": ["sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
                 "prompts": ["second_factor"],
-                "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout"],
+                "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout",
+                           "send_timeout"],
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
                 "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts"],
                 "log": ["level"],
@@ -118,6 +119,7 @@ public enum ConfigurationLoader {
             c.subscriberQueueLimit = try int("socket", "subscriber_queue", 16...1_000_000) ?? c.subscriberQueueLimit
             c.maximumClients = try int("socket", "max_clients", 8...4096) ?? c.maximumClients
             c.clientIdleTimeout = try seconds("socket", "idle_timeout", 1...86400) ?? c.clientIdleTimeout
+            c.clientSendTimeout = try seconds("socket", "send_timeout", 1...3600) ?? c.clientSendTimeout
             if let directory = try string("store", "state_directory") {
                 guard directory.hasPrefix("/") else { throw fail("store", "state_directory", "state_directory must be absolute") }
                 c.stateDirectory = directory

@@ -79,6 +79,7 @@ public struct ConfigurationReload: Sendable {
         "socketPath": "socket.path", "socketGroup": "socket.group", "operatorGroup": "socket.operator_group",
         "adminGroup": "socket.admin_group", "subscriberQueueLimit": "socket.subscriber_queue",
         "maximumClients": "socket.max_clients", "clientIdleTimeout": "socket.idle_timeout",
+        "clientSendTimeout": "socket.send_timeout",
         "stateDirectory": "store.state_directory", "journalMaxEvents": "store.journal_max_events",
         "journalMaxAge": "store.journal_max_age_days",
         "siteCAFile": "site.ca_file", "siteRequestTimeout": "site.request_timeout",
