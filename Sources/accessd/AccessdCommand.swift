@@ -72,7 +72,7 @@ struct AccessdCommand: AsyncParsableCommand {
             try SocketPath.claim(settings.socketPath)
         } catch {
             printError("accessd: \(error); not starting")
-            throw ExitCode(StateDirectoryLock.exitStatus)
+            throw ExitCode((error as? StateDirectoryLock.Refusal)?.exitStatus ?? StateDirectoryLock.exitStatus)
         }
         let store: AccessStore
         do {

@@ -98,6 +98,27 @@ struct ProcessHygieneTests {
         #expect(!result.output.contains("Fatal error") && !result.output.contains("Program crashed"), "\(result.output)")
     }
 
+    /// Issue #17: after a SIGKILL the database and its -wal exist, and accessd started on a
+    /// read-only state directory (a clean start refuses, as SQLite cannot create its files);
+    /// every write then failed. Since the state lock it refused with 75, which systemd retries
+    /// as a passing conflict; now it is refused as a clean start is: 73, and why.
+    @Test func aReadOnlyStateDirectoryAfterAKillIsRefused() async throws {
+        try #require(getuid() == 0, "a read-only bind mount needs root")
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try harness.connect().call("scanning.set", ["enabled": false]).get()
+        harness.kill()
+        #expect(FileManager.default.fileExists(atPath: harness.stateDirectory + "/accessd.sqlite-wal"))
+        // accessd in a mount namespace of its own, where the state directory is read-only.
+        let directory = harness.stateDirectory
+        let result = try runCommand(["/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                                     "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "sh", directory,
+                                     DaemonHarness.accessdPath, "--config", harness.configPath, "--socket", harness.socketPath,
+                                     "--state-dir", directory, "--bus", harness.bus.address], mergingErrors: true)
+        #expect(result.status == 73, "\(result.output)")
+        #expect(result.output.contains("is not writable: Read-only file system"), "\(result.output)")
+    }
+
     /// systemd's watchdog sends SIGABRT to a hung accessd: the backtrace is printed, then the
     /// process must end (it used to go on, hung, until the SIGKILL ten seconds later).
     @Test func anAbortFromOutsideEndsItAfterTheBacktrace() async throws {
