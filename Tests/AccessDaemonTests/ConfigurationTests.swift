@@ -80,6 +80,16 @@ struct ConfigurationTests {
         }
     }
 
+    /// Issue #17: a file that is not UTF-8 was refused as "cannot read" with no line.
+    @Test func aByteThatIsNotUTF8IsRefusedWithItsLine() throws {
+        let path = NSTemporaryDirectory() + "accessd-\(UUID().uuidString).toml"
+        try Data("[log]\n# café\nlevel = \"info".utf8 + [0xFF] + Data("\"\n".utf8)).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: ConfigurationError(file: path, line: 3, reason: "not UTF-8 (byte 28 of the file)")) {
+            try ConfigurationLoader.load(path: path, mayBeAbsent: false)
+        }
+    }
+
     /// Random bytes and mangled copies of the shipped file: a value or a ConfigurationError,
     /// never a crash. (This test found TOMLKit aborting on bad keys; hence our own parser.)
     @Test(arguments: [1, 2, 3, 4] as [UInt64])

@@ -31,6 +31,27 @@ public enum ConfigurationSyntax {
         public var reason: String
     }
 
+    /// A file's bytes as text. TOML files are UTF-8; a byte that is not is refused with its
+    /// line, as any other mistake is, instead of "cannot read" with no line (issue #17).
+    public static func text(of bytes: [UInt8]) throws(Failure) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        // The longest valid prefix ends where the first bad byte is (the slow path, taken only for a bad file).
+        var line = 1
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        var offset = 0
+        decode: while true {
+            switch decoder.decode(&iterator) {
+            case let .scalarValue(scalar):
+                offset += UTF8.width(scalar)
+                if scalar == "\n" { line += 1 }
+            case .emptyInput, .error:
+                break decode
+            }
+        }
+        throw Failure(line: line, reason: "not UTF-8 (byte \(offset + 1) of the file)")
+    }
+
     public static func parse(_ text: String) throws(Failure) -> Document {
         var document = Document()
         var section = ""

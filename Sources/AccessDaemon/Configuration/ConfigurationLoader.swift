@@ -11,13 +11,21 @@ public enum ConfigurationLoader {
             if mayBeAbsent { return AccessdConfiguration() }
             throw ConfigurationError(file: path, line: nil, reason: "no such file")
         }
+        guard let bytes = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(file: path, line: nil, reason: "cannot read: \(String(cString: strerror(errno)))")
+        }
+        return try parse(bytes: Array(bytes), file: path)
+    }
+
+    /// A file's bytes: UTF-8 (a bad byte is refused with its line), then `parse`.
+    public static func parse(bytes: [UInt8], file: String) throws(ConfigurationError) -> AccessdConfiguration {
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            text = try ConfigurationSyntax.text(of: bytes)
         } catch {
-            throw ConfigurationError(file: path, line: nil, reason: "cannot read: \(error.localizedDescription)")
+            throw ConfigurationError(file: file, line: error.line, reason: error.reason)
         }
-        return try parse(text, file: path)
+        return try parse(text, file: file)
     }
 
     public static func parse(_ text: String, file: String) throws(ConfigurationError) -> AccessdConfiguration {
