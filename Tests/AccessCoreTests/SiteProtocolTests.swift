@@ -39,9 +39,13 @@ struct SiteProtocolTests {
         for bad in ["", "https://", "https://a b/v1/invitations/7KQ2M9XD4TPAZC3N", "https://user@x/v1/invitations/7KQ2M9XD4TPAZC3N",
                     "https://x:99999/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v2/invitations/7KQ2M9XD4TPAZC3N",
                     "x/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v1/invitations/7KQ2M9XD4TPAZC3N/extra",
-                    "https://[::1/v1/invitations/7KQ2M9XD4TPAZC3N"] {
+                    "https://[::1/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x//v1/invitations/7KQ2M9XD4TPAZC3N"] {
             #expect(throws: SiteAddressError.self) { try SiteAddress.parseInvitation(bad) }
         }
+        // Found by fuzzing: "hy//" made the prefix "/", so every call's path began with "//"
+        // and the address printed as text that parsed to another one.
+        #expect(throws: SiteAddressError.malformedURL("an empty path segment (//)")) { try SiteAddress.parseHost("hy//") }
+        #expect(try SiteAddress.parseHost("https://x/mobile/").description == "https://x/mobile")
     }
 
     @Test func requestSignaturesCoverEverything() throws {

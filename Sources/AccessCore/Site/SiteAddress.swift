@@ -84,6 +84,9 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         let path = String(rest[slash...])
+        // An empty segment would make a prefix that ends in "/" (fuzzing found "hy//"), and
+        // every call's path would then start with "//".
+        guard !path.contains("//") else { throw .malformedURL("an empty path segment (//)") }
         guard !authority.contains("@") else { throw .malformedURL("user information is not allowed") }
         var host: Substring
         var portText: Substring?
