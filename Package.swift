@@ -48,6 +48,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // libFuzzer's driver entry point; linked only by scripts/fuzz's -sanitize=fuzzer.
+        .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
         // A fatal signal sent from outside ends accessd after the runtime's backtrace.
         .target(name: "CFatalSignals"),
@@ -110,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "readersim",
             dependencies: [
-                "AccessCore", "AccessJSON", "BlueZ", "SiteContract",
+                "AccessCore", "AccessJSON", "BlueZ", "ReaderSimulation", "SiteContract",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -120,6 +122,15 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // readersim's reader file, a library so that accessfuzz reaches the parser.
+        .target(name: "ReaderSimulation", dependencies: ["AccessCore"]),
+        // One fuzz harness per parser of outside input (docs/testing.md, "Fuzzing").
+        .target(
+            name: "AccessFuzzing",
+            dependencies: ["AccessCore", "AccessDaemon", "AccessJSON", "ControlSocket", "ReaderSimulation", "SiteContract",
+                           .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .executableTarget(name: "accessfuzz", dependencies: ["AccessFuzzing", "CLibFuzzer"]),
         .executableTarget(
             name: "accessbench",
             dependencies: [
@@ -143,8 +154,8 @@ let package = Package(
         .testTarget(
             name: "AccessDaemonTests",
             dependencies: [
-                "AccessCore", "AccessDaemon", "AccessJSON", "AccessStore", "ControlSocket", "BlueZTestSupport",
-                "SiteContract", "SuiteTraits",
+                "AccessCore", "AccessDaemon", "AccessFuzzing", "AccessJSON", "AccessStore", "ControlSocket",
+                "BlueZTestSupport", "SiteContract", "SuiteTraits",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -27,6 +27,17 @@ struct ReadersimConfigurationTests {
         #expect(output.contains("2 reader(s)"))
     }
 
+    /// Issue #17: a file that is not UTF-8 was refused as "cannot read" with no line.
+    @Test func aByteThatIsNotUTF8IsRefusedWithItsLine() throws {
+        let path = NSTemporaryDirectory() + "readersim-\(UUID().uuidString).toml"
+        try Data("[site]\ndb = \"/tmp/site.sqlite\"\n[door]\nid = \"2A01".utf8 + [0xC3, 0x28] + Data("\"\n".utf8))
+            .write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (status, output) = try run(["readers", "--config", path, "--check"])
+        #expect(status != 0)
+        #expect(output.contains("\(path):4: not UTF-8"), "\(output)")
+    }
+
     @Test(arguments: [
         ("[a]\nid = \"1\"\n", "[site]"),
         ("[site]\ndb = \"x\"\n", "no readers"),

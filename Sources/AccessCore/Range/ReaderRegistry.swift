@@ -42,6 +42,11 @@ public struct ReaderRegistry: Sendable {
         var reportedAt: Timestamp
     }
 
+    /// What HCI reports as a measured RSSI (127 means "not available"). `observe` takes only
+    /// these: the shell refuses the rest (and an `Int64` from D-Bus would overflow the path-loss
+    /// arithmetic).
+    public static let measurableRSSI = -127...20
+
     public var range: RangeConfiguration
     public var reporting: ReportingPolicy
     private var index: [ReaderID: Int] = [:]

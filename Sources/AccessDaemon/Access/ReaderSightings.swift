@@ -14,9 +14,6 @@ struct ReaderSightings: Sendable {
         var observation: ReaderRegistry.Observation
     }
 
-    /// What HCI reports as a measured RSSI (127 means "not available").
-    static let measurableRSSI = -127...20
-
     init(range: RangeConfiguration) {
         registry = ReaderRegistry(range: range)
     }
@@ -27,7 +24,7 @@ struct ReaderSightings: Sendable {
         guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString], let rssi = device.rssi,
               let address = device.address
         else { return nil }
-        guard Self.measurableRSSI.contains(rssi) else {
+        guard ReaderRegistry.measurableRSSI.contains(rssi) else {
             refused += 1
             refusal(.rssiOutOfRange(rssi))
             return nil

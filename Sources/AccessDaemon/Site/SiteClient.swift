@@ -65,12 +65,7 @@ public final class SiteClient: Sendable {
                                           secondFactorKey: secondFactorKey.map(SiteText.base64))
         let answer = try await call(site: site, method: .POST, path: "/v1/invitations/\(code.canonical)/register",
                                     body: request, signer: nil, answer: RegistrationAnswer.self)
-        guard let id = CredentialID(answer.credential.id), let cardholder = answer.credential.cardholderName,
-              let secondFactor = answer.credential.secondFactor,
-              let tag = SiteText.siteTag(answer.site.tag), let siteKey = SiteText.publicKey(answer.site.publicKey)
-        else { throw .malformedAnswer("the registration answer lacks or garbles a field") }
-        return Registration(credentialID: id, state: answer.credential.state, cardholderName: cardholder,
-                            secondFactor: secondFactor, siteName: answer.site.name, siteTag: tag, sitePublicKey: siteKey)
+        return try SiteAnswers.registration(answer)
     }
 
     public func status(of stored: StoredCredential) async throws(SiteError) -> Status {
@@ -86,35 +81,7 @@ public final class SiteClient: Sendable {
         let answer = try await call(site: try address(of: stored), method: .GET,
                                     path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: Nothing?.none,
                                     signer: signer(stored), answer: ItemPageAnswer.self)
-        let items = try answer.items.map { item throws(SiteError) in try Self.stored(item, credential: id) }
-        return ItemPage(cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false)
-    }
-
-    /// Deepest `data` an item may carry: deeper objects cost every later listing time for no
-    /// use a site has shown (docs/site-api.md §4.2).
-    static let maximumDataDepth = 16
-
-    private static func stored(_ item: SiteItem, credential id: CredentialID) throws(SiteError) -> StoredItem {
-        guard !item.id.isEmpty, item.id.utf8.count <= 128 else {
-            throw .malformedAnswer("an item id must be 1 to 128 bytes")
-        }
-        var stored = StoredItem(id: item.id, credentialID: id, type: item.type, name: item.name, state: item.state)
-        if item.type == "aperio" {
-            guard let aperio = item.content.aperio, let identifier = aperio.identifierBytes, let key = aperio.keyBytes,
-                  let tag = item.content.siteTag.flatMap(SiteText.siteTag) else {
-                throw .malformedAnswer("an aperio item lacks its identifier, key or site tag")
-            }
-            stored.aperioIdentifier = identifier
-            stored.aperioKey = key
-            stored.siteTag = tag
-        } else if let data = item.content.data, data != .null {
-            guard case .object = data else { throw .malformedAnswer("an item's data is not an object") }
-            guard data.depth <= maximumDataDepth else {
-                throw .malformedAnswer("an item's data is nested deeper than \(maximumDataDepth)")
-            }
-            stored.data = data.jsonText
-        }
-        return stored
+        return try SiteAnswers.itemPage(answer, credential: id)
     }
 
     public func delete(_ stored: StoredCredential) async throws(SiteError) {
@@ -143,10 +110,10 @@ public final class SiteClient: Sendable {
     }
 
     /// A call without a body.
-    private struct Nothing: Codable {}
+    private struct Nothing: Codable, Sendable {}
 
     /// One call; when the site says our clock is off, one retry on the site's clock.
-    private func call<Body: Encodable, Answer: Decodable>(
+    private func call<Body: Encodable, Answer: Decodable & Sendable>(
         site: SiteAddress, method: HTTPMethod, path: String, body: Body?, signer: Signer?, answer: Answer.Type
     ) async throws(SiteError) -> Answer {
         do {
@@ -165,33 +132,13 @@ public final class SiteClient: Sendable {
         for attempt in 0..<2 {
             let (status, text) = try await exchange(site: site, method: method, path: path, body: bodyBytes,
                                                     signer: signer, clockOffset: clockOffset)
-            if (200..<300).contains(status) {
-                // A 204 has no body; the only answer that may be empty is one with no fields.
-                guard let decoded = try? JSONDecoder().decode(Answer.self, from: text ?? Data("{}".utf8)) else {
-                    throw .malformedAnswer("HTTP \(status) with a body that is not a \(Answer.self)")
-                }
-                return decoded
+            switch try SiteAnswers.read(Answer.self, status: status, body: text, firstAttempt: attempt == 0,
+                                        now: Int64(Date().timeIntervalSince1970)) {
+            case let .answer(answer): return answer
+            case let .retry(offset): clockOffset = offset
             }
-            guard let text, let refusal = try? JSONDecoder().decode(SiteErrorAnswer.self, from: text) else {
-                throw .malformedAnswer("HTTP \(status) without an error body")
-            }
-            if refusal.error.code == "auth.expired", attempt == 0, let serverTime = refusal.error.serverTime,
-               let offset = Self.clockOffset(serverTime: serverTime, now: Int64(Date().timeIntervalSince1970)) {
-                clockOffset = offset
-                continue
-            }
-            throw .refused(status: status, code: refusal.error.code, message: refusal.error.message ?? "")
         }
         throw .refused(status: 401, code: "auth.expired", message: "the site keeps refusing our clock")
-    }
-
-    /// How far the site's clock is from ours, or nil when `serverTime` is not a time a site's
-    /// clock can show (more than ten years from ours): following it could only fail, and the
-    /// arithmetic on arbitrary values overflows.
-    static func clockOffset(serverTime: Int64, now: Int64) -> Int64? {
-        let tenYears: Int64 = 10 * 366 * 86_400
-        guard serverTime > now - tenYears, serverTime < now + tenYears else { return nil }
-        return serverTime - now
     }
 
     /// Head and body within `timeout`, together: AsyncHTTPClient's deadline covers the head,
@@ -252,11 +199,6 @@ public final class SiteClient: Sendable {
         } catch {
             throw .unreachable(String(describing: error))
         }
-        if buffer.readableBytes == 0 { return (status, nil) }
-        // Deep text costs the decoder milliseconds per level: refused before it sees it.
-        guard !JSONNesting.exceeds(JSONNesting.limit, in: buffer.readableBytesView) else {
-            throw .malformedAnswer("nested deeper than \(JSONNesting.limit) levels")
-        }
-        return (status, Data(buffer.readableBytesView))
+        return (status, try SiteAnswers.body(buffer.readableBytesView))
     }
 }

@@ -1,5 +1,6 @@
 import AccessCore
 import Foundation
+import ReaderSimulation
 
 extension ReaderSession.Report {
     /// The report as readersim's JSON line fields.

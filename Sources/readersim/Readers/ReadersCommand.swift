@@ -2,6 +2,7 @@ import AccessCore
 import ArgumentParser
 import BlueZ
 import Foundation
+import ReaderSimulation
 import UnixSignals
 
 /// `readersim readers --config FILE`: brings up the readers a file describes on BlueZ.
@@ -21,15 +22,12 @@ struct ReadersCommand: AsyncParsableCommand {
     @Flag(help: "Check the file and exit.") var check = false
 
     func run() async throws {
-        let text: String
-        do {
-            text = try String(contentsOfFile: config, encoding: .utf8)
-        } catch {
-            throw ValidationError("cannot read \(config): \(error.localizedDescription)")
+        guard let bytes = FileManager.default.contents(atPath: config) else {
+            throw ValidationError("cannot read \(config): \(String(cString: strerror(errno)))")
         }
         let file: SimulatedReadersFile
         do {
-            file = try SimulatedReadersFile.parse(text, file: config)
+            file = try SimulatedReadersFile.parse(bytes: Array(bytes), file: config)
         } catch {
             throw ValidationError(error.description)
         }

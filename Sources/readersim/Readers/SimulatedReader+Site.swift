@@ -1,6 +1,7 @@
 import AccessCore
 import Crypto
 import Foundation
+import ReaderSimulation
 import SiteContract
 
 extension SimulatedReader {

@@ -2,6 +2,7 @@ import AccessCore
 import BlueZ
 import Crypto
 import Foundation
+import ReaderSimulation
 
 /// One simulated reader on a BlueZ adapter: advertises per docs/reader-protocol.md, serves
 /// the control point, and runs the reader side of the protocol (`ReaderSession`) for each

@@ -1,8 +1,11 @@
 import AccessCore
 
+// readersim's reader file, in a library of its own so that the fuzzer (accessfuzz) can
+// reach the parser: an executable's code cannot be linked into another executable.
+
 /// One simulated reader, as `config/readersim.example.toml` documents it.
-struct SimulatedReaderConfiguration: Sendable {
-    enum Decision: Hashable, Sendable {
+public struct SimulatedReaderConfiguration: Sendable {
+    public enum Decision: Hashable, Sendable {
         /// Grant active credentials, deny suspended ones, refuse revoked and unknown ones.
         case site
         case grant
@@ -10,7 +13,7 @@ struct SimulatedReaderConfiguration: Sendable {
     }
 
     /// Misbehaviour for testing accessd (and phones).
-    enum Fault: String, Sendable, CaseIterable {
+    public enum Fault: String, Sendable, CaseIterable {
         case none
         /// Every message is sent `fault_delay` seconds late.
         case late
@@ -24,30 +27,30 @@ struct SimulatedReaderConfiguration: Sendable {
         case silent
     }
 
-    var name: String
-    var id: ReaderID
-    var displayName: String
-    var kind: ReaderKind
-    var adapter: String?
-    var intervalMilliseconds: UInt32 = 100
-    var txPower: Int8 = -59
-    var autoConnectPathLoss: UInt8 = 20
-    var manualConnectPathLoss: UInt8 = 40
-    var autoConnect = true
-    var manualConnect = true
-    var secondFactorRequired = false
+    public var name: String
+    public var id: ReaderID
+    public var displayName: String
+    public var kind: ReaderKind
+    public var adapter: String?
+    public var intervalMilliseconds: UInt32 = 100
+    public var txPower: Int8 = -59
+    public var autoConnectPathLoss: UInt8 = 20
+    public var manualConnectPathLoss: UInt8 = 40
+    public var autoConnect = true
+    public var manualConnect = true
+    public var secondFactorRequired = false
     /// Presence advertisements while a central is connected (docs/reader-protocol.md §2).
-    var presence = true
-    var actions: [ReaderAction] = []
-    var actionOutcomes: [Int8: AccessDecision] = [:]
-    var decision: Decision = .site
-    var mode: AccessMode = .access
-    var fault: Fault = .none
-    var faultDelay: Duration = .seconds(8)
+    public var presence = true
+    public var actions: [ReaderAction] = []
+    public var actionOutcomes: [Int8: AccessDecision] = [:]
+    public var decision: Decision = .site
+    public var mode: AccessMode = .access
+    public var fault: Fault = .none
+    public var faultDelay: Duration = .seconds(8)
 
     /// What the reader advertises; with `presence`, the presence advertisement sent while
     /// a central is connected.
-    func advertisement(siteTag: SiteTag, presence: Bool = false) -> ReaderAdvertisement {
+    public func advertisement(siteTag: SiteTag, presence: Bool = false) -> ReaderAdvertisement {
         var flags: ReaderFlags = presence ? [.presence] : []
         if autoConnect { flags.insert(.autoConnectEnabled) }
         if manualConnect { flags.insert(.manualConnectEnabled) }
@@ -60,24 +63,35 @@ struct SimulatedReaderConfiguration: Sendable {
 }
 
 /// The whole file: where the site's data is, and the readers.
-struct SimulatedReadersFile: Sendable {
-    var siteDatabase: String
-    var readers: [SimulatedReaderConfiguration]
+public struct SimulatedReadersFile: Sendable {
+    public var siteDatabase: String
+    public var readers: [SimulatedReaderConfiguration]
 
-    struct Failure: Error, CustomStringConvertible {
-        var file: String
-        var line: Int?
-        var reason: String
-        var description: String { "\(file)\(line.map { ":\($0)" } ?? ""): \(reason)" }
+    public struct Failure: Error, CustomStringConvertible {
+        public var file: String
+        public var line: Int?
+        public var reason: String
+        public var description: String { "\(file)\(line.map { ":\($0)" } ?? ""): \(reason)" }
     }
 
-    static let readerKeys: Set<String> = [
+    public static let readerKeys: Set<String> = [
         "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss", "manual_connect_path_loss",
         "auto_connect", "manual_connect", "second_factor", "presence", "actions", "action_outcomes", "decision", "mode",
         "fault", "fault_delay",
     ]
 
-    static func parse(_ text: String, file: String) throws(Failure) -> SimulatedReadersFile {
+    /// A file's bytes: UTF-8 (a bad byte is refused with its line), then `parse`.
+    public static func parse(bytes: [UInt8], file: String) throws(Failure) -> SimulatedReadersFile {
+        let text: String
+        do {
+            text = try ConfigurationSyntax.text(of: bytes)
+        } catch {
+            throw Failure(file: file, line: error.line, reason: error.reason)
+        }
+        return try parse(text, file: file)
+    }
+
+    public static func parse(_ text: String, file: String) throws(Failure) -> SimulatedReadersFile {
         let document: ConfigurationSyntax.Document
         do {
             document = try ConfigurationSyntax.parse(text)
