@@ -240,6 +240,54 @@ struct LabEndToEndTests {
         #expect(status["states"]?.array?.contains("secondFactorLockedOut") == true)
     }
 
+    /// Issue #17: 8 wrong PINs sent at once by 8 clients to one live prompt with 5 attempts
+    /// left were all evaluated, and the credential was left with 3 attempts, not locked. An
+    /// attempt is now charged before the PIN is unsealed: never more wrong PINs evaluated than
+    /// attempts left, and the second factor locks when they are used up.
+    @Test func wrongPINsInParallelNeverExceedTheAttempts() async throws {
+        let lab = try await LabScenario(name: "parallel-pins", accessdConfig: "[site]\npin_attempts = 5\n",
+                                        readers: Self.frontDoor + "\nsecond_factor = true\n")
+        defer { lab.tearDown() }
+        _ = try lab.register(secondFactor: true, pin: "482916")
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let prompt = try #require(try lab.event("secondFactor.required"))
+        let id = try #require(prompt["request"]?.string)
+        #expect(prompt["attemptsLeft"] == 5)
+        // Eight clients, each connected on a thread of its own, then all sending at once.
+        let path = lab.daemon.socketPath
+        let start = ContinuousClock.now + .seconds(1)
+        let answers = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    try await taskOnThreadOfItsOwn {
+                        let client = try ControlConnection(path: path)
+                        try await Task.sleep(until: start)
+                        let pin = String(repeating: String(index), count: 6)
+                        switch try client.call("secondFactor.respond", ["request": .string(id), "pin": .string(pin)]) {
+                        case .success: return "accepted"
+                        case let .failure(error): return error.message
+                        }
+                    }.value
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        let evaluated = answers.filter { $0.hasPrefix("wrong PIN") }
+        print("parallel PINs: \(answers.sorted())")
+        #expect(evaluated.count == 5, "\(answers)")
+        #expect(answers.filter { $0 == "wrong PIN; the second factor is now locked" }.count == 1, "\(answers)")
+        #expect(!answers.contains("accepted"))
+        guard case let .failure(answer) = try await request.value else {
+            Issue.record("access was granted with a locked second factor")
+            return
+        }
+        #expect(answer.data?["error"] == "secondFactorLockedOut")
+        let status = try lab.daemon.call("status.get").get()
+        #expect(status["states"]?.array?.contains("secondFactorLockedOut") == true)
+    }
+
     @Test func aperioLockGetsTheSyncedAperioCredential() async throws {
         let lab = try await LabScenario(
             name: "aperio", accessdConfig: "[features]\nenabled = [\"aperio\"]\n",
