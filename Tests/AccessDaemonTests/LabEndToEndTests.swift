@@ -210,13 +210,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "lockout", accessdConfig: "[site]\npin_attempts = 2\n",
                                         readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
-        _ = try lab.register(secondFactor: true, pin: "482916")
-        try lab.radio.rssi("hci1", "hci0", -90)
-        _ = try await lab.waitForReader("00002A01")
-        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
-        let prompt = try #require(try lab.event("secondFactor.required"))
-        let id = try #require(prompt["request"]?.string)
-        #expect(prompt["attemptsLeft"] == 2)
+        let (request, id) = try await openPrompt(lab, attempts: 2)
         guard case let .failure(first) = try lab.daemon.call("secondFactor.respond", ["request": .string(id), "pin": "000000"]) else {
             Issue.record("a wrong PIN was accepted")
             return
@@ -240,6 +234,20 @@ struct LabEndToEndTests {
         #expect(status["states"]?.array?.contains("secondFactorLockedOut") == true)
     }
 
+    /// Registers a credential with a second factor (PIN 482916), asks the front door for
+    /// access and returns the request under way and the prompt's id, after checking the
+    /// prompt offers `attempts`.
+    private func openPrompt(_ lab: LabScenario, attempts: Int64) async throws
+        -> (request: Task<Result<JSONValue, RPCError>, any Error>, id: String) {
+        _ = try lab.register(secondFactor: true, pin: "482916")
+        try lab.radio.rssi("hci1", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
+        let prompt = try #require(try lab.event("secondFactor.required"))
+        #expect(prompt["attemptsLeft"] == .int(attempts))
+        return (request, try #require(prompt["request"]?.string))
+    }
+
     /// Issue #17: 8 wrong PINs sent at once by 8 clients to one live prompt with 5 attempts
     /// left were all evaluated, and the credential was left with 3 attempts, not locked. An
     /// attempt is now charged before the PIN is unsealed: never more wrong PINs evaluated than
@@ -248,13 +256,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "parallel-pins", accessdConfig: "[site]\npin_attempts = 5\n",
                                         readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
-        _ = try lab.register(secondFactor: true, pin: "482916")
-        try lab.radio.rssi("hci1", "hci0", -90)
-        _ = try await lab.waitForReader("00002A01")
-        let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
-        let prompt = try #require(try lab.event("secondFactor.required"))
-        let id = try #require(prompt["request"]?.string)
-        #expect(prompt["attemptsLeft"] == 5)
+        let (request, id) = try await openPrompt(lab, attempts: 5)
         // Eight clients, each connected on a thread of its own, then all sending at once.
         let path = lab.daemon.socketPath
         let start = ContinuousClock.now + .seconds(1)
