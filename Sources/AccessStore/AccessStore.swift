@@ -89,9 +89,17 @@ public final class AccessStore: Sendable {
     /// Appends an event and returns it with its sequence number.
     @discardableResult
     public func append(kind: String, data: String, time: Double) throws -> Event {
+        try append([(kind, data, time)])[0]
+    }
+
+    /// Appends events in one transaction (all or none), in order, numbered consecutively.
+    public func append(_ events: [(kind: String, data: String, time: Double)]) throws -> [Event] {
         try database.write { db in
-            try db.execute(sql: "INSERT INTO event(time, kind, data) VALUES (?, ?, ?)", arguments: [time, kind, data])
-            return Event(sequence: db.lastInsertedRowID, time: time, kind: kind, data: data)
+            try events.map { event in
+                try db.execute(sql: "INSERT INTO event(time, kind, data) VALUES (?, ?, ?)",
+                               arguments: [event.time, event.kind, event.data])
+                return Event(sequence: db.lastInsertedRowID, time: event.time, kind: event.kind, data: event.data)
+            }
         }
     }
 

@@ -119,6 +119,75 @@ struct ProcessHygieneTests {
         #expect(result.output.contains("is not writable: Read-only file system"), "\(result.output)")
     }
 
+    /// Issue #17: events during a full disk vanished with only a log line. Now they are held
+    /// and written in order once the disk has room, and those past what is held are counted
+    /// in one `events.lost` (HeldEventsTests). accessd runs with its state directory on a
+    /// 16 MB tmpfs of its own (room for the 4 MB its write-ahead log grows to between
+    /// checkpoints); the test fills it and empties it from inside accessd's mount namespace,
+    /// while 1,200 readers appear (events that need no write of accessd's own). Some are
+    /// still written while it is full, as SQLite reuses its log after a checkpoint.
+    @Test func eventsDuringAFullDiskAreHeldThenWritten() async throws {
+        try #require(getuid() == 0, "a tmpfs in a mount namespace needs root")
+        let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 4096\n")
+        let state = harness.stateDirectory
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try await harness.start(wrapper: ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                                          "mount -t tmpfs -o size=16m,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"", "sh", state])
+        let pid = try #require(harness.daemon?.pid)
+        func inAccessdsNamespace(_ script: String) throws {
+            let result = try runCommand(["/usr/bin/nsenter", "-t", "\(pid)", "-m", "/bin/sh", "-c", script], mergingErrors: true)
+            if result.status != 0 { throw TestEnvironmentError("\(script): \(result.output)") }
+        }
+        let subscriber = try harness.connect()
+        let first = try subscriber.call("events.subscribe", [:]).get()["lastSequence"]?.int ?? 0
+        try inAccessdsNamespace("cat /dev/zero > '\(state)/fill' 2>/dev/null; sync; true")
+        try await harness.mock.run(python: Self.readersAppear(1200, from: 0))
+        try await waitForLog(harness, "cannot journal event")  // the disk is full
+        try await Task.sleep(for: .seconds(2))
+        try inAccessdsNamespace("rm '\(state)/fill'")
+        try await harness.mock.run(python: Self.readersAppear(1, from: 1200))
+        // The subscriber gets every event written before the disk filled, the held ones in
+        // order, the notice of those not held, then the new one: no gap, no repeat.
+        var sequences: [Int64] = []
+        var updates = 0
+        var lost: Int64?
+        while updates + Int(lost ?? 0) < 1201 {
+            try #require(subscriber.waitReadable(timeout: .seconds(30)), "\(updates) updates, then nothing: \(harness.log.split(separator: "\n").filter { !$0.contains("event reader.updated") }.suffix(8).joined(separator: "\n"))")
+            let event = try subscriber.nextNotification()
+            let params = try #require(event["params"], "\(event)")
+            sequences.append(try #require(params["seq"]?.int, "\(event)"))
+            if params["kind"] == "reader.updated" { updates += 1 }
+            if params["kind"] == "events.lost" { lost = params["data"]?["count"]?.int }
+        }
+        #expect(sequences == Array(first + 1...first + Int64(sequences.count)), "no gap, no repeat")
+        print("full disk: \(updates) reader.updated journaled, \(lost ?? 0) counted in events.lost")
+        #expect(harness.log.contains("cannot journal events: holding them until it can"))
+        #expect(harness.log.contains("journaling events again held="), "\(harness.log.suffix(1500))")
+        // And they are in the journal, for a replay.
+        let replay = try harness.connect()
+        let replayed = try replay.call("events.subscribe", ["since": .int(first)]).get()["replayed"]?.int
+        #expect(replayed == Int64(sequences.count))
+        #expect(harness.stop() == 0)
+    }
+
+    /// Python for the mock bluetoothd: `count` readers (ids from `from` + 1) appear at once.
+    static func readersAppear(_ count: Int, from: Int) -> String {
+        """
+        manager = objects['/']
+        for i in range(\(from), \(from + count)):
+            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
+            address = '00:BB:03:00:%02X:%02X' % (i // 256, i % 256)
+            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
+            properties = {'Address': dbus.String(address), 'Adapter': dbus.ObjectPath('/org/bluez/hci0'),
+                          'RSSI': dbus.Int16(-60), 'Connected': dbus.Boolean(False),
+                          'ServiceData': dbus.Dictionary({'0000fff8-0000-1000-8000-00805f9b34fb':
+                              dbus.Array(payload, signature='y')}, signature='sv')}
+            self.AddObject(path, 'org.bluez.Device1', properties, [])
+            manager.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}',
+                               [dbus.ObjectPath(path), {'org.bluez.Device1': properties}])
+        """
+    }
+
     /// systemd's watchdog sends SIGABRT to a hung accessd: the backtrace is printed, then the
     /// process must end (it used to go on, hung, until the SIGKILL ten seconds later).
     @Test func anAbortFromOutsideEndsItAfterTheBacktrace() async throws {

@@ -18,6 +18,7 @@ public final class EventJournal: Sendable {
     struct State {
         var subscribers: [ControlClient: Set<String>?] = [:]
         var lastSequence: Int64
+        var held = HeldEvents()
     }
 
     public struct Subscription: Sendable {
@@ -40,36 +41,55 @@ public final class EventJournal: Sendable {
     /// The newest sequence number.
     public var lastSequence: Int64 { state.withLockedValue { $0.lastSequence } }
 
-    /// Journals an event, then hands it to every subscriber that wants its kind.
+    /// Journals an event, then hands it to every subscriber that wants its kind. When the
+    /// store refuses it, it is held (`HeldEvents`) and written, after those held before it,
+    /// by the first emit that finds the store working again.
     public func emit(_ kind: String, _ data: JSONValue) {
-        let sequence: Int64? = state.withLockedValue { state in
-            let event: AccessStore.Event
+        let written: [(event: AccessStore.Event, data: JSONValue)] = state.withLockedValue { state in
+            let event = HeldEvents.Event(kind: kind, data: data, time: Clocks.wall())
+            let pending = state.held.pending + [event]
+            let appended: [AccessStore.Event]
             do {
-                event = try store.append(kind: kind, data: data.jsonText, time: Clocks.wall())
+                appended = try store.append(pending.map { ($0.kind, $0.data.jsonText, $0.time) })
             } catch {
-                logger.error("cannot journal event", metadata: ["kind": "\(kind)", "error": "\(error)"])
-                return nil
-            }
-            state.lastSequence = event.sequence
-            let line = Self.notification(event, data: data)
-            // Built once, for the first observer that needs it.
-            var observerLine: String?
-            for (client, kinds) in state.subscribers where kinds?.contains(kind) ?? true {
-                if client.role == .observer, let redacted = Self.redactedForObservers(kind, data) {
-                    let redactedLine = observerLine ?? Self.notification(event, data: redacted)
-                    observerLine = redactedLine
-                    client.deliver(sequence: event.sequence, notification: redactedLine)
-                } else {
-                    client.deliver(sequence: event.sequence, notification: line)
+                state.held.hold(event)
+                if !state.held.failing {
+                    state.held.failing = true
+                    logger.error("cannot journal events: holding them until it can",
+                                 metadata: ["error": "\(error)", "capacity": "\(HeldEvents.capacity)"])
                 }
+                return []
             }
-            return event.sequence
+            if pending.count > 1 {
+                let (held, lost) = state.held.written()
+                logger.notice("journaling events again", metadata: ["held": "\(held)", "lost": "\(lost)"])
+            }
+            let written = Array(zip(appended, pending.map(\.data)))
+            for (event, data) in written { fanOut(event, data: data, to: state.subscribers) }
+            state.lastSequence = appended.last?.sequence ?? state.lastSequence
+            return written
         }
         // Outside the lock, and the fields built only when the level is logged (reader
         // sightings, at debug, are most events).
-        guard let sequence else { return }
-        logger.log(level: JournalFields.level(kind: kind, data: data), "event \(kind)",
-                   metadata: JournalFields.metadata(kind: kind, sequence: sequence, data: data))
+        for (event, data) in written {
+            logger.log(level: JournalFields.level(kind: event.kind, data: data), "event \(event.kind)",
+                       metadata: JournalFields.metadata(kind: event.kind, sequence: event.sequence, data: data))
+        }
+    }
+
+    private func fanOut(_ event: AccessStore.Event, data: JSONValue, to subscribers: [ControlClient: Set<String>?]) {
+        let line = Self.notification(event, data: data)
+        // Built once, for the first observer that needs it.
+        var observerLine: String?
+        for (client, kinds) in subscribers where kinds?.contains(event.kind) ?? true {
+            if client.role == .observer, let redacted = Self.redactedForObservers(event.kind, data) {
+                let redactedLine = observerLine ?? Self.notification(event, data: redacted)
+                observerLine = redactedLine
+                client.deliver(sequence: event.sequence, notification: redactedLine)
+            } else {
+                client.deliver(sequence: event.sequence, notification: line)
+            }
+        }
     }
 
     /// Subscribes `client` to the events of `kinds` (all when nil), after replaying those

@@ -33,7 +33,7 @@ public enum JournalFields {
     /// Computed once: every event carries one.
     private static let knownMessageIDs: [String: String] = Dictionary(uniqueKeysWithValues: [
         "access.started", "access.completed", "secondFactor.required", "sdk.state", "reader.updated",
-        "reader.unavailable", "credentials.changed", "feature.state",
+        "reader.unavailable", "credentials.changed", "feature.state", "events.lost",
     ].map { ($0, derivedMessageID(kind: $0)) })
 
     private static func derivedMessageID(kind: String) -> String {
@@ -47,6 +47,7 @@ public enum JournalFields {
         switch kind {
         case "access.completed", "sdk.state", "credentials.changed", "secondFactor.required": .notice
         case "feature.state": data["state"]?.string == "failed" ? .warning : .notice
+        case "events.lost": .warning
         case "reader.updated": .debug
         default: .info
         }

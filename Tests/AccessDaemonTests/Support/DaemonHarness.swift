@@ -49,11 +49,12 @@ final class DaemonHarness: @unchecked Sendable {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    /// Starts accessd and waits until its socket answers.
-    func start(extraArguments: [String] = [], environment: [String: String] = [:]) async throws {
+    /// Starts accessd (through `wrapper`, a command that execs its arguments, when given)
+    /// and waits until its socket answers.
+    func start(extraArguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) async throws {
         let process = try ChildProcess(
-            [Self.accessdPath, "--config", configPath, "--socket", socketPath, "--state-dir", stateDirectory,
-             "--bus", bus.address] + extraArguments,
+            wrapper + [Self.accessdPath, "--config", configPath, "--socket", socketPath, "--state-dir", stateDirectory,
+                       "--bus", bus.address] + extraArguments,
             environment: environment, output: directory + "/accessd.log")
         daemon = process
         for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
