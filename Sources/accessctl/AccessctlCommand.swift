@@ -122,69 +122,6 @@ struct Status: ParsableCommand {
     }
 }
 
-struct Readers: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Readers accessd hears, with range and distance.")
-    @OptionGroup var options: GlobalOptions
-    @Flag(help: "Keep the table current until interrupted.") var watch = false
-
-    func run() throws {
-        let connection = try options.connect()
-        var readers: [String: ReaderInfo] = [:]
-        let (list, raw) = try options.call(connection, ControlCalls.ReadersList.self)
-        for reader in list.readers { readers[reader.id] = reader }
-        guard watch else {
-            if options.json {
-                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
-            } else {
-                printTable(readers)
-            }
-            return
-        }
-        _ = try options.call(connection, ControlCalls.EventsSubscribe.self,
-                             SubscribeParams(kinds: ["reader.updated", "reader.unavailable"]))
-        if !options.json { printTable(readers) }
-        while true {
-            let notification: JSONValue
-            do {
-                notification = try connection.nextNotification()
-            } catch {
-                printError("accessctl: \(error)")
-                throw ExitCode(Exit.unreachable)
-            }
-            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
-            if options.json {
-                print(params.jsonText)
-                continue
-            }
-            if params["kind"]?.string == "reader.unavailable" {
-                readers[id] = nil
-            } else if let reader = try? data.decode(ReaderInfo.self) {
-                readers[id] = reader
-            }
-            print("\u{1B}[H\u{1B}[2J", terminator: "")
-            printTable(readers)
-        }
-    }
-
-    func printTable(_ readers: [String: ReaderInfo]) {
-        let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
-        var rows = [header]
-        for (id, r) in readers.sorted(by: { $0.key < $1.key }) {
-            rows.append([
-                id, r.name ?? "-", r.kind, "\(r.rssi)", "\(r.measuredPathLoss)", r.distance,
-                r.isInAutoConnectRange ? "auto" : "-",
-                "\(onOff(r.isBleAutoConnectEnabled))/\(onOff(r.isBleManualConnectEnabled))",
-            ])
-        }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            print(row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "  "))
-        }
-        if readers.isEmpty { print("(no readers heard)") }
-    }
-}
-
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Turn scanning on or off (kept across restarts).")
     @OptionGroup var options: GlobalOptions
@@ -212,39 +149,6 @@ func setSwitch<Call: ControlCall>(_ options: GlobalOptions, _ call: Call.Type, s
     let connection = try options.connect()
     let (_, raw) = try options.call(connection, call, SwitchParams(enabled: state == .on))
     print(options.json ? raw.jsonText : "\(label) \(state.rawValue)")
-}
-
-struct Events: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print journalled events; --follow keeps printing new ones.")
-    @OptionGroup var options: GlobalOptions
-    @Flag(help: "Keep printing events as they happen.") var follow = false
-    @Option(help: "Start after this sequence number (default: the last 20 events).") var since: Int64?
-    @Option(help: "Only these kinds, comma-separated (e.g. sdk.state,reader.updated).") var kinds: String?
-
-    func run() throws {
-        let connection = try options.connect()
-        let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
-        let params = SubscribeParams(since: since ?? max(0, last - 20), kinds: kinds?.split(separator: ",").map(String.init))
-        _ = try options.call(connection, ControlCalls.EventsSubscribe.self, params)
-        while true {
-            if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
-            let notification: JSONValue
-            do {
-                notification = try connection.nextNotification()
-            } catch {
-                if follow { printError("accessctl: \(error)") }
-                throw ExitCode(follow ? Exit.unreachable : 0)
-            }
-            let params = notification["params"] ?? .null
-            if options.json {
-                print(notification["method"]?.string == "event" ? params.jsonText : notification.jsonText)
-            } else if notification["method"]?.string == "events.dropped" {
-                print("!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them")
-            } else {
-                print("\(params["seq"]?.int ?? 0)  \(params["kind"]?.string ?? "?")  \(params["data"]?.jsonText ?? "")")
-            }
-        }
-    }
 }
 
 struct LogLevel: ParsableCommand {

@@ -1,0 +1,245 @@
+import AccessJSON
+import ArgumentParser
+import ControlSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A subscription that outlives accessd's restarts, for the follow modes: when the connection
+/// is lost it says so on stderr, reconnects (0.25 s, doubling to 5 s), subscribes again after
+/// the last event it handed out (so nothing is lost and nothing repeated), and says when it
+/// is back. `events --follow` and `readers --watch` died with exit 69 on every restart.
+struct Following {
+    let options: GlobalOptions
+    let kinds: [String]?
+    /// Replay from `lastSequence` on reconnecting (events); false: live only (readers).
+    let resumes: Bool
+    private(set) var lastSequence: Int64
+    private var connection: ControlConnection
+    /// Called on each new connection before subscribing again (readers: the table afresh).
+    var reconnected: (ControlConnection) throws -> Void = { _ in }
+
+    /// Subscribes on `connection`; the first failure exits as any call does.
+    init(options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?) throws {
+        self.options = options
+        self.connection = connection
+        self.kinds = kinds
+        resumes = since != nil
+        let answer = try options.call(connection, ControlCalls.EventsSubscribe.self, SubscribeParams(since: since, kinds: kinds))
+        lastSequence = since ?? answer.answer.lastSequence
+    }
+
+    /// The next notification: an event after the last one handed out, or an
+    /// `events.dropped` notice. Blocks; reconnects as long as it takes.
+    mutating func next() throws -> JSONValue {
+        while true {
+            let notification: JSONValue
+            do {
+                notification = try connection.nextNotification()
+            } catch {
+                printError("accessctl: \(error); reconnecting")
+                try reconnect()
+                continue
+            }
+            if let sequence = notification["params"]?["seq"]?.int {
+                guard sequence > lastSequence else { continue }
+                lastSequence = sequence
+            }
+            return notification
+        }
+    }
+
+    private mutating func reconnect() throws {
+        var delay = Duration.milliseconds(250)
+        while true {
+            sleepFor(delay)
+            delay = min(delay * 2, .seconds(5))
+            guard let fresh = try? ControlConnection(path: options.socket) else { continue }
+            try reconnected(fresh)
+            let params = SubscribeParams(since: resumes ? lastSequence : nil, kinds: kinds)
+            // Gone again before it answered: try again. A refusal (a role taken away) ends the
+            // follow as it would have at the start.
+            guard let result = try? fresh.call(ControlCalls.EventsSubscribe.method, JSONValue(encoding: params)) else { continue }
+            let answer: SubscribeAnswer
+            switch result {
+            case let .success(value): answer = try value.decode(SubscribeAnswer.self)
+            case let .failure(error):
+                printError("accessctl: accessd refused to resume: \(error.message)")
+                throw ExitCode(Exit.refused)
+            }
+            connection = fresh
+            if !resumes { lastSequence = answer.lastSequence }
+            printError(resumes ? "accessctl: reconnected; resuming after event \(lastSequence)" : "accessctl: reconnected")
+            return
+        }
+    }
+}
+
+private func sleepFor(_ duration: Duration) {
+    var left = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+    var asked = left
+    while nanosleep(&asked, &left) != 0 && errno == EINTR { asked = left }
+}
+
+/// One line to stdout at once, unbuffered: a follow mode piped into `grep` or `jq` is read
+/// as it happens (stdio buffered pipes in 4 KiB blocks, and a quiet door's events sat there).
+func printLine(_ text: String) {
+    var line = text
+    line.append("\n")
+    line.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(1, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 { if errno == EINTR { continue } else { return } }
+            offset += written
+        }
+    }
+}
+
+/// An event's time for a person: local, to the millisecond.
+func localTime(_ seconds: Double) -> String {
+    var time = time_t(seconds.rounded(.down))
+    var parts = tm()
+    localtime_r(&time, &parts)
+    var buffer = [CChar](repeating: 0, count: 32)
+    let length = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+    let milliseconds = String(1000 + Int((seconds - seconds.rounded(.down)) * 1000)).dropFirst()
+    return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "." + milliseconds
+}
+
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print journalled events; --follow keeps printing new ones.",
+        discussion: """
+            With --follow, a restart of accessd is waited out: accessctl reconnects and goes on \
+            after the last event it printed, saying so on stderr.
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Keep printing events as they happen.") var follow = false
+    @Option(help: "Start after this sequence number (default: the last 20 events).") var since: Int64?
+    @Option(help: "Only these kinds, comma-separated (e.g. sdk.state,reader.updated).") var kinds: String?
+
+    func run() throws {
+        let connection = try options.connect()
+        let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
+        var following = try Following(options: options, connection: connection,
+                                      kinds: kinds?.split(separator: ",").map(String.init), since: since ?? max(0, last - 20))
+        while true {
+            if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
+            let notification: JSONValue
+            if follow {
+                notification = try following.next()
+            } else {
+                guard let next = try? connection.nextNotification() else { return }
+                notification = next
+            }
+            printLine(render(notification))
+        }
+    }
+
+    private func render(_ notification: JSONValue) -> String {
+        let params = notification["params"] ?? .null
+        if options.json {
+            return notification["method"]?.string == "event" ? params.jsonText : notification.jsonText
+        }
+        if notification["method"]?.string == "events.dropped" {
+            return "!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them"
+        }
+        let time: Double = switch params["time"] {
+        case let .double(seconds)?: seconds
+        case let .int(seconds)?: Double(seconds)
+        default: 0
+        }
+        return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(params["kind"]?.string ?? "?")  "
+            + (params["data"]?.jsonText ?? "")
+    }
+}
+
+struct Readers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Readers accessd hears, with range and distance.",
+        discussion: """
+            With --watch, the table is redrawn in place on a terminal; into a pipe or a file each \
+            change prints the table again after a blank line, without terminal codes. A restart of \
+            accessd is waited out.
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Keep the table current until interrupted.") var watch = false
+
+    func run() throws {
+        let connection = try options.connect()
+        var readers = try list(connection)
+        guard watch else {
+            if options.json {
+                for reader in try options.call(connection, ControlCalls.ReadersList.self).raw["readers"]?.array ?? [] {
+                    print(reader.jsonText)
+                }
+            } else {
+                printTable(readers)
+            }
+            return
+        }
+        let terminal = isatty(1) == 1
+        var following = try Following(options: options, connection: connection,
+                                      kinds: ["reader.updated", "reader.unavailable"], since: nil)
+        if !options.json { show(readers, terminal: terminal) }
+        // Cannot capture `readers` (inout across the closure): refreshed into a box.
+        final class Table { var readers: [String: ReaderInfo] = [:] }
+        let table = Table()
+        table.readers = readers
+        following.reconnected = { fresh in
+            table.readers = (try? self.list(fresh)) ?? [:]
+            if !self.options.json { self.show(table.readers, terminal: terminal) }
+        }
+        while true {
+            let notification = try following.next()
+            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
+            if options.json {
+                printLine(params.jsonText)
+                continue
+            }
+            readers = table.readers
+            if params["kind"]?.string == "reader.unavailable" {
+                readers[id] = nil
+            } else if let reader = try? data.decode(ReaderInfo.self) {
+                readers[id] = reader
+            }
+            table.readers = readers
+            show(readers, terminal: terminal)
+        }
+    }
+
+    private func list(_ connection: ControlConnection) throws -> [String: ReaderInfo] {
+        let answer = try options.call(connection, ControlCalls.ReadersList.self).answer
+        return Dictionary(answer.readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// On a terminal, in place; elsewhere, after a blank line (no codes in a file).
+    private func show(_ readers: [String: ReaderInfo], terminal: Bool) {
+        printLine(terminal ? "\u{1B}[H\u{1B}[2J" + table(readers) : "\n" + table(readers))
+    }
+
+    func printTable(_ readers: [String: ReaderInfo]) {
+        print(table(readers))
+    }
+
+    private func table(_ readers: [String: ReaderInfo]) -> String {
+        let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
+        var rows = [header]
+        for (id, r) in readers.sorted(by: { $0.key < $1.key }) {
+            rows.append([
+                id, r.name ?? "-", r.kind, "\(r.rssi)", "\(r.measuredPathLoss)", r.distance,
+                r.isInAutoConnectRange ? "auto" : "-",
+                "\(onOff(r.isBleAutoConnectEnabled))/\(onOff(r.isBleManualConnectEnabled))",
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var lines = rows.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }
+        if readers.isEmpty { lines.append("(no readers heard)") }
+        return lines.joined(separator: "\n")
+    }
+}
