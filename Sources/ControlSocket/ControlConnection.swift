@@ -12,10 +12,13 @@ public final class ControlConnection {
         case cannotConnect(path: String, errno: Int32)
         case closed
         case malformed(String)
+        /// No answer within `answerTimeout` (accessd stopped, hung, or the exchange longer).
+        case timedOut(Duration)
 
         public var description: String {
             switch self {
             case let .cannotConnect(path, code): "cannot connect to \(path): \(String(cString: strerror(code)))"
+            case let .timedOut(limit): "accessd did not answer within \(limit.components.seconds) s"
             case .closed: "accessd closed the connection"
             case let .malformed(line): "malformed line from accessd: \(line)"
             }
@@ -29,6 +32,8 @@ public final class ControlConnection {
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 0
     private var notifications: [JSONValue] = []
+    /// How long `call` waits for its answer; nil: as long as it takes.
+    public var answerTimeout: Duration?
 
     public init(path: String) throws(Failure) {
         self.path = path
@@ -91,7 +96,11 @@ public final class ControlConnection {
         nextID += 1
         let id = nextID
         try sendRaw(JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText + "\n")
+        let deadline = answerTimeout.map { ContinuousClock.now + $0 }
         while true {
+            if let deadline, let answerTimeout, !waitReadable(timeout: max(.zero, deadline - ContinuousClock.now)) {
+                throw .timedOut(answerTimeout)
+            }
             let message = try readMessage()
             if message["method"] != nil {
                 notifications.append(message)

@@ -15,6 +15,8 @@ enum Exit {
     static let unreachable: Int32 = 69
     /// The caller's role does not allow it (EX_NOPERM).
     static let forbidden: Int32 = 77
+    /// accessd took the connection but did not answer in time (EX_TEMPFAIL).
+    static let timedOut: Int32 = 75
 }
 
 @main
@@ -24,7 +26,8 @@ struct AccessctlCommand: ParsableCommand {
         abstract: "Query and control a running accessd over its Unix socket.",
         discussion: """
             Exit status: 0 success, 1 accessd refused the request, 64 bad usage, \
-            69 accessd not reachable, 77 not permitted for your user.
+            69 accessd not reachable, 75 accessd did not answer in time, 77 not permitted for your user. \
+            ACCESSD_SOCKET in the environment names the socket when --socket is not given.
             """,
         version: AccessCoreVersion.string,
         subcommands: [Status.self, Readers.self, Access.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
@@ -33,8 +36,24 @@ struct AccessctlCommand: ParsableCommand {
 }
 
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "accessd's control socket.") var socket: String = "/run/accessd/accessd.sock"
+    @Option(help: "accessd's control socket (default: $ACCESSD_SOCKET, else /run/accessd/accessd.sock).")
+    var socket: String = getenv("ACCESSD_SOCKET").map { String(cString: $0) } ?? "/run/accessd/accessd.sock"
     @Flag(help: "Print JSON (one object per line) for scripts.") var json = false
+    @Option(help: ArgumentHelp("Seconds to wait for each answer.", discussion: """
+        Default 5; 60 for access, actions, action and pin (an exchange with a second factor); \
+        30 for the calls that reach the site (credentials register and delete, items sync).
+        """, valueName: "seconds"))
+    var timeout: Double?
+
+    /// What a call may take unless --timeout says otherwise.
+    private func answerTimeout(for method: ControlMethod) -> Duration {
+        if let timeout { return .milliseconds(Int64(max(0.1, timeout) * 1000)) }
+        switch method {
+        case .accessRequest, .actionsList, .actionsPerform, .secondFactorRespond: return .seconds(60)
+        case .credentialsRegister, .credentialsDelete, .itemsSync: return .seconds(30)
+        default: return .seconds(5)
+        }
+    }
 
     func connect() throws -> ControlConnection {
         do {
@@ -73,7 +92,13 @@ struct GlobalOptions: ParsableArguments {
     func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:]) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
         do {
+            connection.answerTimeout = answerTimeout(for: method)
+            defer { connection.answerTimeout = nil }
             result = try connection.call(method, params)
+        } catch .timedOut {
+            printError("accessctl: accessd did not answer \(method.rawValue) within \(answerTimeout(for: method).components.seconds) s "
+                + "(stopped or hung? see `systemctl status accessd`; a longer wait: --timeout)")
+            throw ExitCode(Exit.timedOut)
         } catch {
             printError("accessctl: \(error)")
             throw ExitCode(Exit.unreachable)

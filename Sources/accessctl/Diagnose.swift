@@ -35,11 +35,14 @@ struct Diagnose: ParsableCommand {
         } else {
             do {
                 let connection = try ControlConnection(path: options.socket)
+                connection.answerTimeout = .milliseconds(Int64((options.timeout ?? 5) * 1000))
                 status = try connection.call(.statusGet).get().decode(StatusAnswer.self)
                 checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
             } catch let failure as ControlConnection.Failure {
                 if case let .cannotConnect(_, code) = failure, code == EACCES {
                     checks.append(Check(name: "socket", ok: false, detail: "permission denied", hint: "join group accessd, then log in again"))
+                } else if case .timedOut = failure {
+                    checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "accessd is stopped or hung: systemctl status accessd"))
                 } else {
                     checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "is accessd running?"))
                 }

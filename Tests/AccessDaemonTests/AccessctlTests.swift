@@ -5,10 +5,10 @@ import Foundation
 import SuiteTraits
 import Testing
 
-/// `accessctl events --follow` and `readers --watch` as people and scripts use them: through
-/// a pipe, into a file, across a restart of accessd (issue #12, items 1 and 2).
-@Suite("accessctl follow modes", .threadOfItsOwn)
-struct AccessctlFollowTests {
+/// `accessctl` as people and scripts use it: follow modes through a pipe, into a file, across
+/// a restart of accessd; a stopped accessd (issue #12, items 1, 2 and 7).
+@Suite("accessctl against the real accessd", .threadOfItsOwn)
+struct AccessctlTests {
     static let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
         .appendingPathComponent("accessctl").path
 
@@ -30,9 +30,10 @@ struct AccessctlFollowTests {
                 "\(beforeRestart)")
 
         #expect(harness.stop() == 0)
+        let linesBefore = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").count
         try await harness.start()
         _ = try harness.connect().call("scanning.set", ["enabled": true]).get()
-        _ = try await waitForLine(in: out, containing: "\"isScanning\":true")
+        _ = try await waitForLine(in: out, containing: "\"isScanning\":true", after: linesBefore)
         let messages = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
         #expect(messages.contains("accessd closed the connection; reconnecting"), "\(messages)")
         #expect(messages.contains("reconnected; resuming after event"), "\(messages)")
@@ -61,10 +62,37 @@ struct AccessctlFollowTests {
         #expect(text.contains("\n\nID "), "a blank line before each table: \(text)")
     }
 
-    private func waitForLine(in path: String, containing text: String) async throws -> String {
+    /// With accessd stopped (SIGSTOP), `status` and `diagnose` waited forever. Every call now
+    /// has a timeout (`--timeout`, default 5 s): exit 75 and why; diagnose fails its check.
+    /// The socket comes from ACCESSD_SOCKET here, as a fleet's scripts would set it.
+    @Test func aStoppedAccessdTimesOut() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let pid = try #require(harness.daemon?.pid)
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        let started = ContinuousClock.now
+        let status = try runCommand(["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "status", "--timeout", "1"],
+                                    mergingErrors: true)
+        #expect(status.status == 75, "\(status.output)")
+        #expect(status.output.contains("accessd did not answer status.get within 1 s"), "\(status.output)")
+        let diagnose = try runCommand(["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "diagnose", "--timeout", "1"],
+                                      mergingErrors: true)
+        #expect(diagnose.status != 0)
+        #expect(diagnose.output.contains("accessd did not answer within 1 s"), "\(diagnose.output)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        kill(pid, SIGCONT)
+        #expect(try harness.connect().call("status.get").get()["isScanning"] != nil, "it goes on once continued")
+        // Not checked: after SIGSTOP and SIGCONT, accessd ignored the SIGTERM that followed in
+        // about 1 run of 15 (killed after 10 s, nothing logged); left for its own issue.
+        _ = harness.stop()
+    }
+
+    /// The first line with `text` after the first `after` lines.
+    private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {
             let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if let line = content.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+            if let line = content.split(separator: "\n").dropFirst(after).first(where: { $0.contains(text) }) { return String(line) }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestEnvironmentError("no line with \(text) in \(path) within 10 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
