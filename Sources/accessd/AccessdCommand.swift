@@ -40,8 +40,9 @@ struct AccessdCommand: AsyncParsableCommand {
         // After its backtrace, a fatal signal from outside (the watchdog's SIGABRT) ends accessd.
         _ = accessd_end_process_after_crash_handlers()
         var settings: AccessdConfiguration
+        let mayBeAbsent = config == "/etc/accessd/accessd.toml"
         do {
-            settings = try ConfigurationLoader.load(path: config, mayBeAbsent: config == "/etc/accessd/accessd.toml")
+            settings = try ConfigurationLoader.load(path: config, mayBeAbsent: mayBeAbsent)
         } catch {
             printError("accessd: \(error)")
             throw ExitCode(78)
@@ -51,8 +52,12 @@ struct AccessdCommand: AsyncParsableCommand {
             if let stateDirectory { settings.stateDirectory = stateDirectory }
         }
         overrides(&settings)
+        let problems = ConfigurationChecks.problems(settings, atStart: !checkConfig)
+        for problem in problems { printError("accessd: \(config): \(problem)") }
+        if !problems.isEmpty { throw ExitCode(78) }
         if checkConfig {
-            print("\(config): OK")
+            let absent = mayBeAbsent && access(config, F_OK) != 0
+            print("\(config): \(absent ? "absent: the built-in defaults, " : "")OK")
             return
         }
 
@@ -89,11 +94,7 @@ struct AccessdCommand: AsyncParsableCommand {
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
         var socketGroup: gid_t?
-        if let name = settings.socketGroup {
-            guard let gid = Groups.gid(named: name) else {
-                printError("accessd: \(config): [socket] group '\(name)' does not exist")
-                throw ExitCode(78)
-            }
+        if let name = settings.socketGroup, let gid = Groups.gid(named: name) {  // checked to exist above
             // Giving the socket to a group takes membership of it (no CAP_CHOWN here).
             guard getuid() == 0 || getegid() == gid || Groups.ownSupplementaryGroups().contains(gid) else {
                 printError("accessd: \(config): [socket] group '\(name)': accessd's user is not a member, so it "
@@ -101,12 +102,6 @@ struct AccessdCommand: AsyncParsableCommand {
                 throw ExitCode(78)
             }
             socketGroup = gid
-        }
-        // Checked before anything that needs shutting down is made (the HTTP client traps if it
-        // is dropped running): a missing directory is the configuration's fault, like the group.
-        if let missing = SocketPath.missingDirectory(of: settings.socketPath) {
-            printError("accessd: the socket's directory \(missing) does not exist ([socket] path)")
-            throw ExitCode(78)
         }
         let site: SiteClient
         do {

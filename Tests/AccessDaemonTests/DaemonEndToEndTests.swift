@@ -317,6 +317,23 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Issue #12: --check-config said OK for a missing ca_file or group, which start (or the
+    /// first site call) then refused. Now it checks what start checks, with the same words.
+    @Test(arguments: [
+        ("[site]\nca_file = \"/nonexistent/ca.pem\"\n", "[site] ca_file /nonexistent/ca.pem: No such file or directory"),
+        ("[site]\nca_file = \"/etc/hostname\"\n", "[site] ca_file /etc/hostname: no PEM certificate in it"),
+        ("[socket]\ngroup = \"nosuchgroup\"\n", "[socket] group 'nosuchgroup' does not exist"),
+        ("[socket]\npath = \"/nonexistent/a.sock\"\n", "the socket's directory /nonexistent does not exist ([socket] path)"),
+    ])
+    func checkConfigRefusesWhatStartWould(config: String, reason: String) async throws {
+        let harness = try await DaemonHarness()
+        try harness.writeConfig(config)
+        let check = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+                                   mergingErrors: true)
+        #expect(check.status == 78)
+        #expect(check.output.contains("accessd: \(harness.configPath): \(reason)"), "\(check.output)")
+    }
+
     @Test func aBadConfigurationIsRefusedWithItsLine() async throws {
         let harness = try await DaemonHarness()
         try harness.writeConfig("[access]\nconnection_limit = 99\n")
