@@ -10,7 +10,9 @@ struct SiteProtocolTests {
         #expect(code.canonical == "7KQ2M9XD4TPAZC3N")
         #expect(code.description == "7KQ2-M9XD-4TPA-ZC3N")
         #expect(try InvitationCode(" 7KQ2 M9XD 4TPA ZC3N ") == code)
-        for bad in ["", "7KQ2M9XD4TPAZC3", "7KQ2M9XD4TPAZC3NN", "IKQ2M9XD4TPAZC3N", "7KQ2M9XD4TPAZC3U", "7KQ2M9XD4TPAZC3Ñ"] {
+        for bad in ["", "7KQ2M9XD4TPAZC3", "7KQ2M9XD4TPAZC3NN", "IKQ2M9XD4TPAZC3N", "7KQ2M9XD4TPAZC3U", "7KQ2M9XD4TPAZC3Ñ",
+                    // Found by fuzzing: upper-cased, these are two characters, and forming one trapped.
+                    "7KQ2M9XD4TPAZC3ß", "\u{FFFD}\u{0345}@1"] {
             #expect(throws: SiteAddressError.malformedCode) { try InvitationCode(bad) }
         }
         var generator = SeededGenerator(seed: 7)

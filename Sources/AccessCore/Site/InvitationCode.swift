@@ -8,16 +8,22 @@ public struct InvitationCode: Hashable, Sendable, CustomStringConvertible {
     /// Upper case, no dashes: what goes into the URL.
     public let canonical: String
 
+    /// Read as ASCII bytes: upper-casing a Character can give several ("ß" is "SS", a
+    /// combining mark after another character becomes a letter of its own), and forming a
+    /// Character from them trapped: fuzzing found it, and `credentials.register` carries the
+    /// code from a client.
     public init(_ text: String) throws(SiteAddressError) {
-        var characters: [Character] = []
-        for character in text where character != "-" && character != " " {
-            let upper = Character(character.uppercased())
-            guard Self.alphabet.contains(upper) else { throw .malformedCode }
-            characters.append(upper)
+        var bytes: [UInt8] = []
+        for byte in text.utf8 where byte != UInt8(ascii: "-") && byte != UInt8(ascii: " ") {
+            let upper = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) ? byte - 32 : byte
+            guard bytes.count < Self.length, Self.alphabetBytes.contains(upper) else { throw .malformedCode }
+            bytes.append(upper)
         }
-        guard characters.count == Self.length else { throw .malformedCode }
-        canonical = String(characters)
+        guard bytes.count == Self.length else { throw .malformedCode }
+        canonical = String(decoding: bytes, as: UTF8.self)
     }
+
+    private static let alphabetBytes = Set(alphabet.map { $0.asciiValue! })
 
     /// A fresh code from `generator` (the system CSPRNG outside tests).
     public static func random(using generator: inout some RandomNumberGenerator) -> InvitationCode {
