@@ -23,7 +23,11 @@ struct AccessctlTests {
         let since = try control.call("status.get").get()["lastSequence"]?.int ?? 0
         let out = harness.directory + "/follow.out", err = harness.directory + "/follow.err"
         let follow = try ChildProcess(["/bin/sh", "-c", "'\(Self.accessctl)' events --follow --since \(since) --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'"])
-        defer { _ = follow.stop(grace: 1) }
+        defer {
+            // The shell's children too: a follow outlives accessd by design.
+            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl events --follow .*\(harness.socketPath)"])
+            _ = follow.stop(grace: 1)
+        }
         _ = try control.call("scanning.set", ["enabled": false]).get()
         let beforeRestart = try await waitForLine(in: out, containing: "\"isScanning\":false")
         #expect(beforeRestart.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  \d+  sdk\.state  \{"#, options: .regularExpression) != nil,
