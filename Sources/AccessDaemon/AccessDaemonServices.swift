@@ -85,10 +85,7 @@ public final class AccessDaemonServices: Sendable {
             untilGracefulShutdown { try await sync.run() },
             untilGracefulShutdown { await exchanges.run(commands: commands) },
             untilGracefulShutdown { await access.run(inputs: accessInputs) },
-            untilGracefulShutdown {
-                sdk.announce()
-                try await discovery.run()
-            },
+            untilGracefulShutdown { try await discovery.run() },
         ]
     }
 

@@ -11,6 +11,9 @@ public protocol BluetoothCentral: Sendable {
 
     /// Starts following the Bluetooth service; what exists already is reported as events.
     func start() async throws(BlueZError)
+    /// Whether bluetoothd is on the bus, as far as the central knows (after `start`: when it
+    /// is, `serviceAppeared` is already queued).
+    var isServicePresent: Bool { get async }
 
     func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError)
     func startDiscovery(adapter: String) async throws(BlueZError)

@@ -132,6 +132,8 @@ public actor FakeCentral: BluetoothCentral {
         continuation.yield(.serviceAppeared)
     }
 
+    public var isServicePresent: Bool { present }
+
     public func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError) {
         calls.append("SetDiscoveryFilter \(adapter)")
         guard present, adapters[adapter] != nil else { throw present ? .doesNotExist : .serviceUnknown }

@@ -15,6 +15,25 @@ struct DaemonEndToEndTests {
         kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01),
         txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: SiteTag(0x5117_E001)).serviceData
 
+    /// Issue #12: every start journalled bluetoothServiceUnavailable, then the real state, so
+    /// anything alerting on sdk.state fired on each restart. With bluetoothd there, the first
+    /// state journalled is the real one.
+    @Test func theStateAtStartIsJournalledOnceKnown() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let connection = try harness.connect()
+        _ = try connection.call("events.subscribe", ["since": 0]).get()
+        var states: [JSONValue] = []
+        while states.count < 50, connection.waitReadable(timeout: .milliseconds(500)) {
+            let params = try connection.nextNotification()["params"]
+            if params?["kind"] == "sdk.state", let data = params?["data"] { states.append(data) }
+        }
+        #expect(!states.isEmpty)
+        #expect(!states.contains { $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true }, "\(states)")
+        #expect(harness.stop() == 0)
+    }
+
     @Test func scansAndReportsTheSdkState() async throws {
         let harness = try await DaemonHarness()
         try await harness.start()

@@ -39,6 +39,11 @@ actor DiscoveryService {
     /// Follows BlueZ until cancelled.
     func run() async throws {
         try await central.start()
+        // The state at start is journalled once, when bluetoothd's presence is known: when it
+        // is there, handling the queued serviceAppeared journals it; when not, nothing will
+        // come, so it is journalled as it stands. (Announcing before start journalled
+        // bluetoothServiceUnavailable on every start, then the real state: issue #12.)
+        if await !central.isServicePresent { sdk.announce() }
         let events = central.events
         try await consumeWhileTicking(clock: clock) {
             for await event in events { await self.handle(event) }
