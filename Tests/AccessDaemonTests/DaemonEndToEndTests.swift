@@ -77,6 +77,17 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    /// The refused-advertisement count once it has not moved for half a second.
+    private func settledRefusals(_ harness: DaemonHarness) async throws -> Int64 {
+        var last = try harness.connect().call("status.get").get()["refusedAdvertisements"]?.int ?? 0
+        while true {
+            try await Task.sleep(for: .milliseconds(500))
+            let now = try harness.connect().call("status.get").get()["refusedAdvertisements"]?.int ?? 0
+            if now == last { return now }
+            last = now
+        }
+    }
+
     /// Issue #17: RSSI 127 (HCI's "not available"), 32767 and -32768 were taken as real (the
     /// reader "near", in auto range). Each is now refused and counted before any arithmetic
     /// (so an int64 RSSI cannot overflow the path loss either); a real RSSI afterwards is taken.
@@ -85,11 +96,13 @@ struct DaemonEndToEndTests {
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         try await harness.mock.addDevice(DaemonHarness.readerAddress)
-        // Each setting of RSSI or service data is an advertisement: count what was refused.
+        // Each setting of RSSI or service data is an advertisement (one or two per advertise):
+        // count what was refused once the count has settled.
         var refused: Int64 = 0
         for rssi in [127, 32767, -32768] as [Int16] {
             try await harness.advertise(payload: Self.payload, rssi: rssi)
-            refused = try await harness.waitForStatus { ($0["refusedAdvertisements"]?.int ?? 0) > refused }["refusedAdvertisements"]?.int ?? 0
+            _ = try await harness.waitForStatus { ($0["refusedAdvertisements"]?.int ?? 0) > refused }
+            refused = try await settledRefusals(harness)
         }
         #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.isEmpty == true)
         try await harness.advertise(payload: Self.payload, rssi: -69)
