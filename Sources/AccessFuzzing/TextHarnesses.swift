@@ -105,8 +105,7 @@ enum ConfigurationHarness {
         do {
             _ = try ConfigurationLoader.parse(bytes: bytes, file: "fuzz.toml")
         } catch {
-            require(error.line.map { $0 >= 1 } ?? true, "a line number counts from 1")
-            require(!error.reason.isEmpty, "a refusal says why")
+            refusalIsWellFormed(line: error.line, reason: error.reason)
         }
     }
 
@@ -114,9 +113,13 @@ enum ConfigurationHarness {
         do {
             _ = try SimulatedReadersFile.parse(bytes: bytes, file: "fuzz.toml")
         } catch {
-            require(error.line.map { $0 >= 1 } ?? true, "a line number counts from 1")
-            require(!error.reason.isEmpty, "a refusal says why")
+            refusalIsWellFormed(line: error.line, reason: error.reason)
         }
+    }
+
+    private static func refusalIsWellFormed(line: Int?, reason: String) {
+        require(line.map { $0 >= 1 } ?? true, "a line number counts from 1")
+        require(!reason.isEmpty, "a refusal says why")
     }
 }
 

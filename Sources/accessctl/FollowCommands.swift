@@ -169,28 +169,26 @@ struct Readers: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        var readers = try list(connection)
+        let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
         guard watch else {
             if options.json {
-                for reader in try options.call(connection, ControlCalls.ReadersList.self).raw["readers"]?.array ?? [] {
-                    print(reader.jsonText)
-                }
+                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
             } else {
-                printTable(readers)
+                print(table(Self.byID(answer.readers)))
             }
             return
         }
         let terminal = isatty(1) == 1
         var following = try Following(options: options, connection: connection,
                                       kinds: ["reader.updated", "reader.unavailable"], since: nil)
-        if !options.json { show(readers, terminal: terminal) }
-        // Cannot capture `readers` (inout across the closure): refreshed into a box.
+        // The table, shared with the reconnect hook (which lists the readers afresh).
         final class Table { var readers: [String: ReaderInfo] = [:] }
-        let table = Table()
-        table.readers = readers
+        let current = Table()
+        current.readers = Self.byID(answer.readers)
+        if !options.json { show(current.readers, terminal: terminal) }
         following.reconnected = { fresh in
-            table.readers = (try? self.list(fresh)) ?? [:]
-            if !self.options.json { self.show(table.readers, terminal: terminal) }
+            current.readers = (try? self.options.call(fresh, ControlCalls.ReadersList.self)).map { Self.byID($0.answer.readers) } ?? [:]
+            if !self.options.json { self.show(current.readers, terminal: terminal) }
         }
         while true {
             let notification = try following.next()
@@ -199,29 +197,22 @@ struct Readers: ParsableCommand {
                 printLine(params.jsonText)
                 continue
             }
-            readers = table.readers
             if params["kind"]?.string == "reader.unavailable" {
-                readers[id] = nil
+                current.readers[id] = nil
             } else if let reader = try? data.decode(ReaderInfo.self) {
-                readers[id] = reader
+                current.readers[id] = reader
             }
-            table.readers = readers
-            show(readers, terminal: terminal)
+            show(current.readers, terminal: terminal)
         }
     }
 
-    private func list(_ connection: ControlConnection) throws -> [String: ReaderInfo] {
-        let answer = try options.call(connection, ControlCalls.ReadersList.self).answer
-        return Dictionary(answer.readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+    private static func byID(_ readers: [ReaderInfo]) -> [String: ReaderInfo] {
+        Dictionary(readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
     }
 
     /// On a terminal, in place; elsewhere, after a blank line (no codes in a file).
     private func show(_ readers: [String: ReaderInfo], terminal: Bool) {
         printLine(terminal ? "\u{1B}[H\u{1B}[2J" + table(readers) : "\n" + table(readers))
-    }
-
-    func printTable(_ readers: [String: ReaderInfo]) {
-        print(table(readers))
     }
 
     private func table(_ readers: [String: ReaderInfo]) -> String {
