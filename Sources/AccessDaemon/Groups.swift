@@ -40,14 +40,24 @@ public enum Groups {
         return Set(list.prefix(Int(max(filled, 0))))
     }
 
-    /// root and the daemon's own user are admins; then the admin group, then the operator group.
-    public static func roleResolver(operatorGroup: String, adminGroup: String) -> @Sendable (UInt32, UInt32) -> Role {
+    /// root and the daemon's own user are admins; then the admin group, then the operator group,
+    /// among the groups the client's process held when it connected.
+    public static func roleResolver(operatorGroup: String, adminGroup: String) -> @Sendable (PeerIdentity) -> Role {
         let operatorGID = gid(named: operatorGroup)
         let adminGID = gid(named: adminGroup)
         let ownUID = getuid()
-        return { uid, gid in
-            if uid == 0 || uid == ownUID { return .admin }
-            let member = groups(of: uid, primary: gid)
+        // SO_PEERGROUPS cannot show gid 0 alone (`PeerGroups`); only then is the database asked too.
+        let rootGroupGrantsARole = operatorGID == 0 || adminGID == 0
+        return { identity in
+            if identity.uid == 0 || identity.uid == ownUID { return .admin }
+            var member: Set<gid_t>
+            if let held = identity.supplementaryGroups {
+                member = Set(held).union([identity.gid])
+                if rootGroupGrantsARole, groups(of: identity.uid, primary: identity.gid).contains(0) { member.insert(0) }
+            } else {
+                // An old kernel, or more groups than the buffer holds: the group database.
+                member = groups(of: identity.uid, primary: identity.gid)
+            }
             if let adminGID, member.contains(adminGID) { return .admin }
             if let operatorGID, member.contains(operatorGID) { return .operator }
             return .observer

@@ -66,14 +66,14 @@ public final class ControlServer: Sendable {
     public let path: String
     private let group: gid_t?
     private let handler: any ControlRequestHandler
-    private let roleOf: @Sendable (_ uid: UInt32, _ gid: UInt32) -> Role
+    private let roleOf: @Sendable (PeerIdentity) -> Role
     private let eventLimit: Int
     private let logger: Logger
     private let clientIDs = ClientCounter()
     private let admission: ClientAdmission
 
     public init(path: String, group: gid_t?, eventLimit: Int, limits: ClientLimits = ClientLimits(), logger: Logger,
-                handler: any ControlRequestHandler, roleOf: @escaping @Sendable (_ uid: UInt32, _ gid: UInt32) -> Role) {
+                handler: any ControlRequestHandler, roleOf: @escaping @Sendable (PeerIdentity) -> Role) {
         self.admission = ClientAdmission(limits: limits)
         self.path = path
         self.group = group
@@ -93,11 +93,11 @@ public final class ControlServer: Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             // Never over an existing file: `SocketPath.claim` removed it if it was stale.
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
-                Self.peerCredentials(channel).flatMapThrowing { credentials -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, Credentials) in
+                PeerIdentity.of(channel).flatMapThrowing { identity -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerIdentity?) in
                     let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(isOutboundHalfClosureEnabled: true))
-                    return (wrapped, Credentials(value: credentials))
+                    return (wrapped, identity)
                 }
             }
         let ownFile = SocketPath.OwnFile(path: path)
@@ -112,8 +112,8 @@ public final class ControlServer: Sendable {
         try await withTaskCancellationHandler {
             try await withThrowingDiscardingTaskGroup { tasks in
                 try await server.executeThenClose { connections in
-                    for try await (connection, credentials) in connections {
-                        tasks.addTask { await self.serve(connection, credentials: credentials.value) }
+                    for try await (connection, identity) in connections {
+                        tasks.addTask { await self.serve(connection, identity: identity) }
                     }
                 }
             }
@@ -122,30 +122,20 @@ public final class ControlServer: Sendable {
         }
     }
 
-    /// `struct ucred { pid_t pid; uid_t uid; gid_t gid; }` (Glibc hides it without _GNU_SOURCE).
-    typealias PeerCredentials = (pid: Int32, uid: UInt32, gid: UInt32)
-
-    private static func peerCredentials(_ channel: Channel) -> EventLoopFuture<PeerCredentials?> {
-        guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
-        return provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
-            .map { (value: PeerCredentials) -> PeerCredentials? in value }
-            .recover { _ in nil }
-    }
-
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, credentials: PeerCredentials?) async {
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, identity: PeerIdentity?) async {
         // Without credentials nobody is trusted beyond reading.
-        let role = credentials.map { roleOf($0.uid, $0.gid) } ?? .observer
+        let role = identity.map(roleOf) ?? .observer
         if case let .refused(limit, first) = admission.admit(role) {
             await refuse(connection, error: .tooManyClients(limit))
             if first {
                 logger.warning("clients refused: the socket is full", metadata: ["limit": "\(limit)", "role": "\(role)",
-                                                                              "uid": "\(credentials?.uid ?? UInt32.max)"])
+                                                                              "uid": "\(identity?.uid ?? UInt32.max)"])
             }
             return
         }
         defer { admission.leave() }
-        let client = ControlClient(id: clientIDs.next(), role: role, uid: credentials?.uid ?? UInt32.max,
-                                   pid: credentials?.pid ?? -1, eventLimit: eventLimit)
+        let client = ControlClient(id: clientIDs.next(), role: role, uid: identity?.uid ?? UInt32.max,
+                                   pid: identity?.pid ?? -1, eventLimit: eventLimit)
         logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
         enum Side { case reader, writer, idle, stalled }
         let channel = connection.channel
@@ -301,11 +291,6 @@ public final class ControlServer: Sendable {
             return true
         }
     }
-}
-
-/// Sendable box for the peer credentials tuple.
-struct Credentials: Sendable {
-    var value: ControlServer.PeerCredentials?
 }
 
 final class ClientCounter: Sendable {

@@ -242,6 +242,31 @@ struct DaemonEndToEndTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Roles follow the groups the client's process holds (SO_PEERGROUPS), not only /etc/group:
+    /// a process given a group by `setpriv --groups`, `sg` or systemd's `SupplementaryGroups=`
+    /// has that group's role, and one that dropped its groups has not.
+    @Test func rolesFollowTheGroupsTheClientHolds() async throws {
+        // `users` (gid 100) lists no members in /etc/group; nobody is not among them.
+        let harness = try await DaemonHarness(config: "[socket]\ngroup = \"nogroup\"\noperator_group = \"users\"\n")
+        try await harness.start()
+        chmod(harness.directory, 0o755)
+        let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
+            .appendingPathComponent("accessctl").path
+        func asNobody(groups: String, _ arguments: [String]) throws -> (Int32, String) {
+            let result = try runCommand(["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--groups=\(groups)",
+                                         accessctl] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
+            return (result.status, result.output)
+        }
+        let (heldCode, heldOutput) = try asNobody(groups: "users", ["scan", "off"])
+        #expect(heldCode == 0, "\(heldOutput)")
+        // Many groups, the role group among them, 0 first (the kernel sorts them).
+        let (manyCode, manyOutput) = try asNobody(groups: "0,4,20,24,25,29,30,44,46,100,109,65533", ["scan", "on"])
+        #expect(manyCode == 0, "\(manyOutput)")
+        let (otherCode, otherOutput) = try asNobody(groups: "4,20", ["scan", "off"])
+        #expect(otherCode == 77, "\(otherOutput)")
+        #expect(harness.stop() == 0)
+    }
+
     @Test func twoHundredSubscribersAllGetTheEvent() async throws {
         let harness = try await DaemonHarness(config: "[socket]\nmax_clients = 256\n")
         try await harness.start()
