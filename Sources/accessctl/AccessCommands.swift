@@ -35,6 +35,14 @@ struct Actions: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the actions a reader offers this credential.")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The reader id.") var reader: String
+    @Argument(parsing: .allUnrecognized, help: .hidden) var extra: [String] = []
+
+    func validate() throws {
+        // `actions 2A01 2`: people reach for the list command to perform one.
+        if let action = extra.first {
+            throw ValidationError("actions lists a reader's actions; to perform one: accessctl action \(reader) \(action)")
+        }
+    }
 
     func run() throws {
         let connection = try options.connect()

@@ -33,6 +33,16 @@ struct AccessctlCommand: ParsableCommand {
         subcommands: [Status.self, Readers.self, Access.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
                       Credentials.self, Items.self, LogLevel.self, Diagnose.self]
     )
+
+    static func main() {
+        let arguments = CommandLineGrammar.rearranged(Array(CommandLine.arguments.dropFirst()))
+        let names = configuration.subcommands.map { $0._commandName }
+        if let refusal = CommandLineGrammar.unknownSubcommand(in: arguments, names: names) {
+            printError(refusal)
+            Glibc.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(arguments)
+    }
 }
 
 struct GlobalOptions: ParsableArguments {

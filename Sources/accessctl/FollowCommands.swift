@@ -118,13 +118,22 @@ struct Events: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Keep printing events as they happen.") var follow = false
     @Option(help: "Start after this sequence number (default: the last 20 events).") var since: Int64?
-    @Option(help: "Only these kinds, comma-separated (e.g. sdk.state,reader.updated).") var kinds: String?
+    @Option(help: ArgumentHelp("Only these kinds, comma-separated (e.g. sdk.state,reader.updated).",
+                               discussion: "Kinds: \(EventKind.list).")) var kinds: String?
+
+    func validate() throws {
+        if let first = EventKind.unknown(among: kindList ?? []).first {
+            throw ValidationError("--kinds: no event kind '\(first)' (kinds: \(EventKind.list))")
+        }
+    }
+
+    private var kindList: [String]? { kinds?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     func run() throws {
         let connection = try options.connect()
         let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
         var following = try Following(options: options, connection: connection,
-                                      kinds: kinds?.split(separator: ",").map(String.init), since: since ?? max(0, last - 20))
+                                      kinds: kindList, since: since ?? max(0, last - 20))
         while true {
             if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
             let notification: JSONValue

@@ -92,6 +92,50 @@ struct AccessctlTests {
         _ = harness.stop()
     }
 
+    /// Global options before the subcommand, a suggestion for a typo, kinds checked before
+    /// anything is sent, a hint for `actions READER N`; usage errors are 64 (EX_USAGE).
+    @Test func theGrammarTakesWhatPeopleType() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let before = try runCommand([Self.accessctl, "--socket", harness.socketPath, "--json", "status"])
+        #expect(before.status == 0)
+        #expect(before.output.hasPrefix("{") && before.output.contains("\"isScanning\""), "\(before.output)")
+        let equals = try runCommand([Self.accessctl, "--timeout=3", "--socket=\(harness.socketPath)", "readers"])
+        #expect(equals.status == 0, "\(equals.output)")
+
+        let typo = try runCommand([Self.accessctl, "stauts"], mergingErrors: true)
+        #expect(typo.status == 64)
+        #expect(typo.output.contains("no command 'stauts'; did you mean 'status'?"), "\(typo.output)")
+        let kinds = try runCommand([Self.accessctl, "events", "--kinds", "sdk.stat", "--socket", harness.socketPath],
+                                   mergingErrors: true)
+        #expect(kinds.status == 64)
+        #expect(kinds.output.contains("no event kind 'sdk.stat'"), "\(kinds.output)")
+        let actions = try runCommand([Self.accessctl, "actions", "2A01", "2"], mergingErrors: true)
+        #expect(actions.status == 64)
+        #expect(actions.output.contains("accessctl action 2A01 2"), "\(actions.output)")
+
+        // Any client, not only accessctl, is told a kind it got wrong.
+        let refused = try harness.connect().call("events.subscribe", ["kinds": ["sdk.stat"]])
+        guard case let .failure(error) = refused else { Issue.record("a typo in kinds was accepted"); return }
+        #expect(error.code == -32602 && error.message.contains("no event kind \"sdk.stat\""), "\(error.message)")
+        #expect(harness.stop() == 0)
+    }
+
+    /// docs/protocol.md's first example, run as written (the socket path aside): it printed
+    /// nothing while accessd closed a half-closed connection before answering.
+    @Test func theSocatExampleWorksVerbatim() async throws {
+        let document = try String(contentsOfFile: ControlContractTests.documentPath, encoding: .utf8)
+        let example = try #require(document.split(separator: "\n").first { $0.hasPrefix("echo ") && $0.contains("| socat - UNIX-CONNECT:") })
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let command = example.replacingOccurrences(of: "/run/accessd/accessd.sock", with: harness.socketPath)
+        let result = try runCommand(["/bin/sh", "-c", command], mergingErrors: true)
+        #expect(result.status == 0, "\(result.output)")
+        let answer = try JSONValue.parse(result.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(answer["id"]?.int == 1 && answer["result"]?["version"] != nil, "\(result.output)")
+        #expect(harness.stop() == 0)
+    }
+
     /// The first line with `text` after the first `after` lines.
     private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {

@@ -6,11 +6,9 @@ import Testing
 /// table and each method's heading); the daemon dispatches on `ControlMethod`. They agree.
 @Suite("Control contract against docs/protocol.md")
 struct ControlContractTests {
-    static let document: String = {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../docs/protocol.md").standardized.path
-        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-    }()
+    static let documentPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../docs/protocol.md").standardized.path
+    static let document: String = (try? String(contentsOfFile: documentPath, encoding: .utf8)) ?? ""
 
     /// `name` from every `` `name {params}` `` in a piece of text.
     static func methods(in text: Substring) -> [String] {
@@ -54,5 +52,14 @@ struct ControlContractTests {
         }
         let table = Dictionary(uniqueKeysWithValues: ControlMethod.allCases.map { ($0.rawValue, $0.role) })
         #expect(documented == table)
+    }
+
+    /// The Events table's first column is exactly the kinds accessd accepts in `kinds`.
+    @Test func theEventsTableListsEveryKind() throws {
+        let section = try #require(Self.document.components(separatedBy: "## Events\n").dropFirst().first)
+        let rows = section.components(separatedBy: "\n## ").first?.split(separator: "\n")
+            .filter { $0.hasPrefix("| `") } ?? []
+        let documented = Set(rows.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) })
+        #expect(documented == Set(EventKind.allCases.map(\.rawValue)))
     }
 }

@@ -69,6 +69,9 @@ extension AccessDaemonServices {
 
     private func subscribe(_ client: ControlClient, _ params: SubscribeParams) -> Result<SubscribeAnswer, RPCError> {
         if let since = params.since, since < 0 { return .failure(.invalidParams("since must be a sequence number ≥ 0")) }
+        if let unknown = params.kinds.map(EventKind.unknown(among:)), let first = unknown.first {
+            return .failure(.invalidParams("kinds: no event kind \"\(first.prefix(64))\" (kinds: \(EventKind.list))"))
+        }
         do {
             let subscription = try journal.subscribe(client, kinds: params.kinds.map(Set.init), since: params.since)
             // Events older than the journal keeps cannot be replayed: say from where it starts.

@@ -1,5 +1,6 @@
 import AccessJSON
 import Crypto
+import ControlSocket
 import Logging
 
 /// The journal fields accessd's entries carry (docs/operations.md, "Logs"): the metadata
@@ -31,10 +32,9 @@ public enum JournalFields {
     }
 
     /// Computed once: every event carries one.
-    private static let knownMessageIDs: [String: String] = Dictionary(uniqueKeysWithValues: [
-        "access.started", "access.completed", "secondFactor.required", "sdk.state", "reader.updated",
-        "reader.unavailable", "credentials.changed", "feature.state", "events.lost",
-    ].map { ($0, derivedMessageID(kind: $0)) })
+    private static let knownMessageIDs: [String: String] = Dictionary(uniqueKeysWithValues: EventKind.allCases.map {
+        ($0.rawValue, derivedMessageID(kind: $0.rawValue))
+    })
 
     private static func derivedMessageID(kind: String) -> String {
         SHA256.hash(data: Array("accessd.event.\(kind)".utf8)).prefix(16)
