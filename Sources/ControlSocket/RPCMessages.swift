@@ -39,8 +39,8 @@ public struct RPCError: Error, Hashable, Sendable {
     }
     /// The operation failed for a reason of the domain: `data.error` holds the stable name
     /// (e.g. a ReaderConnectionError such as `readerUnavailable`).
-    public static func failed(_ error: String, _ message: String) -> RPCError {
-        RPCError(code: -32010, message: message, data: ["error": .string(error)])
+    public static func failed(_ error: String, _ message: String, details: [String: JSONValue] = [:]) -> RPCError {
+        RPCError(code: -32010, message: message, data: .object(details.merging(["error": .string(error)]) { _, name in name }))
     }
 }
 

@@ -63,6 +63,28 @@ struct CredentialEndToEndTests {
         #expect(try await harness.mock.calls(DaemonHarness.readerPath).contains("Disconnect"), "\(harness.log)")
     }
 
+    /// Through the real binaries: `accessctl access` with a typo lists the readers heard (by
+    /// name), and one stuck where BlueZ never resolves services says so when its time is up.
+    @Test func accessctlSaysWhyAnAccessFailed() async throws {
+        let (harness, site) = try await setUp(config: Self.fastSync + "[access]\nstep_timeout = 60\nmanual_timeout = 2\n")
+        defer { site.stop() }
+        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
+        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+        let typo = try runCommand([AccessctlTests.accessctl, "access", "2A1", "--socket", harness.socketPath], mergingErrors: true)
+        #expect(typo.status == 1)
+        #expect(typo.output == "accessctl: refused: reader 000002A1 is not heard; heard now: 00002A01 (Front door) (readerUnavailable)\n",
+                "\(typo.output)")
+        let stuck = try runCommand([AccessctlTests.accessctl, "access", "2A01", "--socket", harness.socketPath], mergingErrors: true)
+        #expect(stuck.status == 1)
+        #expect(stuck.output.hasPrefix("accessctl: access failed: timeout while resolving the reader's services after 2"),
+                "\(stuck.output)")
+        #expect(harness.log.contains("manual request failed"), "logged too")
+        #expect(harness.stop() == 0)
+    }
+
     @Test func registersByURLAndByHostAndCode() async throws {
         let (harness, site) = try await setUp()
         defer { site.stop() }

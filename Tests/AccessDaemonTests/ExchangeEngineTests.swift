@@ -39,6 +39,9 @@ struct ExchangeEngineTests {
         await shell.central.dropLink(ShellHarness.readerPath)
         let result = await answer
         #expect(result.failureData?["error"]?.string == "remoteClose")
+        #expect(result.failureData?["phase"] == "exchange")
+        #expect(result.failureMessage?.hasPrefix("access failed: remoteClose during the exchange with the reader after ") == true,
+                "\(result)")
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["error"]?.string == "remoteClose")
         await shell.stop()

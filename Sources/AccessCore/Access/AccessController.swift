@@ -31,7 +31,7 @@ public struct AccessController: Sendable {
         case startTimer(Timer, after: Duration)
         case cancelTimer(Timer)
         /// A manual request refused before any exchange.
-        case refuse(RequestID, ReaderConnectionError)
+        case refuse(RequestID, ManualRefusal)
         /// An exchange finished: `access.completed` for automatic ones, and the answer to
         /// the request for manual ones.
         case completed(ReaderID, ExchangeOrigin, ExchangeOutcome)

@@ -6,9 +6,23 @@ public struct CredentialAvailability: Hashable, Sendable {
     /// Sites for which a synced Aperio credential is held.
     public var aperioSites: Set<SiteTag>
 
-    public init(mobileSites: Set<SiteTag> = [], aperioSites: Set<SiteTag> = []) {
+    /// Sites whose credentials of a kind are all held but not presentable, and why (the
+    /// state of one of them): a refusal then says "suspended", not "no credential".
+    public var withheld: [Withheld: CredentialState]
+
+    public struct Withheld: Hashable, Sendable {
+        public var kind: CredentialKind
+        public var site: SiteTag
+        public init(kind: CredentialKind, site: SiteTag) {
+            self.kind = kind
+            self.site = site
+        }
+    }
+
+    public init(mobileSites: Set<SiteTag> = [], aperioSites: Set<SiteTag> = [], withheld: [Withheld: CredentialState] = [:]) {
         self.mobileSites = mobileSites
         self.aperioSites = aperioSites
+        self.withheld = withheld
     }
 
     public static let none = CredentialAvailability()
@@ -20,5 +34,15 @@ public struct CredentialAvailability: Hashable, Sendable {
         case .gallagherStyle: mobileSites.contains(site)
         case .aperioStyle: aperioSites.contains(site)
         }
+    }
+
+    /// Why nothing can be presented to a reader of `kind` at `site`; nil when something can.
+    public func refusal(to kind: ReaderKind, site: SiteTag) -> ManualRefusal? {
+        guard !canPresent(to: kind, site: site) else { return nil }
+        let credentialKind: CredentialKind = kind == .gallagherStyle ? .mobile : .aperio
+        if let state = withheld[Withheld(kind: credentialKind, site: site)], state != .active {
+            return .credentialNotActive(site, state)
+        }
+        return .noCredentialForSite(site)
     }
 }

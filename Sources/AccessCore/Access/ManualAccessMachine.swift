@@ -23,7 +23,7 @@ public struct ManualAccessMachine: Sendable {
         case abortExchange(ReaderID, RequestID)
         case startTimer(RequestID, after: Duration)
         case cancelTimer(RequestID)
-        case refuse(RequestID, ReaderConnectionError)
+        case refuse(RequestID, ManualRefusal)
         case complete(RequestID, ReaderID, ExchangeOutcome)
         case fail(RequestID, ReaderID, ReaderConnectionError)
     }
@@ -61,17 +61,18 @@ public struct ManualAccessMachine: Sendable {
     private func refusal(
         _ readerID: ReaderID, _ operation: ExchangeOperation, reader: ReaderAttributes?, slots: ExchangeSlots,
         credentials: CredentialAvailability, request: RequestID
-    ) -> ReaderConnectionError? {
-        if inFlight[request] != nil { return .transactionInProgress }
-        guard let reader, reader.id == readerID else { return .readerUnavailable }
+    ) -> ManualRefusal? {
+        if inFlight[request] != nil { return .requestInProgress }
+        guard let reader, reader.id == readerID else { return .readerNotHeard }
         switch operation {
         case .access:
-            guard reader.isBleManualConnectEnabled else { return .forbidden }
+            guard reader.isBleManualConnectEnabled else { return .manualAccessNotOffered }
         case .enumerateActions, .performAction:
-            guard reader.isBleActionsEnabled else { return .forbidden }
+            guard reader.isBleActionsEnabled else { return .actionsNotOffered }
         }
-        guard credentials.canPresent(to: reader.kind, site: reader.siteTag) else { return .forbidden }
-        if slots.isBusy(readerID) || slots.freeCount == 0 { return .transactionInProgress }
+        if let refusal = credentials.refusal(to: reader.kind, site: reader.siteTag) { return refusal }
+        if slots.isBusy(readerID) { return .readerBusy }
+        if slots.freeCount == 0 { return .noFreeSlot }
         return nil
     }
 }

@@ -71,6 +71,13 @@ public struct Credential: Sendable, CustomStringConvertible {
             case .aperio: result.aperioSites.insert(credential.siteTag)
             }
         }
+        for credential in credentials where !credential.isUsable && credential.state != .active {
+            let usable = credential.kind == .mobile ? result.mobileSites : result.aperioSites
+            guard !usable.contains(credential.siteTag) else { continue }
+            // Suspended before revoked: a suspended one may come back, which is what to tell.
+            let key = CredentialAvailability.Withheld(kind: credential.kind, site: credential.siteTag)
+            if result.withheld[key] != .suspended { result.withheld[key] = credential.state }
+        }
         return result
     }
 }

@@ -21,8 +21,10 @@ extension AccessEngine {
                 startTimer(timer, after: delay)
             case let .cancelTimer(timer):
                 timers.removeValue(forKey: timer)?.task.cancel()
-            case let .refuse(request, error):
-                requests.answer(request, .failure(.failed(error.rawValue, "refused: \(error.rawValue)")))
+            case let .refuse(request, refusal):
+                let asked = requests.asked.removeValue(forKey: request)
+                requests.answer(request, .failure(self.refusal(refusal, reader: asked?.reader ?? ReaderID(0),
+                                                               operation: asked?.operation ?? .access)))
             case let .completed(reader, origin, outcome):
                 completed(reader, origin: origin, outcome: outcome)
             case let .prepareLink(reader):
@@ -35,12 +37,10 @@ extension AccessEngine {
                 }
                 exchanges.yield(.releaseLink(reader))
             case let .failed(reader, origin, error):
-                let answer = ExchangeAnswer(outcome: "failed", reader: reader.description,
-                                            origin: Render.origin(origin), error: error.rawValue)
-                journal.emit("access.completed", Render.json(answer))
-                if case let .manual(request) = origin {
-                    requests.answer(request, .failure(.failed(error.rawValue, "access failed: \(error.rawValue)")))
-                }
+                // The request's timeout: the exchange is aborted, and its end (with the phase it
+                // reached) reported soon after; the answer waits for it to say where it stopped.
+                guard case let .manual(request) = origin else { continue }
+                requests.timedOut[reader] = (request, error)
             }
         }
     }
@@ -60,12 +60,25 @@ extension AccessEngine {
                                      timings: requests.timings.removeValue(forKey: reader))
         journal.emit("access.completed", Render.json(answer))
         guard case let .manual(request) = origin else { return }
+        let asked = requests.asked.removeValue(forKey: request)
         if case let .failed(failure) = outcome {
-            let error = failure.connectionError.rawValue
-            requests.answer(request, .failure(.failed(error, "access failed: \(error)")))
+            requests.answer(request, .failure(self.failure(failure.connectionError, cause: failure, reader: reader,
+                                                           operation: asked?.operation, timings: answer.timings)))
         } else {
             requests.answer(request, .success(answer))
         }
+    }
+
+    /// The end of an exchange whose request timed out: journalled as it ended, answered as
+    /// a timeout with the phase it had reached.
+    func timedOutExchangeEnded(_ reader: ReaderID, request: RequestID, error: ReaderConnectionError,
+                               outcome: ExchangeOutcome, timings: ExchangeTimings?) {
+        var answer = Render.exchange(reader, origin: .manual(request), outcome: outcome, timings: timings)
+        if case .failed = outcome { answer.error = error.rawValue }
+        journal.emit("access.completed", Render.json(answer))
+        let asked = requests.asked.removeValue(forKey: request)
+        requests.answer(request, .failure(failure(error, cause: nil, reader: reader, operation: asked?.operation,
+                                                  timings: timings)))
     }
 
     /// BlueZ's object path of the device at `address` on `adapter`.
@@ -79,6 +92,10 @@ extension AccessEngine {
 struct ManualRequests: Sendable {
     var pending = PendingAnswers<ExchangeAnswer>()
     var timings: [ReaderID: ExchangeTimings] = [:]
+    /// What each open request asked for, to say so in its answer.
+    var asked: [RequestID: (reader: ReaderID, operation: ExchangeOperation)] = [:]
+    /// Requests whose timeout fired, by the reader whose aborted exchange has yet to end.
+    var timedOut: [ReaderID: (request: RequestID, error: ReaderConnectionError)] = [:]
 
     mutating func next() -> RequestID { RequestID(pending.number()) }
 

@@ -86,7 +86,11 @@ actor AccessEngine {
         case .tick:
             for id in sightings.expire(at: now, linked: Set(controller.slots.active.keys)) { readerGone(id, at: now) }
         case let .exchangeEnded(reader, outcome, timings):
-            if let timings { requests.timings[reader] = timings }
+            if let (request, error) = requests.timedOut.removeValue(forKey: reader) {
+                timedOutExchangeEnded(reader, request: request, error: error, outcome: outcome, timings: timings)
+            } else if let timings {
+                requests.timings[reader] = timings
+            }
             perform(controller.handle(.exchangeEnded(reader, outcome), at: now))
         case let .linkPrepared(reader):
             perform(controller.handle(.linkPrepared(reader), at: now))
@@ -159,6 +163,7 @@ actor AccessEngine {
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
         return await withCheckedContinuation { continuation in
             requests.pending.wait(request.rawValue, continuation)
+            requests.asked[request] = (reader, operation)
             perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
                                       at: Clocks.monotonic()))
         }

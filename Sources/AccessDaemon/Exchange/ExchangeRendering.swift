@@ -12,11 +12,13 @@ extension Render {
         }
     }
 
-    static func operation(_ operation: ExchangeOperation) -> JSONValue {
+    static func operation(_ operation: ExchangeOperation) -> JSONValue { .string(operationName(operation)) }
+
+    static func operationName(_ operation: ExchangeOperation) -> String {
         switch operation {
         case .access: "access"
         case .enumerateActions: "actions.list"
-        case let .performAction(id): .string("actions.perform \(id)")
+        case let .performAction(id): "actions.perform \(id)"
         }
     }
 

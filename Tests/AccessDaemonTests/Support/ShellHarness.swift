@@ -32,7 +32,7 @@ final class ShellHarness: @unchecked Sendable {
     private var nextClient: UInt64 = 0
 
     /// `secondFactor`: the credential's second factor is sealed under `pin`.
-    init(secondFactor: Bool = false, clock: any Clock<Duration> = ContinuousClock(),
+    init(secondFactor: Bool = false, credentialState: CredentialState = .active, clock: any Clock<Duration> = ContinuousClock(),
          configure: (inout AccessdConfiguration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -47,7 +47,7 @@ final class ShellHarness: @unchecked Sendable {
                                                     using: &generator)
         }
         let credential = Credential(id: Self.credentialID, siteTag: Self.siteTag, cardholderName: "Ada Lovelace",
-                                    kind: .mobile, state: .active, sitePublicKey: siteKey.publicKey,
+                                    kind: .mobile, state: credentialState, sitePublicKey: siteKey.publicKey,
                                     signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: secondFactor)
         try store.insertCredential(StoredCredential(credential: credential, siteName: "Head office",
                                                     siteURL: "http://127.0.0.1:9", deviceName: "kiosk", registeredAt: 0))
@@ -90,10 +90,10 @@ final class ShellHarness: @unchecked Sendable {
 
     /// The reader advertising at `rssi` (tx power −59 dBm: −70 is 11 dB of path loss, within
     /// auto range 20), attached behind the fake central.
-    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3) async throws {
+    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag) async throws {
         let advertisement = ReaderAdvertisement(
             kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: Self.readerID,
-            txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: Self.siteTag)
+            txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: siteTag)
         for _ in 0..<times {
             let path = await central.advertise(address: Self.readerAddress, rssi: rssi,
                                                serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])

@@ -1,0 +1,43 @@
+/// Why a manual request was refused before any exchange: the SDK's error (what a client
+/// of the SDK sees) and the cause behind it, which the SDK's `forbidden` folds together but an
+/// operator needs to act (no credential, a suspended one, a reader that offers nothing).
+public enum ManualRefusal: Hashable, Sendable {
+    /// No reader with that id is heard now.
+    case readerNotHeard
+    /// The reader does not advertise manual access (its flags).
+    case manualAccessNotOffered
+    /// The reader does not advertise actions (its flags).
+    case actionsNotOffered
+    /// No credential is held for the reader's site (for its kind: mobile or Aperio).
+    case noCredentialForSite(SiteTag)
+    /// The credential held for the reader's site is suspended or revoked by the site.
+    case credentialNotActive(SiteTag, CredentialState)
+    /// This request is already under way.
+    case requestInProgress
+    /// Another exchange holds this reader.
+    case readerBusy
+    /// Every exchange slot of the adapter is taken.
+    case noFreeSlot
+
+    public var error: ReaderConnectionError {
+        switch self {
+        case .readerNotHeard: .readerUnavailable
+        case .manualAccessNotOffered, .actionsNotOffered, .noCredentialForSite, .credentialNotActive: .forbidden
+        case .requestInProgress, .readerBusy, .noFreeSlot: .transactionInProgress
+        }
+    }
+
+    /// The stable name of the cause on the socket (`data.cause`, docs/protocol.md).
+    public var cause: String {
+        switch self {
+        case .readerNotHeard: "readerNotHeard"
+        case .manualAccessNotOffered: "manualAccessNotOffered"
+        case .actionsNotOffered: "actionsNotOffered"
+        case .noCredentialForSite: "noCredentialForSite"
+        case let .credentialNotActive(_, state): state == .revoked ? "credentialRevoked" : "credentialSuspended"
+        case .requestInProgress: "requestInProgress"
+        case .readerBusy: "readerBusy"
+        case .noFreeSlot: "noFreeSlot"
+        }
+    }
+}
