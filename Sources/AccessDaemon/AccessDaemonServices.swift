@@ -27,6 +27,9 @@ public final class AccessDaemonServices: Sendable {
     let sync: SiteSync
     let admin: CredentialAdmin
     let settings: RuntimeSettings
+    /// What `status.get` says of the configuration: its file and named adapter.
+    let configFile: String?
+    let configuredAdapter: String?
     let logger: Logger
     let startedAt = Clocks.monotonic()
     private let runners: [ClosureService]
@@ -37,6 +40,8 @@ public final class AccessDaemonServices: Sendable {
                 logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) throws {
         // Settings changed at run time win over the configuration's start values.
         let settings = RuntimeSettings(store: store, logLevel: logLevel)
+        self.configFile = configuration.sourceFile
+        self.configuredAdapter = configuration.adapter
         let scanning = try settings.saved(.scanning) ?? configuration.scanningOnStart
         let automatic = try settings.saved(.automaticAccess) ?? configuration.automaticAccessOnStart
         let journal = try EventJournal(store: store, logger: logger)

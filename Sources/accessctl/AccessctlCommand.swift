@@ -145,15 +145,7 @@ struct Status: ParsableCommand {
             print(raw.jsonText)
             return
         }
-        print("accessd \(status.version)")
-        print("  scanning:          \(status.isScanning ? "yes" : "no") (wanted: \(onOff(status.scanningEnabled)))")
-        print("  automatic access:  \(onOff(status.automaticAccessEnabled))")
-        print("  adapter:           \(status.adapter ?? "none")")
-        print("  bluetoothd:        \(status.bluetoothServicePresent ? "present" : "absent")")
-        print("  states:            \(status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))")
-        print("  readers in range:  \(status.readerCount)")
-        print("  credentials:       \(status.credentialCount)")
-        print("  last event:        \(status.lastSequence)")
+        for line in StatusText.lines(status) { print(line) }
     }
 }
 

@@ -12,7 +12,7 @@ import Glibc
 /// there, does the kernel see an adapter, is it blocked, are there credentials, is the clock set.
 struct Diagnose: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the socket, bluetoothd, adapters, rfkill, credentials and the clock.",
+        abstract: "Check the socket, bluetoothd, adapters, rfkill, credentials, the site and the clock.",
         discussion: "Exit status 0 when everything looks right, 1 when a check failed."
     )
     @OptionGroup var options: GlobalOptions
@@ -27,6 +27,7 @@ struct Diagnose: ParsableCommand {
     func run() throws {
         var checks: [Check] = []
         var status: StatusAnswer?
+        var connection: ControlConnection?
 
         var info = stat()
         if stat(options.socket, &info) != 0 {
@@ -34,9 +35,10 @@ struct Diagnose: ParsableCommand {
                                 hint: "is accessd running? systemctl status accessd"))
         } else {
             do {
-                let connection = try ControlConnection(path: options.socket)
-                connection.answerTimeout = .milliseconds(Int64((options.timeout ?? 5) * 1000))
-                status = try connection.call(.statusGet).get().decode(StatusAnswer.self)
+                let opened = try ControlConnection(path: options.socket)
+                opened.answerTimeout = .milliseconds(Int64((options.timeout ?? 5) * 1000))
+                status = try opened.call(.statusGet).get().decode(StatusAnswer.self)
+                connection = opened
                 checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
             } catch let failure as ControlConnection.Failure {
                 if case let .cannotConnect(_, code) = failure, code == EACCES {
@@ -58,15 +60,23 @@ struct Diagnose: ParsableCommand {
             let states = status.states
             let adapter = status.adapter
             let radioOK = adapter != nil && !states.contains("bleErrorDisabled") && !states.contains("bleErrorUnauthorized")
-            checks.append(Check(name: "adapter (accessd)", ok: radioOK,
-                                detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
-                                hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
+            if adapter == nil, let configured = status.configuredAdapter {
+                // Powering on another adapter would not help: accessd uses only the one named.
+                checks.append(Check(name: "adapter (accessd)", ok: false,
+                                    detail: "none: \(configured) is named in [bluetooth] adapter and is not present",
+                                    hint: "plug it in, or name one of the kernel's adapters below (or remove the line) and reload"))
+            } else {
+                checks.append(Check(name: "adapter (accessd)", ok: radioOK,
+                                    detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
+                                    hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
+            }
             let credentials = status.credentialCount
             let usable = status.usableCredentialCount
             checks.append(Check(name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
                                 hint: usable > 0 ? nil : credentials > 0
                                     ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
                                     : "accessd holds no credential: register one with `accessctl credentials register URL`"))
+            if let connection, credentials > 0 { checks.append(SiteCheck.check(status, connection: connection)) }
             checks.append(Check(name: "scanning", ok: status.isScanning,
                                 detail: status.isScanning ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
         }
@@ -98,12 +108,13 @@ struct Diagnose: ParsableCommand {
                             hint: synchronized ? nil : "timedatectl status"))
 
         if options.json {
-            print(JSONValue.array(checks.map { check in
+            // One object, as every command's --json: the checks, and whether all passed.
+            print(JSONValue.object(["ok": .bool(!checks.contains { $0.ok == false }), "checks": .array(checks.map { check in
                 var object: [String: JSONValue] = ["check": .string(check.name), "detail": .string(check.detail)]
                 object["ok"] = check.ok.map { .bool($0) } ?? .null
                 if let hint = check.hint { object["hint"] = .string(hint) }
                 return .object(object)
-            }).jsonText)
+            })]).jsonText)
         } else {
             for check in checks {
                 let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "

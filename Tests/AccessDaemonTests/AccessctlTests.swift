@@ -136,6 +136,36 @@ struct AccessctlTests {
         #expect(harness.stop() == 0)
     }
 
+    /// `status` in text says what `--json` knows and where a setting comes from: an
+    /// operator's `scan off` over the file, an adapter named but missing, the log level, the
+    /// configuration file; `diagnose` names the missing adapter instead of `bluetoothctl power on`.
+    @Test func statusSaysWhereThingsComeFrom() async throws {
+        let harness = try await DaemonHarness(config: "[bluetooth]\nadapter = \"hci9\"\nscanning = true\n")
+        try await harness.start()
+        _ = try harness.connect().call("scanning.set", ["enabled": false]).get()
+        let status = try runCommand([Self.accessctl, "status", "--socket", harness.socketPath])
+        #expect(status.status == 0)
+        let lines = status.output.split(separator: "\n").map(String.init)
+        #expect(lines.first?.range(of: #"^accessd \S+, up \d+ s$"#, options: .regularExpression) != nil, "\(status.output)")
+        #expect(lines.contains("  scanning:          no (wanted: off, set by an operator: kept across restarts, over the file)"),
+                "\(status.output)")
+        #expect(lines.contains("  automatic access:  off (from the configuration)"), "\(status.output)")
+        #expect(lines.contains("  adapter:           none: hci9 is configured ([bluetooth] adapter) and not present"), "\(status.output)")
+        #expect(lines.contains("  features:          ok"), "\(status.output)")
+        #expect(lines.contains("  log level:         info"), "\(status.output)")
+        #expect(lines.contains("  configuration:     \(harness.configPath)"), "\(status.output)")
+
+        let diagnose = try runCommand([Self.accessctl, "diagnose", "--socket", harness.socketPath])
+        #expect(diagnose.status == 1)
+        let adapterLine = diagnose.output.split(separator: "\n").first { $0.contains("adapter (accessd)") } ?? ""
+        #expect(adapterLine.contains("hci9 is named in [bluetooth] adapter and is not present"), "\(diagnose.output)")
+        #expect(!adapterLine.contains("bluetoothctl power on"), "\(diagnose.output)")
+        let json = try runCommand([Self.accessctl, "diagnose", "--json", "--socket", harness.socketPath])
+        let object = try JSONValue.parse(json.output)
+        #expect(object["ok"] == false && object["checks"]?.array?.isEmpty == false, "\(json.output)")
+        #expect(harness.stop() == 0)
+    }
+
     /// The first line with `text` after the first `after` lines.
     private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {

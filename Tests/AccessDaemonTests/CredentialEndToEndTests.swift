@@ -141,6 +141,15 @@ struct CredentialEndToEndTests {
         #expect(failureCode(try client.call("credentials.register",
                                              ["url": "http://192.0.2.1/v1/invitations/0000000000000000"])) == "site.insecureTransport")
         #expect(failureCode(try client.call("credentials.register", ["url": "ftp://x/v1/invitations/0000000000000000"])) == "invitation.malformedURL")
+        // A bare code (read out over the phone) is told to come with its site.
+        let bare = try client.call("credentials.register", ["url": "0123456789ABCDEF"])
+        guard case let .failure(bareError) = bare else { Issue.record("a bare code was accepted"); return }
+        #expect(bareError.message.contains("--host SITE --code 0123456789ABCDEF"), "\(bareError.message)")
+        // Nothing listening: one sentence, not a library's error.
+        let closed = try client.call("credentials.register", ["url": "http://127.0.0.1:9/v1/invitations/0000000000000000"])
+        guard case let .failure(closedError) = closed else { Issue.record("a closed port answered"); return }
+        #expect(closedError.message == "the site cannot be reached: nothing accepts connections at 127.0.0.1:9 (connection refused)",
+                "\(closedError.message)")
         if case .success = try client.call("credentials.register", ["url": .string(used.url), "pin": "12"]) {
             Issue.record("a two-digit PIN was accepted")
         }
@@ -274,6 +283,15 @@ struct CredentialEndToEndTests {
         #expect(failed["params"]?["data"]?["retryInSeconds"] == 5)
         #expect(try client.call("items.list").get()["items"]?.array?.count == 1)
         _ = try await harness.waitForStatus { $0["featureErrors"]?.array?.contains("cloudConnection") == true }
+        // What a person reads: status names the failing feature, diagnose the reason and fix.
+        let status = try runCommand([AccessctlTests.accessctl, "status", "--socket", harness.socketPath])
+        #expect(status.output.contains("  features:          failing: cloudConnection"), "\(status.output)")
+        let diagnose = try runCommand([AccessctlTests.accessctl, "diagnose", "--socket", harness.socketPath])
+        let siteLine = status.status == 0 ? diagnose.output.split(separator: "\n").first { $0.contains("  site  ") } : nil
+        #expect(siteLine?.hasPrefix("FAIL") == true, "\(diagnose.output)")
+        #expect(siteLine?.contains("nothing accepts connections at 127.0.0.1:\(port) (connection refused)") == true,
+                "\(diagnose.output)")
+        #expect(siteLine?.contains("→ check the network and the site's address") == true, "\(diagnose.output)")
 
         // Garbage on the same port.
         try await restartOnPort(site, port: port, fault: "garbage")
@@ -359,6 +377,8 @@ struct CredentialTLSTests {
             return
         }
         #expect(error.data?["error"] == "site.unreachable")
+        #expect(error.message == "the site cannot be reached: its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): "
+                + "set [site] ca_file to the site's CA certificate", "\(error.message)")
         #expect(try untrusting.connect().call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(untrusting.stop() == 0)
     }

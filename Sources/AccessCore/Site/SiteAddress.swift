@@ -77,6 +77,9 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
             rest = rest[separator.upperBound...]
         } else if let defaultScheme {
             scheme = defaultScheme
+        } else if (try? InvitationCode(text)) != nil {
+            // The code alone, as it is read out over the phone: the site is missing, not a scheme.
+            throw .malformedURL("that is an invitation code without its site: give both (accessctl credentials register --host SITE --code \(text))")
         } else {
             throw .malformedURL("no scheme (https://…)")
         }

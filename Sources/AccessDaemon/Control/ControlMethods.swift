@@ -64,7 +64,14 @@ extension AccessDaemonServices {
             bluetoothServicePresent: inputs.bluetoothServicePresent, readerCount: engine.readerCount,
             credentialCount: book.credentials.count, usableCredentialCount: inputs.usableCredentialCount,
             refusedAdvertisements: engine.refusedAdvertisements, lastSequence: journal.lastSequence,
-            uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds))
+            uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
+            logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
+            scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess))
+    }
+
+    /// `operator` when a client's saved switch is in force, `configuration` otherwise.
+    private func setBy(_ setting: RuntimeSettings.Switch) -> String {
+        ((try? settings.saved(setting)) ?? nil) != nil ? "operator" : "configuration"
     }
 
     private func subscribe(_ client: ControlClient, _ params: SubscribeParams) -> Result<SubscribeAnswer, RPCError> {

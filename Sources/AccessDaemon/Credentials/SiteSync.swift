@@ -99,7 +99,8 @@ actor SiteSync {
             logger.warning("site sync failed", metadata: [
                 "reason": "\(reason)", "error": "\(failure)", "retryInSeconds": "\(delay.components.seconds)",
             ])
-            setFeature(failure.isTransient ? "cloudConnection" : "itemSync", ok: false, error: failure.code, retryIn: delay)
+            setFeature(failure.isTransient ? "cloudConnection" : "itemSync", ok: false, error: failure.code,
+                       message: failure.description, retryIn: delay)
         } else if !results.isEmpty {
             setFeature("cloudConnection", ok: true, error: nil)
             setFeature("itemSync", ok: true, error: nil)
@@ -179,12 +180,13 @@ actor SiteSync {
 
     /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list
     /// of features in error.
-    func setFeature(_ feature: String, ok: Bool, error: String?, retryIn: Duration? = nil) {
+    func setFeature(_ feature: String, ok: Bool, error: String?, message: String? = nil, retryIn: Duration? = nil) {
         let state = FeatureState(ok: ok, error: error)
         guard features[feature] != state else { return }
         features[feature] = state
         var data: [String: JSONValue] = ["feature": .string(feature), "state": .string(ok ? "ok" : "failed")]
         if let error { data["error"] = .string(error) }
+        if let message { data["message"] = .string(message) }
         if let retryIn { data["retryInSeconds"] = .int(retryIn.components.seconds) }
         journal.emit("feature.state", .object(data))
         sdk.update {

@@ -191,13 +191,13 @@ public final class SiteClient: Sendable {
             || error == .connectTimeout {
             throw .timedOut
         } catch let error as HTTPClientError where error == .invalidURL || error == .emptyHost {
-            throw .unreachable("\(error)")
+            throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))
         } catch let error as NIOTooManyBytesError {
             throw .malformedAnswer("larger than \(Self.maximumAnswer) bytes (\(error))")
         } catch let error as HTTPParserError {
             throw .malformedAnswer("not HTTP (\(error))")
         } catch {
-            throw .unreachable(String(describing: error))
+            throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))
         }
         return (status, try SiteAnswers.body(buffer.readableBytesView))
     }

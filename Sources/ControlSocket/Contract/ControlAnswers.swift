@@ -20,11 +20,27 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     public var refusedAdvertisements: Int
     public var lastSequence: Int64
     public var uptimeSeconds: Int64
+    /// The log level in force (`log.setLevel` changes it until a restart).
+    public var logLevel: String?
+    /// The configuration file read at start; absent: the built-in defaults.
+    public var configFile: String?
+    /// `[bluetooth] adapter` when one is named (absent: the first powered one).
+    public var configuredAdapter: String?
+    /// Who set the switch in force: `configuration` (the file's start value) or `operator`
+    /// (`scanning.set` / `automaticAccess.set`, kept across restarts and winning over the file).
+    public var scanningSetBy: String?
+    public var automaticAccessSetBy: String?
 
     public init(version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
                 scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
                 readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
-                lastSequence: Int64, uptimeSeconds: Int64) {
+                lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
+                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil) {
+        self.logLevel = logLevel
+        self.configFile = configFile
+        self.configuredAdapter = configuredAdapter
+        self.scanningSetBy = scanningSetBy
+        self.automaticAccessSetBy = automaticAccessSetBy
         self.version = version
         self.protocolVersion = protocolVersion
         self.isScanning = isScanning

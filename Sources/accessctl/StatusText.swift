@@ -1,0 +1,60 @@
+import ControlSocket
+
+/// `accessctl status` for people: everything `--json` knows that a person acts on, each
+/// line saying where a value comes from when that is the question (an operator's `scan off`
+/// outliving `scanning = true` in the file; a named adapter that is missing).
+enum StatusText {
+    static func lines(_ status: StatusAnswer) -> [String] {
+        var lines = ["accessd \(status.version), up \(duration(status.uptimeSeconds))"]
+        func row(_ label: String, _ value: String) { lines.append("  " + (label + ":").padding(19) + value) }
+        let scanningSource = source(status.scanningSetBy).map { ", " + $0 } ?? ""
+        row("scanning", "\(status.isScanning ? "yes" : "no") (wanted: \(onOff(status.scanningEnabled))\(scanningSource))")
+        row("automatic access", onOff(status.automaticAccessEnabled) + (source(status.automaticAccessSetBy).map { " (\($0))" } ?? ""))
+        if let adapter = status.adapter {
+            row("adapter", adapter)
+        } else if let configured = status.configuredAdapter {
+            row("adapter", "none: \(configured) is configured ([bluetooth] adapter) and not present")
+        } else {
+            row("adapter", "none")
+        }
+        row("bluetoothd", status.bluetoothServicePresent ? "present" : "absent")
+        row("states", status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))
+        row("features", status.featureErrors.isEmpty ? "ok"
+            : "failing: \(status.featureErrors.joined(separator: ", ")) (the site; accessctl events --kinds feature.state)")
+        var readers = "\(status.readerCount)"
+        if status.refusedAdvertisements > 0 {
+            readers += " (\(status.refusedAdvertisements) advertisements refused since start: unreadable or impossible RSSI)"
+        }
+        row("readers heard", readers)
+        row("credentials", status.usableCredentialCount == status.credentialCount
+            ? "\(status.credentialCount)"
+            : "\(status.usableCredentialCount) usable of \(status.credentialCount) (accessctl credentials list)")
+        row("last event", "\(status.lastSequence)")
+        if let level = status.logLevel { row("log level", level) }
+        row("configuration", status.configFile ?? "built-in defaults (no file)")
+        return lines
+    }
+
+    private static func source(_ setBy: String?) -> String? {
+        switch setBy {
+        case "operator": "set by an operator: kept across restarts, over the file"
+        case "configuration": "from the configuration"
+        default: nil
+        }
+    }
+
+    /// `2 d 3 h`, `4 h 12 min`, `7 min`, `12 s`: the two largest units.
+    static func duration(_ seconds: Int64) -> String {
+        let days = seconds / 86_400, hours = seconds % 86_400 / 3_600, minutes = seconds % 3_600 / 60
+        if days > 0 { return "\(days) d \(hours) h" }
+        if hours > 0 { return "\(hours) h \(minutes) min" }
+        if minutes > 0 { return "\(minutes) min" }
+        return "\(seconds) s"
+    }
+}
+
+extension String {
+    fileprivate func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}
