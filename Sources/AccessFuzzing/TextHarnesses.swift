@@ -39,7 +39,7 @@ enum ControlRequestHarness {
 
     private static func checkParams(_ method: ControlMethod, _ params: JSONValue) throws(RPCError) {
         switch method {
-        case .statusGet, .readersList, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList:
+        case .statusGet, .readersList, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList, .secondFactorList:
             _ = try params.decode(NoParams.self)
         case .eventsSubscribe: _ = try params.decode(SubscribeParams.self)
         case .scanningSet, .automaticAccessSet: _ = try params.decode(SwitchParams.self)

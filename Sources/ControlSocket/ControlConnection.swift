@@ -86,13 +86,17 @@ public final class ControlConnection {
         }
     }
 
-    /// Calls a method and waits for its answer; notifications that arrive meanwhile are kept.
-    public func call(_ method: ControlMethod, _ params: JSONValue = [:]) throws(Failure) -> Result<JSONValue, RPCError> {
-        try call(method.rawValue, params)
+    /// Calls a method and waits for its answer; notifications that arrive meanwhile are kept,
+    /// or given to `onNotification` as they come (an exchange's `secondFactor.required`,
+    /// answered before the call ends).
+    public func call(_ method: ControlMethod, _ params: JSONValue = [:],
+                     onNotification: ((JSONValue) -> Void)? = nil) throws(Failure) -> Result<JSONValue, RPCError> {
+        try call(method.rawValue, params, onNotification: onNotification)
     }
 
     /// A method by its wire name (tests that send what no table has).
-    public func call(_ method: String, _ params: JSONValue = [:]) throws(Failure) -> Result<JSONValue, RPCError> {
+    public func call(_ method: String, _ params: JSONValue = [:],
+                     onNotification: ((JSONValue) -> Void)? = nil) throws(Failure) -> Result<JSONValue, RPCError> {
         nextID += 1
         let id = nextID
         try sendRaw(JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText + "\n")
@@ -103,7 +107,7 @@ public final class ControlConnection {
             }
             let message = try readMessage()
             if message["method"] != nil {
-                notifications.append(message)
+                if let onNotification { onNotification(message) } else { notifications.append(message) }
                 continue
             }
             guard message["id"]?.int == id else { continue }

@@ -267,7 +267,7 @@ public final class ControlServer: Sendable {
         case let .failure(failure):
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))
         case let .success(request):
-            client.outbox.beginRequest()
+            if ControlMethod(rawValue: request.method)?.holdsEventsUntilAnswered ?? true { client.outbox.beginRequest() }
             client.activity.withLockedValue { $0.requestUnderWay = true }
             let result = await handler.handle(request, from: client)
             client.activity.withLockedValue {

@@ -1,9 +1,22 @@
+import AccessCore
 import AccessJSON
 import ArgumentParser
 import ControlSocket
 
-/// Renders an access answer (`access.completed` data) for people.
+/// Renders an access answer (`access.completed` data) for people, with where the time went.
 func describeOutcome(_ answer: ExchangeAnswer) -> String {
+    outcomeText(answer) + (answer.timings.map(describeTimings) ?? "")
+}
+
+/// ` in 708 ms (connect 255, services 263, exchange 190)`: the phases reached.
+func describeTimings(_ timings: ExchangeTimings) -> String {
+    let phases = [("detection", timings.detectionMs), ("connect", timings.connectMs), ("services", timings.resolveMs),
+                  ("exchange", timings.exchangeMs)].compactMap { name, ms in ms.map { "\(name) \(Int($0))" } }
+    guard let total = timings.totalMs else { return "" }
+    return " in \(Int(total)) ms" + (phases.isEmpty ? "" : " (\(phases.joined(separator: ", ")))")
+}
+
+private func outcomeText(_ answer: ExchangeAnswer) -> String {
     switch answer.outcome {
     case "decided":
         return "\(answer.granted == true ? "granted" : "denied"): \(answer.decision ?? "?") (\(answer.mode ?? "?"))"
@@ -22,10 +35,14 @@ struct Access: ParsableCommand {
         discussion: "Exit status 0 when granted, 1 when denied or failed.")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The reader id (as in `accessctl readers`).") var reader: String
+    @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
 
     func run() throws {
         let connection = try options.connect()
-        let (result, raw) = try options.call(connection, ControlCalls.AccessRequest.self, ReaderParams(reader: reader))
+        let prompt = InlinePrompt(options: options, reader: canonicalReader(reader), pinStdin: pinStdin)
+        try prompt.prepare(connection)
+        let (result, raw) = try options.call(connection, ControlCalls.AccessRequest.self, ReaderParams(reader: reader),
+                                             onNotification: prompt.handle)
         print(options.json ? raw.jsonText : describeOutcome(result))
         if result.granted != true { throw ExitCode(Exit.refused) }
     }
@@ -62,11 +79,14 @@ struct Action: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The reader id.") var reader: String
     @Argument(help: "The action id.") var action: Int
+    @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
 
     func run() throws {
         let connection = try options.connect()
+        let prompt = InlinePrompt(options: options, reader: canonicalReader(reader), pinStdin: pinStdin)
+        try prompt.prepare(connection)
         let (result, raw) = try options.call(connection, ControlCalls.ActionsPerform.self,
-                                             ActionParams(reader: reader, action: action))
+                                             ActionParams(reader: reader, action: action), onNotification: prompt.handle)
         print(options.json ? raw.jsonText : describeOutcome(result))
         if result.granted != true { throw ExitCode(Exit.refused) }
     }
@@ -76,10 +96,11 @@ struct Pin: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answer a second-factor prompt (secondFactor.required) with the PIN, read without echo.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The request from the secondFactor.required event.") var request: String
+    @Argument(help: "The request from the secondFactor.required event (default: the one open prompt).") var request: String?
     @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
 
     func run() throws {
+        let request = try self.request ?? onlyOpenPrompt()
         let pin: String
         if pinStdin {
             guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
@@ -88,8 +109,30 @@ struct Pin: ParsableCommand {
             guard let typed = PinPrompt.read("PIN: "), !typed.isEmpty else { throw ValidationError("no PIN given") }
             pin = typed
         }
+        guard (try? PIN.validate(pin)) != nil else {
+            throw ValidationError("a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
+        }
         let connection = try options.connect()
         let (_, raw) = try options.call(connection, ControlCalls.SecondFactorRespond.self, PinParams(request: request, pin: pin))
         print(options.json ? raw.jsonText : "PIN accepted")
     }
+
+    /// The request of the one prompt open now; with none or several, says which there are.
+    private func onlyOpenPrompt() throws -> String {
+        let connection = try options.connect()
+        let prompts = try options.call(connection, ControlCalls.SecondFactorList.self).answer.prompts
+        if prompts.count == 1 { return prompts[0].request }
+        if prompts.isEmpty {
+            printError("accessctl: no second-factor prompt is open")
+        } else {
+            printError("accessctl: \(prompts.count) prompts are open; name one: "
+                + prompts.map { "\($0.request) (reader \($0.reader), \($0.secondsLeft) s left)" }.joined(separator: ", "))
+        }
+        throw ExitCode(Exit.refused)
+    }
+}
+
+/// A reader id as accessd writes it (eight hex digits), to match its events.
+func canonicalReader(_ text: String) -> String {
+    ReaderID(text)?.description ?? text
 }

@@ -79,11 +79,11 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Calls a method in the contract's types; the answer as it came too (for `--json`).
-    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type,
-                                 _ params: Call.Params) throws -> (answer: Call.Answer, raw: JSONValue) {
+    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type, _ params: Call.Params,
+                                 onNotification: ((JSONValue) -> Void)? = nil) throws -> (answer: Call.Answer, raw: JSONValue) {
         let raw: JSONValue
         do {
-            raw = try self.call(connection, Call.method, try JSONValue(encoding: params))
+            raw = try self.call(connection, Call.method, try JSONValue(encoding: params), onNotification: onNotification)
             return (try raw.decode(Call.Answer.self), raw)
         } catch let error as RPCError {
             printError("accessctl: accessd's answer to \(Call.method.rawValue) is not what this accessctl "
@@ -99,12 +99,14 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Calls a method; prints accessd's refusal and exits with its status on error.
-    func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:]) throws -> JSONValue {
+    /// Notifications that arrive meanwhile go to `onNotification` if given.
+    func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:],
+              onNotification: ((JSONValue) -> Void)? = nil) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
         do {
             connection.answerTimeout = answerTimeout(for: method)
             defer { connection.answerTimeout = nil }
-            result = try connection.call(method, params)
+            result = try connection.call(method.rawValue, params, onNotification: onNotification)
         } catch .timedOut {
             printError("accessctl: accessd did not answer \(method.rawValue) within \(answerTimeout(for: method).components.seconds) s "
                 + "(stopped or hung? see `systemctl status accessd`; a longer wait: --timeout)")

@@ -1,3 +1,4 @@
+import AccessCore
 import AccessJSON
 import ArgumentParser
 import ControlSocket
@@ -67,7 +68,12 @@ struct Credentials: ParsableCommand {
             if pinStdin {
                 guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
                 params.pin = line
-            } else if !noPin && isatty(0) == 1 {
+            } else if !noPin {
+                // Without a terminal the PIN could never be asked, and cannot be added later:
+                // refuse rather than register silently without one.
+                guard PinPrompt.hasTerminal else {
+                    throw ValidationError("no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin")
+                }
                 params.pin = try PinPrompt.askTwice()
             }
             let connection = try options.connect()
@@ -150,6 +156,14 @@ struct Items: ParsableCommand {
 
 /// Reads a PIN from the terminal without echo.
 enum PinPrompt {
+    /// Whether a person can be asked: a controlling terminal to prompt on (as ssh and sudo ask).
+    static var hasTerminal: Bool {
+        let tty = open("/dev/tty", O_RDWR)
+        guard tty >= 0 else { return false }
+        close(tty)
+        return true
+    }
+
     static func read(_ prompt: String) -> String? {
         let tty = open("/dev/tty", O_RDWR)
         let fd = tty >= 0 ? tty : 0
@@ -176,10 +190,18 @@ enum PinPrompt {
 
     /// Nil when the person enters nothing (no PIN); throws when the two entries differ.
     static func askTwice() throws -> String? {
-        guard let first = read("PIN for the second factor (4-12 digits; empty for none): "), !first.isEmpty else {
-            return nil
+        // The format is checked before the PIN is asked again (three tries).
+        for _ in 0..<3 {
+            guard let first = read("PIN for the second factor (4-12 digits; empty for none): "), !first.isEmpty else {
+                return nil
+            }
+            guard (try? PIN.validate(first)) != nil else {
+                printError("accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
+                continue
+            }
+            guard read("PIN again: ") == first else { throw ValidationError("the two PINs differ") }
+            return first
         }
-        guard read("PIN again: ") == first else { throw ValidationError("the two PINs differ") }
-        return first
+        throw ValidationError("no PIN of 4 to 12 digits given")
     }
 }

@@ -364,7 +364,7 @@ struct DaemonEndToEndTests {
         let diagnosis = try runCommand([accessctl, "diagnose", "--json", "--socket", harness.socketPath])
         // No credential yet: a failed check, so exit status 1.
         #expect(diagnosis.status == 1)
-        let checks = try JSONValue.parse(diagnosis.output).array ?? []
+        let checks = try JSONValue.parse(diagnosis.output)["checks"]?.array ?? []
         func check(_ name: String) -> JSONValue? { checks.first { $0["check"]?.string == name } }
         #expect(check("socket")?["ok"] == true)
         #expect(check("bluetoothd")?["ok"] == true)

@@ -26,6 +26,7 @@ extension ExchangeEngine {
             return .secondFactorUnavailable(.secondFactorRequired)
         }
         if stored.failedPinAttempts >= book.pinAttempts { return .secondFactorUnavailable(.secondFactorLockedOut) }
+        runs[reader]?.secondFactorOpenedAt = ContinuousClock.now
         journal.emit("secondFactor.required", [
             "request": .string(request), "reader": .string(reader.description),
             "credential": .string(run.credential.description), "prompt": .string(settings.secondFactorPrompt),
@@ -33,6 +34,19 @@ extension ExchangeEngine {
             "timeoutSeconds": .int(settings.secondFactorTimeout.components.seconds),
         ])
         return nil
+    }
+
+    /// `secondFactor.list`: the prompts open now (a client that connects late finds them here).
+    func openPrompts() -> [PromptInfo] {
+        runs.values.compactMap { run -> (ContinuousClock.Instant, PromptInfo)? in
+            guard let request = run.secondFactorRequest, let opened = run.secondFactorOpenedAt,
+                  let stored = book.credential(run.credential) else { return nil }
+            let left = settings.secondFactorTimeout - (ContinuousClock.now - opened)
+            return (opened, PromptInfo(request: request, reader: run.session.readerID.description,
+                                       credential: run.credential.description, prompt: settings.secondFactorPrompt,
+                                       attemptsLeft: max(0, book.pinAttempts - stored.failedPinAttempts),
+                                       secondsLeft: max(0, left.components.seconds)))
+        }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// `secondFactor.respond {request, pin}`. The key derivation runs on the caller's task,

@@ -44,6 +44,8 @@ struct ExchangeRun: Sendable {
     var stepTimerID: UInt64 = 0
     /// The open second-factor prompt (`secondFactor.required`), if any: the only record of it.
     var secondFactorRequest: String?
+    /// When that prompt opened, for `secondFactor.list`'s time left.
+    var secondFactorOpenedAt: ContinuousClock.Instant?
     var phases: ExchangePhases
 }
 

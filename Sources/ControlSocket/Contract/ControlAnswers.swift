@@ -198,6 +198,30 @@ public struct ExchangeAnswer: Codable, Sendable, Hashable {
     }
 }
 
+/// `secondFactor.list`: the prompts open now, oldest first.
+public struct PromptsAnswer: Codable, Sendable, Hashable {
+    public var prompts: [PromptInfo]
+    public init(prompts: [PromptInfo]) { self.prompts = prompts }
+}
+
+/// An open second-factor prompt: what `secondFactor.required` said, and how long it has left.
+public struct PromptInfo: Codable, Sendable, Hashable {
+    public var request: String
+    public var reader: String
+    public var credential: String
+    public var prompt: String
+    public var attemptsLeft: Int
+    public var secondsLeft: Int64
+    public init(request: String, reader: String, credential: String, prompt: String, attemptsLeft: Int, secondsLeft: Int64) {
+        self.request = request
+        self.reader = reader
+        self.credential = credential
+        self.prompt = prompt
+        self.attemptsLeft = attemptsLeft
+        self.secondsLeft = secondsLeft
+    }
+}
+
 public struct PinAnswer: Codable, Sendable, Hashable {
     public var request: String
     public var accepted: Bool

@@ -84,6 +84,12 @@ public enum ControlCalls {
         public static let method = ControlMethod.secondFactorRespond
     }
 
+    public enum SecondFactorList: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = PromptsAnswer
+        public static let method = ControlMethod.secondFactorList
+    }
+
     public enum CredentialsRegister: ControlCall {
         public typealias Params = RegisterParams
         public typealias Answer = CredentialInfo

@@ -13,18 +13,31 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case actionsList = "actions.list"
     case actionsPerform = "actions.perform"
     case secondFactorRespond = "secondFactor.respond"
+    case secondFactorList = "secondFactor.list"
     case credentialsRegister = "credentials.register"
     case credentialsList = "credentials.list"
     case credentialsDelete = "credentials.delete"
     case itemsSync = "items.sync"
     case itemsList = "items.list"
 
+    /// Whether the client's events wait while this request is under way, so that its answer
+    /// comes before the events it produced (`events.subscribe`'s answer before its replay).
+    /// Not for the calls that wait on a reader or a site: the events of an exchange
+    /// (`secondFactor.required` above all, which the caller answers before the exchange can
+    /// end) flow while it runs, and a subscriber's events are not held up for a minute.
+    public var holdsEventsUntilAnswered: Bool {
+        switch self {
+        case .accessRequest, .actionsList, .actionsPerform, .credentialsRegister, .credentialsDelete, .itemsSync: false
+        default: true
+        }
+    }
+
     /// The least role a client needs to call it.
     public var role: Role {
         switch self {
         case .statusGet, .readersList, .eventsSubscribe, .eventsUnsubscribe: .observer
         case .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
-             .secondFactorRespond:
+             .secondFactorRespond, .secondFactorList:
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .itemsSync, .itemsList: .admin
         }

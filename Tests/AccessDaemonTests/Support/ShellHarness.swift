@@ -29,6 +29,7 @@ final class ShellHarness: @unchecked Sendable {
     let credentialKey = P256.Signing.PrivateKey()
     let secondFactorKey = P256.Signing.PrivateKey()
     private var running: Task<Void, Never>?
+    private var socket: Task<Void, Never>?
     private var nextClient: UInt64 = 0
 
     /// `secondFactor`: the credential's second factor is sealed under `pin`.
@@ -81,7 +82,22 @@ final class ShellHarness: @unchecked Sendable {
         try await waitUntil("discovery started") { await self.central.callCount("StartDiscovery") > 0 }
     }
 
+    /// The control API on a real Unix socket, for the real `accessctl` against the fake
+    /// central (every client an admin); its path.
+    func serveSocket() async throws -> String {
+        let path = directory + "/control.sock"
+        var logger = Logger(label: "shell-socket")
+        logger.logLevel = .critical
+        let server = ControlServer(path: path, group: nil, eventLimit: 1024, logger: logger, handler: daemon.control,
+                                   roleOf: { _ in .admin })
+        socket = Task { try? await server.run() }
+        try await waitUntil("the socket listens") { FileManager.default.fileExists(atPath: path) }
+        return path
+    }
+
     func stop() async {
+        socket?.cancel()
+        await socket?.value
         running?.cancel()
         await running?.value
         await site.shutdown()

@@ -1,0 +1,102 @@
+import AccessCore
+import AccessJSON
+import BlueZTestSupport
+import Foundation
+import Testing
+
+/// `accessctl access` answers its reader's PIN prompt itself (issue #12, item 4): the real
+/// `accessctl` on a real socket, over the daemon's services and the fake central with a reader
+/// that asks for a second factor. Before, `access` waited silently until the prompt timed out,
+/// and the PIN had to come from a second terminal.
+@Suite("accessctl answers a PIN prompt inline", .serialized)
+struct InlinePromptTests {
+    private func setUp() async throws -> (ShellHarness, String) {
+        let shell = try ShellHarness(secondFactor: true)
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
+        return (shell, try await shell.serveSocket())
+    }
+
+    /// With --pin-stdin, a line per attempt: a PIN of the wrong format costs nothing and is
+    /// asked again, a wrong one says the attempts left, the right one opens.
+    @Test func aPinFromStandardInputIsAnsweredInline() async throws {
+        let (shell, socket) = try await setUp()
+        let result = try await taskOnThreadOfItsOwn {
+            try runCommand([AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
+                           input: "12\n000000\n\(ShellHarness.pin)\n", mergingErrors: true)
+        }.value
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("accessctl: a PIN is 4 to 12 digits"), "\(result.output)")
+        #expect(result.output.contains("accessctl: wrong PIN (4 attempts left)"), "\(result.output)")
+        #expect(result.output.hasSuffix("granted: granted (access)") == false)
+        #expect(result.output.contains("granted: granted (access) in "), "\(result.output)")
+        #expect(shell.failedPinAttempts == 0, "the right PIN gives the count back")
+        await shell.stop()
+    }
+
+    /// On a terminal (a pty, through script(1)): the prompt names the reader and the attempts
+    /// left, the PIN is not echoed, the decision follows.
+    @Test func aPinTypedAtTheTerminalIsNotEchoed() async throws {
+        let (shell, socket) = try await setUp()
+        let fifo = shell.directory + "/keyboard", out = shell.directory + "/screen"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Held open for writing by the test (O_RDWR: opening does not wait for the reader).
+        let keyboard = open(fifo, O_RDWR)
+        defer { close(keyboard) }
+        let session = try ChildProcess(["/bin/sh", "-c", "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' access 2A01 --socket '\(socket)'\" /dev/null < '\(fifo)' > '\(out)' 2>&1"])
+        let screen = try await waitForText("attempts left): ", in: out)
+        #expect(screen.contains("Enter your PIN") || screen.contains("(reader 00002A01, 5 attempts left): "), "\(screen)")
+        let typed = "\(ShellHarness.pin)\n"
+        _ = typed.withCString { write(keyboard, $0, strlen($0)) }
+        let final = try await waitForText("granted", in: out)
+        #expect(!final.contains(ShellHarness.pin), "the PIN was echoed: \(final)")
+        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(20)) }.value == 0)
+        await shell.stop()
+    }
+
+    /// No terminal and no --pin-stdin: `access` says how to answer and waits; `accessctl pin`
+    /// without a request answers the one open prompt (`secondFactor.list`).
+    @Test func withoutATerminalThePinComesFromAccessctlPin() async throws {
+        let (shell, socket) = try await setUp()
+        let out = shell.directory + "/access.out"
+        let access = try ChildProcess(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "access", "2A01", "--socket", socket],
+                                      output: out)
+        let told = try await waitForText("accessctl pin sf-", in: out)
+        #expect(told.contains("reader 00002A01 asks for a PIN: answer within 30 s with `accessctl pin sf-"), "\(told)")
+        let prompts = try await shell.call("secondFactor.list").get()["prompts"]?.array ?? []
+        #expect(prompts.count == 1 && prompts.first?["reader"] == "00002A01" && prompts.first?["attemptsLeft"] == 5, "\(prompts)")
+        let pin = try await taskOnThreadOfItsOwn {
+            try runCommand(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket],
+                           input: "\(ShellHarness.pin)\n", mergingErrors: true)
+        }.value
+        #expect(pin.status == 0 && pin.output == "PIN accepted\n", "\(pin.output)")
+        #expect(try await taskOnThreadOfItsOwn { access.waitForExit(timeout: .seconds(20)) }.value == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8).contains("granted: granted (access)"))
+        // None open now: said, exit 1.
+        let none = try await taskOnThreadOfItsOwn {
+            try runCommand([AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket], input: "482916\n", mergingErrors: true)
+        }.value
+        #expect(none.status == 1 && none.output.contains("no second-factor prompt is open"), "\(none.output)")
+        await shell.stop()
+    }
+
+    /// Registering without a terminal used to register silently without a PIN, which cannot be
+    /// added later. Now it is refused before anything is sent.
+    @Test func registeringWithoutATerminalNeedsAChoice() throws {
+        let result = try runCommand(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "credentials", "register",
+                                     "https://site.example/v1/invitations/0123456789ABCDEF", "--socket", "/nonexistent"],
+                                    mergingErrors: true)
+        #expect(result.status == 64, "\(result.output)")
+        #expect(result.output.contains("no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin"),
+                "\(result.output)")
+    }
+
+    private func waitForText(_ text: String, in path: String) async throws -> String {
+        for _ in 0..<1000 {
+            let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if content.contains(text) { return content }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestEnvironmentError("no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+    }
+}
