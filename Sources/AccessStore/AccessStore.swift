@@ -124,6 +124,16 @@ public final class AccessStore: Sendable {
         }
     }
 
+    /// The sequence to replay after for the events from `time` on (seconds since the epoch):
+    /// the one before the first event at or after it, or the newest when there is none.
+    public func sequence(before time: Double) throws -> Int64 {
+        let first = try database.read { db in
+            try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event WHERE time >= ?", arguments: [time])
+        }
+        if let first { return first - 1 }
+        return try lastSequence()
+    }
+
     /// The highest sequence number ever given (0 before the first event), deleted events included.
     public func lastSequence() throws -> Int64 {
         try database.read { db in

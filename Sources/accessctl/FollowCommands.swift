@@ -21,13 +21,14 @@ struct Following {
     var reconnected: (ControlConnection) throws -> Void = { _ in }
 
     /// Subscribes on `connection`; the first failure exits as any call does.
-    init(options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?) throws {
+    init(options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?, sinceTime: Double? = nil) throws {
         self.options = options
         self.connection = connection
         self.kinds = kinds
-        resumes = since != nil
-        let answer = try options.call(connection, ControlCalls.EventsSubscribe.self, SubscribeParams(since: since, kinds: kinds))
-        lastSequence = since ?? answer.answer.lastSequence
+        resumes = since != nil || sinceTime != nil
+        let answer = try options.call(connection, ControlCalls.EventsSubscribe.self,
+                                      SubscribeParams(since: since, sinceTime: sinceTime, kinds: kinds)).answer
+        lastSequence = answer.since ?? since ?? answer.lastSequence
     }
 
     /// The next notification: an event after the last one handed out, or an
@@ -117,11 +118,19 @@ struct Events: ParsableCommand {
             """)
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Keep printing events as they happen.") var follow = false
-    @Option(help: "Start after this sequence number (default: the last 20 events).") var since: Int64?
+    @Option(help: ArgumentHelp("Where to start (default: the last 20 events).",
+                               discussion: "A sequence number (start after it: 1200), an age (10m, 2h, 1d, 30s) or a local time (2026-11-23 08:00, 08:00 for today).",
+                               valueName: "seq|age|time"))
+    var since: String?
     @Option(help: ArgumentHelp("Only these kinds, comma-separated (e.g. sdk.state,reader.updated).",
                                discussion: "Kinds: \(EventKind.list).")) var kinds: String?
 
+    private var start: EventsStart { since.flatMap { EventsStart($0) } ?? EventsStart(sequence: nil, time: nil) }
+
     func validate() throws {
+        if let since, EventsStart(since) == nil {
+            throw ValidationError("--since: a sequence number (1200), an age (10m, 2h, 1d) or a local time (2026-11-23 08:00, 08:00)")
+        }
         if let first = EventKind.unknown(among: kindList ?? []).first {
             throw ValidationError("--kinds: no event kind '\(first)' (kinds: \(EventKind.list))")
         }
@@ -133,7 +142,8 @@ struct Events: ParsableCommand {
         let connection = try options.connect()
         let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
         var following = try Following(options: options, connection: connection,
-                                      kinds: kindList, since: since ?? max(0, last - 20))
+                                      kinds: kindList, since: start.sequence ?? (start.time == nil ? max(0, last - 20) : nil),
+                                      sinceTime: start.time)
         while true {
             if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
             let notification: JSONValue
@@ -160,8 +170,8 @@ struct Events: ParsableCommand {
         case let .int(seconds)?: Double(seconds)
         default: 0
         }
-        return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(params["kind"]?.string ?? "?")  "
-            + (params["data"]?.jsonText ?? "")
+        let kind = params["kind"]?.string ?? "?"
+        return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(kind)  " + EventText.describe(kind: kind, data: params["data"] ?? .null)
     }
 }
 

@@ -29,15 +29,15 @@ struct AccessctlTests {
             _ = follow.stop(grace: 1)
         }
         _ = try control.call("scanning.set", ["enabled": false]).get()
-        let beforeRestart = try await waitForLine(in: out, containing: "\"isScanning\":false")
-        #expect(beforeRestart.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  \d+  sdk\.state  \{"#, options: .regularExpression) != nil,
-                "\(beforeRestart)")
+        let beforeRestart = try await waitForLine(in: out, containing: "sdk.state  scanning off")
+        #expect(beforeRestart.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  \d+  sdk\.state  scanning off; states: "#,
+                                    options: .regularExpression) != nil, "\(beforeRestart)")
 
         #expect(harness.stop() == 0)
         let linesBefore = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").count
         try await harness.start()
         _ = try harness.connect().call("scanning.set", ["enabled": true]).get()
-        _ = try await waitForLine(in: out, containing: "\"isScanning\":true", after: linesBefore)
+        _ = try await waitForLine(in: out, containing: "sdk.state  scanning on", after: linesBefore)
         let messages = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
         #expect(messages.contains("accessd closed the connection; reconnecting"), "\(messages)")
         #expect(messages.contains("reconnected; resuming after event"), "\(messages)")
@@ -163,6 +163,39 @@ struct AccessctlTests {
         let json = try runCommand([Self.accessctl, "diagnose", "--json", "--socket", harness.socketPath])
         let object = try JSONValue.parse(json.output)
         #expect(object["ok"] == false && object["checks"]?.array?.isEmpty == false, "\(json.output)")
+        #expect(harness.stop() == 0)
+    }
+
+    /// `--since` takes a time as people give it (an age, a local time), not only a sequence
+    /// number; each event is one line of text with its local time.
+    @Test func eventsSinceATime() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        let control = try harness.connect()
+        _ = try control.call("scanning.set", ["enabled": false]).get()
+        try await Task.sleep(for: .milliseconds(2500))
+        let marker = try control.call("status.get").get()["lastSequence"]?.int ?? 0
+        _ = try control.call("scanning.set", ["enabled": true]).get()
+        _ = try await harness.waitForStatus { ($0["lastSequence"]?.int ?? 0) > marker }
+
+        func events(_ since: String) throws -> [String] {
+            let result = try runCommand([Self.accessctl, "events", "--since", since, "--kinds", "sdk.state", "--socket", harness.socketPath])
+            #expect(result.status == 0, "\(result.output)")
+            return result.output.split(separator: "\n").map(String.init)
+        }
+        let recent = try events("2s")
+        #expect(recent.contains { $0.contains("sdk.state  scanning on") }, "\(recent)")
+        #expect(!recent.contains { $0.contains("sdk.state  scanning off") }, "\(recent)")
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        let hourAgo = try events(formatter.string(from: Date().addingTimeInterval(-3600)))
+        #expect(hourAgo.contains { $0.contains("sdk.state  scanning off") }, "\(hourAgo)")
+        #expect(hourAgo.count >= recent.count + 1, "\(hourAgo)")
+
+        let subscribed = try harness.connect().call("events.subscribe", ["sinceTime": .double(Date().timeIntervalSince1970 + 60)]).get()
+        #expect(subscribed["replayed"] == 0 && subscribed["since"] == subscribed["lastSequence"], "\(subscribed)")
+        let bad = try runCommand([Self.accessctl, "events", "--since", "yesterday"], mergingErrors: true)
+        #expect(bad.status == 64 && bad.output.contains("--since: a sequence number (1200), an age"), "\(bad.output)")
         #expect(harness.stop() == 0)
     }
 

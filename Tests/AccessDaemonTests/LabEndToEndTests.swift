@@ -204,6 +204,13 @@ struct LabEndToEndTests {
         #expect(answer["granted"] == true)
         #expect(lab.readers.exchanges.last?["granted"] == true)
         #expect(try lab.event("reader.unavailable", timeout: .milliseconds(100)) == nil)
+
+        // Inline, as a person or a script runs it: `accessctl access` answers the prompt of its
+        // own exchange (a wrong PIN, then the right one, one line each).
+        let (inlineStatus, inlineOutput) = try lab.daemon.accessctl(["access", "2A01", "--pin-stdin"], input: "111111\n482916\n")
+        #expect(inlineStatus == 0, "\(inlineOutput)")
+        #expect(inlineOutput.contains("accessctl: wrong PIN (4 attempts left)"), "\(inlineOutput)")
+        #expect(inlineOutput.contains("granted: granted (access) in "), "\(inlineOutput)")
     }
 
     @Test func wrongPINsLockTheSecondFactor() async throws {

@@ -56,8 +56,9 @@ extension AccessEngine {
     }
 
     private func completed(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome) {
-        let answer = Render.exchange(reader, origin: origin, outcome: outcome,
+        var answer = Render.exchange(reader, origin: origin, outcome: outcome,
                                      timings: requests.timings.removeValue(forKey: reader))
+        answer.readerName = sightings.registry.reader(reader)?.name
         journal.emit("access.completed", Render.json(answer))
         guard case let .manual(request) = origin else { return }
         let asked = requests.asked.removeValue(forKey: request)
@@ -74,6 +75,7 @@ extension AccessEngine {
     func timedOutExchangeEnded(_ reader: ReaderID, request: RequestID, error: ReaderConnectionError,
                                outcome: ExchangeOutcome, timings: ExchangeTimings?) {
         var answer = Render.exchange(reader, origin: .manual(request), outcome: outcome, timings: timings)
+        answer.readerName = sightings.registry.reader(reader)?.name
         if case .failed = outcome { answer.error = error.rawValue }
         journal.emit("access.completed", Render.json(answer))
         let asked = requests.asked.removeValue(forKey: request)

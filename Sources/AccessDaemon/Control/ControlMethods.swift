@@ -77,15 +77,20 @@ extension AccessDaemonServices {
 
     private func subscribe(_ client: ControlClient, _ params: SubscribeParams) -> Result<SubscribeAnswer, RPCError> {
         if let since = params.since, since < 0 { return .failure(.invalidParams("since must be a sequence number ≥ 0")) }
+        if params.since != nil && params.sinceTime != nil { return .failure(.invalidParams("since and sinceTime exclude each other")) }
+        if let time = params.sinceTime, !time.isFinite || time < 0 {
+            return .failure(.invalidParams("sinceTime must be seconds since the epoch"))
+        }
         if let unknown = params.kinds.map(EventKind.unknown(among:)), let first = unknown.first {
             return .failure(.invalidParams("kinds: no event kind \"\(first.prefix(64))\" (kinds: \(EventKind.list))"))
         }
         do {
-            let subscription = try journal.subscribe(client, kinds: params.kinds.map(Set.init), since: params.since)
+            let since = try params.sinceTime.map(journal.sequence(before:)) ?? params.since
+            let subscription = try journal.subscribe(client, kinds: params.kinds.map(Set.init), since: since)
             // Events older than the journal keeps cannot be replayed: say from where it starts.
             return .success(SubscribeAnswer(subscribed: true, replayed: subscription.replayed,
                                             lastSequence: subscription.lastSequence,
-                                            oldestAvailable: subscription.oldestAvailable))
+                                            oldestAvailable: subscription.oldestAvailable, since: since))
         } catch {
             return .failure(.internalError("cannot read the journal: \(error)"))
         }

@@ -71,8 +71,10 @@ actor ExchangeEngine {
         nextID += 1
         var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
                               devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
-        journal.emit("access.started", ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
-                                        "operation": Render.operation(order.operation)])
+        var started: [String: JSONValue] = ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
+                                            "operation": Render.operation(order.operation)]
+        if let name = order.reader.name, !name.isEmpty { started["readerName"] = .string(name) }
+        journal.emit("access.started", .object(started))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
         // Before connecting: the link connected early for this reader (the exchange takes it
         // over: BlueZ answers Connect on a connected device at once), and the device's last

@@ -44,6 +44,11 @@ public final class EventJournal: Sendable {
     /// Journals an event, then hands it to every subscriber that wants its kind. When the
     /// store refuses it, it is held (`HeldEvents`) and written, after those held before it,
     /// by the first emit that finds the store working again.
+    /// Where a replay of the events from `time` on starts (`events.subscribe {sinceTime}`).
+    func sequence(before time: Double) throws -> Int64 {
+        try store.sequence(before: time)
+    }
+
     public func emit(_ kind: String, _ data: JSONValue) {
         let written: [(event: AccessStore.Event, data: JSONValue)] = state.withLockedValue { state in
             let event = HeldEvents.Event(kind: kind, data: data, time: Clocks.wall())

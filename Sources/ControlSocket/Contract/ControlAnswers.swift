@@ -112,7 +112,11 @@ public struct SubscribeAnswer: Codable, Sendable, Hashable {
     public var lastSequence: Int64
     /// When a replay was asked for: the oldest event the journal still keeps.
     public var oldestAvailable: Int64?
-    public init(subscribed: Bool, replayed: Int, lastSequence: Int64, oldestAvailable: Int64?) {
+    /// When a replay was asked for: the sequence it starts after (`since`, or where
+    /// `sinceTime` falls), to resume from if the connection is lost before any event came.
+    public var since: Int64?
+    public init(subscribed: Bool, replayed: Int, lastSequence: Int64, oldestAvailable: Int64?, since: Int64? = nil) {
+        self.since = since
         self.subscribed = subscribed
         self.replayed = replayed
         self.lastSequence = lastSequence
@@ -173,6 +177,8 @@ public struct ActionInfo: Codable, Sendable, Hashable {
 public struct ExchangeAnswer: Codable, Sendable, Hashable {
     public var outcome: String
     public var reader: String
+    /// The name the reader advertises (its GAP name), when it has one.
+    public var readerName: String?
     public var origin: String
     public var decision: String?
     public var granted: Bool?

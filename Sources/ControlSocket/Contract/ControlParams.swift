@@ -12,12 +12,15 @@ public struct LogLevelParams: Codable, Sendable, Hashable {
     public init(level: String) { self.level = level }
 }
 
-/// `events.subscribe`: replay from after `since`, only `kinds` (all when absent).
+/// `events.subscribe`: replay from after `since`, or from the first event at or after
+/// `sinceTime` (seconds since the epoch), only `kinds` (all when absent).
 public struct SubscribeParams: Codable, Sendable, Hashable {
     public var since: Int64?
+    public var sinceTime: Double?
     public var kinds: [String]?
-    public init(since: Int64? = nil, kinds: [String]? = nil) {
+    public init(since: Int64? = nil, sinceTime: Double? = nil, kinds: [String]? = nil) {
         self.since = since
+        self.sinceTime = sinceTime
         self.kinds = kinds
     }
 }
