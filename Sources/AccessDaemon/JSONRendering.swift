@@ -13,7 +13,8 @@ enum Render {
                    autoConnectPathLoss: Int(r.autoConnectPathLoss), manualConnectPathLoss: Int(r.manualConnectPathLoss),
                    isBleAutoConnectEnabled: r.isBleAutoConnectEnabled, isBleManualConnectEnabled: r.isBleManualConnectEnabled,
                    isSecondFactorRequired: r.isSecondFactorRequired, isBleActionsEnabled: r.isBleActionsEnabled,
-                   isInAutoConnectRange: r.isInAutoConnectRange)
+                   isInAutoConnectRange: r.isInAutoConnectRange,
+                   heardSecondsAgo: max(0, Double((Clocks.monotonic().nanoseconds - r.lastSeen.nanoseconds) / 100_000_000) / 10))
     }
 
     /// A contract value as an event's data. Our values hold only finite numbers, so

@@ -136,14 +136,15 @@ struct Items: ParsableCommand {
         func run() throws {
             let connection = try options.connect()
             let (result, raw) = try options.call(connection, ControlCalls.ItemsSync.self)
+            // The same exit status with or without --json: 1 when a credential's sync failed.
+            let failed = result.credentials.contains { $0.error != nil }
             if options.json {
                 print(raw.jsonText)
+                if failed { throw ExitCode(Exit.refused) }
                 return
             }
-            var failed = false
             for c in result.credentials {
                 if let error = c.error {
-                    failed = true
                     print("\(c.id)  failed: \(error) (\(c.message ?? ""))")
                 } else {
                     print("\(c.id)  \(c.state ?? "?")  +\(c.added ?? 0) ~\(c.updated ?? 0) -\(c.removed ?? 0)")

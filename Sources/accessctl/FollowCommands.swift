@@ -51,6 +51,16 @@ struct Following {
         }
     }
 
+    /// The next notification if one comes within `timeout`; nil otherwise (a live view
+    /// redraws its clock and ages meanwhile).
+    mutating func next(within timeout: Duration) throws -> JSONValue? {
+        guard connection.waitReadable(timeout: timeout) else { return nil }
+        return try next()
+    }
+
+    /// The connection in use now (it changes when accessd restarts), for calls between events.
+    var current: ControlConnection { connection }
+
     private mutating func reconnect() throws {
         var delay = Duration.milliseconds(250)
         while true {
@@ -172,84 +182,5 @@ struct Events: ParsableCommand {
         }
         let kind = params["kind"]?.string ?? "?"
         return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(kind)  " + EventText.describe(kind: kind, data: params["data"] ?? .null)
-    }
-}
-
-struct Readers: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Readers accessd hears, with range and distance.",
-        discussion: """
-            With --watch, the table is redrawn in place on a terminal; into a pipe or a file each \
-            change prints the table again after a blank line, without terminal codes. A restart of \
-            accessd is waited out.
-            """)
-    @OptionGroup var options: GlobalOptions
-    @Flag(help: "Keep the table current until interrupted.") var watch = false
-
-    func run() throws {
-        let connection = try options.connect()
-        let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
-        guard watch else {
-            if options.json {
-                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
-            } else {
-                print(table(Self.byID(answer.readers)))
-            }
-            return
-        }
-        let terminal = isatty(1) == 1
-        var following = try Following(options: options, connection: connection,
-                                      kinds: ["reader.updated", "reader.unavailable"], since: nil)
-        // The table, shared with the reconnect hook (which lists the readers afresh).
-        final class Table { var readers: [String: ReaderInfo] = [:] }
-        let current = Table()
-        current.readers = Self.byID(answer.readers)
-        if !options.json { show(current.readers, terminal: terminal) }
-        following.reconnected = { fresh in
-            current.readers = (try? self.options.call(fresh, ControlCalls.ReadersList.self)).map { Self.byID($0.answer.readers) } ?? [:]
-            if !self.options.json { self.show(current.readers, terminal: terminal) }
-        }
-        while true {
-            let notification = try following.next()
-            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
-            if options.json {
-                printLine(params.jsonText)
-                continue
-            }
-            if params["kind"]?.string == "reader.unavailable" {
-                current.readers[id] = nil
-            } else if let reader = try? data.decode(ReaderInfo.self) {
-                current.readers[id] = reader
-            }
-            show(current.readers, terminal: terminal)
-        }
-    }
-
-    private static func byID(_ readers: [ReaderInfo]) -> [String: ReaderInfo] {
-        Dictionary(readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-    }
-
-    /// On a terminal, in place; elsewhere, after a blank line (no codes in a file).
-    private func show(_ readers: [String: ReaderInfo], terminal: Bool) {
-        printLine(terminal ? "\u{1B}[H\u{1B}[2J" + table(readers) : "\n" + table(readers))
-    }
-
-    private func table(_ readers: [String: ReaderInfo]) -> String {
-        let header = ["ID", "NAME", "KIND", "RSSI", "PATHLOSS", "DISTANCE", "IN RANGE", "AUTO/MANUAL"]
-        var rows = [header]
-        for (id, r) in readers.sorted(by: { $0.key < $1.key }) {
-            rows.append([
-                id, r.name ?? "-", r.kind, "\(r.rssi)", "\(r.measuredPathLoss)", r.distance,
-                r.isInAutoConnectRange ? "auto" : "-",
-                "\(onOff(r.isBleAutoConnectEnabled))/\(onOff(r.isBleManualConnectEnabled))",
-            ])
-        }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        var lines = rows.map { row in
-            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ")
-        }
-        if readers.isEmpty { lines.append("(no readers heard)") }
-        return lines.joined(separator: "\n")
     }
 }

@@ -199,6 +199,41 @@ struct AccessctlTests {
         #expect(harness.stop() == 0)
     }
 
+    /// On a terminal (a pty through script(1), as a person sees it), `readers --watch` is a
+    /// live view: accessd's state on top, each reader's path loss on a scale with its auto (A)
+    /// and manual (M) thresholds, the range named, when it was last heard; redrawn as it moves.
+    @Test func readersWatchOnATerminalIsALiveView() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let keyboard = harness.directory + "/keyboard", screen = harness.directory + "/screen"
+        #expect(mkfifo(keyboard, 0o600) == 0)
+        let held = open(keyboard, O_RDWR)
+        defer { close(held) }
+        let view = try ChildProcess(["/bin/sh", "-c", "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1"])
+        defer {
+            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(harness.socketPath)"])
+            _ = view.stop(grace: 1)
+        }
+        _ = try await waitForLine(in: screen, containing: "(no readers heard)")
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        // tx −59 dBm at −90 dBm: 31 dB, between the reader's auto (20) and manual (40) thresholds.
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
+        let row = try await waitForLine(in: screen, containing: "00002A01 Front door")
+        #expect(row.range(of: #"00002A01 Front door +31\.0 dB  =+A-+●-*M\.+  manual  \S+ +\d+\.\d s"#,
+                          options: .regularExpression) != nil, "\(row)")
+        let text = try String(contentsOfFile: screen, encoding: .utf8)
+        #expect(text.contains("scanning on   adapter hci0"), "\(text)")
+        #expect(text.contains("\u{1B}[H\u{1B}[2J"), "redrawn in place on a terminal")
+        #expect(text.contains("LAST ACCESSES"), "\(text)")
+        // Nearer: in auto range, and the dot moves left of A.
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -65)
+        let near = try await waitForLine(in: screen, containing: "  auto  ")
+        #expect(near.range(of: #"00002A01 Front door +\d+\.\d dB  =*●=*A-+M\.+  auto "#, options: .regularExpression) != nil,
+                "\(near)")
+        #expect(harness.stop() == 0)
+    }
+
     /// The first line with `text` after the first `after` lines.
     private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {

@@ -77,11 +77,14 @@ public struct ReaderInfo: Codable, Sendable, Hashable {
     public var isSecondFactorRequired: Bool
     public var isBleActionsEnabled: Bool
     public var isInAutoConnectRange: Bool
+    /// Seconds since the reader was last heard (an advertisement, or its link), to a tenth.
+    public var heardSecondsAgo: Double?
 
     public init(id: String, name: String?, kind: String, site: String, address: String, rssi: Int, txPower: Int,
                 measuredPathLoss: Double, distance: String, autoConnectPathLoss: Int, manualConnectPathLoss: Int,
                 isBleAutoConnectEnabled: Bool, isBleManualConnectEnabled: Bool, isSecondFactorRequired: Bool,
-                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool) {
+                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool, heardSecondsAgo: Double? = nil) {
+        self.heardSecondsAgo = heardSecondsAgo
         self.id = id
         self.name = name
         self.kind = kind

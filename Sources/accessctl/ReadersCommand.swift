@@ -1,0 +1,129 @@
+import AccessJSON
+import ArgumentParser
+import ControlSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Readers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Readers accessd hears, with range and distance.",
+        discussion: """
+            With --watch on a terminal: a live view (scanning, adapter, clock; per reader its path loss \
+            against its auto and manual thresholds, range, distance, last heard; the last accesses), \
+            redrawn as readers move and every second. Into a pipe or a file each change prints the \
+            table again after a blank line, without terminal codes. A restart of accessd is waited out.
+            """)
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Keep the table current until interrupted.") var watch = false
+
+    func run() throws {
+        let connection = try options.connect()
+        let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
+        guard watch else {
+            if options.json {
+                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
+            } else {
+                print(ReaderTable.text(answer.readers))
+            }
+            return
+        }
+        if isatty(1) == 1 && !options.json {
+            try LiveView(options: options).run(connection, readers: answer.readers)
+            return
+        }
+        var following = try Following(options: options, connection: connection,
+                                      kinds: [EventKind.readerUpdated.rawValue, EventKind.readerUnavailable.rawValue], since: nil)
+        // The table, shared with the reconnect hook (which lists the readers afresh).
+        final class Table { var readers: [String: ReaderInfo] = [:] }
+        let current = Table()
+        current.readers = ReaderTable.byID(answer.readers)
+        if options.json {
+            // One shape for the whole stream: a snapshot first, then each change.
+            printLine(JSONValue.object(["snapshot": raw["readers"] ?? .array([])]).jsonText)
+        } else {
+            printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+        }
+        following.reconnected = { fresh in
+            let listed = try? self.options.call(fresh, ControlCalls.ReadersList.self)
+            current.readers = listed.map { ReaderTable.byID($0.answer.readers) } ?? [:]
+            if self.options.json {
+                printLine(JSONValue.object(["snapshot": listed?.raw["readers"] ?? .array([])]).jsonText)
+            } else {
+                printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+            }
+        }
+        while true {
+            let notification = try following.next()
+            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
+            if options.json {
+                printLine(params.jsonText)
+                continue
+            }
+            if params["kind"]?.string == EventKind.readerUnavailable.rawValue {
+                current.readers[id] = nil
+            } else if let reader = try? data.decode(ReaderInfo.self) {
+                current.readers[id] = reader
+            }
+            printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+        }
+    }
+}
+
+/// The readers as a plain table: no terminal codes, for files, pipes and `readers` alone.
+enum ReaderTable {
+    static func byID(_ readers: [ReaderInfo]) -> [String: ReaderInfo] {
+        Dictionary(readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    static func text(_ readers: [ReaderInfo]) -> String {
+        let header = ["ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS"]
+        var rows = [header]
+        for r in readers.sorted(by: { $0.id < $1.id }) {
+            rows.append([
+                r.id, r.name ?? "-", r.kind, "\(r.rssi) dBm", pathLoss(r.measuredPathLoss),
+                "\(r.autoConnectPathLoss)/\(r.manualConnectPathLoss) dB", range(r), r.distance,
+                r.heardSecondsAgo.map { "\(decimal($0)) s ago" } ?? "-", flags(r),
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var lines = rows.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trailingSpacesRemoved
+        }
+        if readers.isEmpty { lines.append("(no readers heard)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// In range as the SDK means it: auto (it would open on its own), manual (an access may be
+    /// asked for), or out.
+    static func range(_ r: ReaderInfo) -> String {
+        if r.isInAutoConnectRange { return "auto" }
+        return r.measuredPathLoss <= Double(r.manualConnectPathLoss) ? "manual" : "out"
+    }
+
+    static func flags(_ r: ReaderInfo) -> String {
+        let names = [(r.isBleAutoConnectEnabled, "auto"), (r.isBleManualConnectEnabled, "manual"),
+                     (r.isSecondFactorRequired, "pin"), (r.isBleActionsEnabled, "actions")]
+        let set = names.filter(\.0).map(\.1)
+        return set.isEmpty ? "-" : set.joined(separator: ",")
+    }
+
+    /// One decimal always: `16.0 dB`, never `16` beside `18.1`.
+    static func pathLoss(_ value: Double) -> String { "\(decimal(value)) dB" }
+
+    static func decimal(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        let sign = tenths < 0 ? "-" : ""
+        return "\(sign)\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
+}
+
+extension String {
+    var trailingSpacesRemoved: String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}
