@@ -37,10 +37,11 @@ public final class AccessDaemonServices: Sendable {
     private let reconfigureEngines: @Sendable (AccessdConfiguration) -> Void
 
     public init(configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
-                logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock()) throws {
+                logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock(),
+                configFile: String? = nil) throws {
         // Settings changed at run time win over the configuration's start values.
         let settings = RuntimeSettings(store: store, logLevel: logLevel)
-        self.configFile = configuration.sourceFile
+        self.configFile = configFile
         self.configuredAdapter = configuration.adapter
         let scanning = try settings.saved(.scanning) ?? configuration.scanningOnStart
         let automatic = try settings.saved(.automaticAccess) ?? configuration.automaticAccessOnStart

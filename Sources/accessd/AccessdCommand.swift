@@ -112,7 +112,8 @@ struct AccessdCommand: AsyncParsableCommand {
         }
         let daemon = try AccessDaemonServices(configuration: settings, store: store,
                                               central: BlueZClient(connection: connection), site: site,
-                                              logLevel: level, logger: logger)
+                                              logLevel: level, logger: logger,
+                                              configFile: access(config, F_OK) == 0 ? config : nil)
         let server = ControlServer(
             path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit,
             limits: settings.clientLimits, logger: logger,

@@ -173,6 +173,8 @@ struct AccessctlTests {
         try await harness.start()
         let control = try harness.connect()
         _ = try control.call("scanning.set", ["enabled": false]).get()
+        // A local time (to the second) after that event and before the next one.
+        let between = Date().addingTimeInterval(1)
         try await Task.sleep(for: .milliseconds(2500))
         let marker = try control.call("status.get").get()["lastSequence"]?.int ?? 0
         _ = try control.call("scanning.set", ["enabled": true]).get()
@@ -183,12 +185,12 @@ struct AccessctlTests {
             #expect(result.status == 0, "\(result.output)")
             return result.output.split(separator: "\n").map(String.init)
         }
-        let recent = try events("2s")
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let recent = try events(formatter.string(from: between))
         #expect(recent.contains { $0.contains("sdk.state  scanning on") }, "\(recent)")
         #expect(!recent.contains { $0.contains("sdk.state  scanning off") }, "\(recent)")
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        let hourAgo = try events(formatter.string(from: Date().addingTimeInterval(-3600)))
+        let hourAgo = try events("1h")
         #expect(hourAgo.contains { $0.contains("sdk.state  scanning off") }, "\(hourAgo)")
         #expect(hourAgo.count >= recent.count + 1, "\(hourAgo)")
 

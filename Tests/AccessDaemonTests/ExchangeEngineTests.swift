@@ -101,8 +101,11 @@ struct ExchangeEngineTests {
         let errors = results.map { $0.failureData?["error"]?.string ?? "accepted" }
         let checkedWrong = errors.filter { $0 == "secondFactor.wrongPin" }.count
         let lockedOut = errors.filter { $0 == "secondFactorLockedOut" }.count
+        // A PIN that arrives after the lock ended the exchange finds no prompt: on a loaded
+        // machine the 20 tasks do not all start before the fifth PIN is checked.
+        let tooLate = errors.filter { $0 == "secondFactor.noSuchRequest" }.count
         #expect(checkedWrong == 4, "\(errors)")
-        #expect(lockedOut == 16, "\(errors)")
+        #expect(lockedOut >= 1 && lockedOut + tooLate == 16, "\(errors)")
         #expect(shell.failedPinAttempts == 5)
         let result = await answer.value
         #expect(result.failureData?["error"]?.string == "secondFactorLockedOut")

@@ -8,9 +8,6 @@ public struct AccessdConfiguration: Hashable, Sendable {
         case trace, debug, info, notice, warning, error, critical
     }
 
-    /// The file this was read from; nil: the built-in defaults (no file).
-    public var sourceFile: String? = nil
-
     // [bluetooth]
     /// Adapter name ("hci0"); nil: the first powered adapter BlueZ offers.
     public var adapter: String? = nil

@@ -77,7 +77,6 @@ public enum ConfigurationLoader {
                 }
             }
             var c = AccessdConfiguration()
-            c.sourceFile = file
             if let v = try string("bluetooth", "adapter") {
                 guard v.hasPrefix("hci"), Int(v.dropFirst(3)) != nil else { throw fail("bluetooth", "adapter", "adapter must look like hci0") }
                 c.adapter = v
