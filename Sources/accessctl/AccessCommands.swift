@@ -34,7 +34,7 @@ struct Access: ParsableCommand {
         abstract: "Ask a reader for access now (manual access); prints its decision.",
         discussion: "Exit status 0 when granted, 1 when denied or failed.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The reader id (as in `accessctl readers`).") var reader: String
+    @Argument(help: "The reader id (as in `accessctl readers`).", completion: LiveCompletions.readers) var reader: String
     @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
 
     func run() throws {
@@ -51,7 +51,7 @@ struct Access: ParsableCommand {
 struct Actions: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the actions a reader offers this credential.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The reader id.") var reader: String
+    @Argument(help: "The reader id.", completion: LiveCompletions.readers) var reader: String
     @Argument(parsing: .allUnrecognized, help: .hidden) var extra: [String] = []
 
     func validate() throws {
@@ -77,7 +77,7 @@ struct Actions: ParsableCommand {
 struct Action: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Perform one of a reader's actions (see `accessctl actions`).")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The reader id.") var reader: String
+    @Argument(help: "The reader id.", completion: LiveCompletions.readers) var reader: String
     @Argument(help: "The action id.") var action: Int
     @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
 
@@ -96,7 +96,8 @@ struct Pin: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answer a second-factor prompt (secondFactor.required) with the PIN, read without echo.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The request from the secondFactor.required event (default: the one open prompt).") var request: String?
+    @Argument(help: "The request from the secondFactor.required event (default: the one open prompt).",
+              completion: LiveCompletions.prompts) var request: String?
     @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
 
     func run() throws {

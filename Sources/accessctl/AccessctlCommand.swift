@@ -183,7 +183,7 @@ func setSwitch<Call: ControlCall>(_ options: GlobalOptions, _ call: Call.Type, s
 struct LogLevel: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "log", abstract: "Set accessd's log level until its next restart.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "trace, debug, info, notice, warning, error or critical") var level: String
+    @Argument(help: "trace, debug, info, notice, warning, error or critical", completion: LiveCompletions.logLevels) var level: String
 
     func run() throws {
         let connection = try options.connect()

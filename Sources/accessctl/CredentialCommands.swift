@@ -92,7 +92,7 @@ struct Credentials: ParsableCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete a credential here, and tell its site when it can.")
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The credential id (or a unique prefix).") var id: String
+        @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
 
         func run() throws {
             let connection = try options.connect()

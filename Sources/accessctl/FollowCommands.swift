@@ -133,7 +133,7 @@ struct Events: ParsableCommand {
                                valueName: "seq|age|time"))
     var since: String?
     @Option(help: ArgumentHelp("Only these kinds, comma-separated (e.g. sdk.state,reader.updated).",
-                               discussion: "Kinds: \(EventKind.list).")) var kinds: String?
+                               discussion: "Kinds: \(EventKind.list)."), completion: LiveCompletions.eventKinds) var kinds: String?
 
     private var start: EventsStart { since.flatMap { EventsStart($0) } ?? EventsStart(sequence: nil, time: nil) }
 

@@ -236,6 +236,37 @@ struct AccessctlTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Bash completion, through the script the package installs: reader ids are asked of
+    /// the running accessd (the socket the line names), event kinds and log levels are fixed,
+    /// and with accessd gone nothing hangs and nothing is offered for readers.
+    @Test func completionsAskAccessdForLiveObjects() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -69)
+        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+        let directory = URL(fileURLWithPath: Self.accessctl).deletingLastPathComponent().path
+        func complete(_ line: String) throws -> String {
+            let words = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+            let script = """
+                source <(accessctl --generate-completion-script bash)
+                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
+                COMP_CWORD=\(words.count - 1); COMP_LINE='\(line)'; COMP_POINT=${#COMP_LINE}
+                _accessctl accessctl '\(words.last ?? "")' '\(words.dropLast().last ?? "")'
+                echo "${COMPREPLY[*]}"
+                """
+            let result = try runCommand(["/bin/bash", "-c", script], environment: ["PATH": "\(directory):/usr/bin:/bin"])
+            return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try complete("accessctl access --socket \(harness.socketPath) 2A") == "2A01")
+        #expect(try complete("accessctl events --kinds sdk.state,reader.up") == "sdk.state,reader.updated")
+        #expect(try complete("accessctl log war") == "warning")
+        #expect(harness.stop() == 0)
+        let started = ContinuousClock.now
+        #expect(try complete("accessctl access --socket \(harness.socketPath) 2A") == "")
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
     /// The first line with `text` after the first `after` lines.
     private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {
