@@ -32,6 +32,14 @@ struct SystemdLabTests {
         #expect(try Lab.call("status.get").get()["version"]?.string == packaged)
         #expect(try Lab.must("stat -c '%a %U %G' /run/accessd/accessd.sock") == "660 accessd accessd\n")
         #expect(try Lab.must("stat -c '%a %U' /var/lib/accessd") == "700 accessd\n")
+        // The man pages carry the real exit statuses, files and examples (issue #12, item 8).
+        for page in ["accessd", "accessctl", "readersim"] {
+            let sections = try Lab.must("zcat /usr/share/man/man1/\(page).1.gz | grep '^\\.Sh'")
+            #expect(sections.contains(".Sh EXAMPLES") && sections.contains(".Sh FILES") && sections.contains(".Sh EXIT STATUS")
+                    && !sections.contains("\"EXIT STATUS\""), "\(page): \(sections)")
+        }
+        #expect(try Lab.must("zcat /usr/share/man/man1/accessctl.1.gz").contains("Not permitted for your user"))
+        #expect(try Lab.must("test -s /usr/share/bash-completion/completions/accessctl && echo yes") == "yes\n")
         print(try Lab.must("systemd-analyze security --no-pager accessd | tail -1"))
         print(try Lab.must("ls -l /usr/sbin/accessd /usr/bin/accessctl /usr/bin/readersim; dpkg-query -W -f '${Installed-Size} kB installed\\n${Depends}\\n' accessd"))
     }
