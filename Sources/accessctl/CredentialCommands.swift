@@ -77,6 +77,8 @@ struct Credentials: ParsableCommand {
                 params.pin = try PinPrompt.askTwice()
             }
             let connection = try options.connect()
+            // The site may take up to [site] request_timeout: say what is being waited for.
+            if isatty(2) == 1 && !options.json { printError("registering with the site…") }
             let (credential, raw) = try options.call(connection, ControlCalls.CredentialsRegister.self, params)
             if options.json {
                 print(raw.jsonText)
