@@ -52,6 +52,7 @@ struct AccessdCommand: AsyncParsableCommand {
             if let stateDirectory { settings.stateDirectory = stateDirectory }
         }
         overrides(&settings)
+        for warning in ConfigurationWarnings.of(path: config) { printError("accessd: warning: \(warning)") }
         let problems = ConfigurationChecks.problems(settings, atStart: !checkConfig)
         for problem in problems { printError("accessd: \(config): \(problem)") }
         if !problems.isEmpty { throw ExitCode(78) }

@@ -120,7 +120,7 @@ struct RangeTests {
     }
 
     @Test func sensitivityOffsetShiftsPathLoss() {
-        var eager = ReaderRegistry(range: RangeConfiguration(sensitivityOffset: ConnectionSensitivity.high.pathLossOffset))
+        var eager = ReaderRegistry(range: RangeConfiguration(sensitivityOffset: ConnectionSensitivity.veryLow.pathLossOffset))
         let observation = eager.observe(Fixtures.advertisement(txPower: -59, auto: 20), rssi: -81,
                                         address: Fixtures.address, name: nil, at: .zero)
         // 22 dB measured, 17 dB after the −5 dB offset: in range.

@@ -8,7 +8,7 @@ struct ConfigurationReloadTests {
         let running = AccessdConfiguration()
         var file = running
         file.logLevel = .debug
-        file.sensitivity = .high
+        file.sensitivity = .veryLow
         file.cooldown = .seconds(20)
         file.secondFactorPrompt = "PIN please"
         file.connectionLimit = 2
@@ -18,7 +18,7 @@ struct ConfigurationReloadTests {
         #expect(outcome.applied == ["access.cooldown", "range.sensitivity", "prompts.second_factor", "log.level"])
         #expect(outcome.needRestart == ["access.connection_limit", "socket.path"])
         #expect(level.current == .debug)
-        #expect(effective.sensitivity == .high && effective.cooldown == .seconds(20))
+        #expect(effective.sensitivity == .veryLow && effective.cooldown == .seconds(20))
         #expect(effective.connectionLimit == running.connectionLimit)
         #expect(effective.socketPath == running.socketPath)
         #expect(ConfigurationReload.apply(running, over: running, logLevel: level).1 == .init(applied: [], needRestart: []))

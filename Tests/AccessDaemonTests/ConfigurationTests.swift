@@ -31,7 +31,7 @@ struct ConfigurationTests {
             connection_limit = 2
             selection_window = 0.5
             [range]
-            sensitivity = "high"
+            sensitivity = "veryLow"
             [features]
             enabled = ["aperio", "salto"]
             [socket]
@@ -56,7 +56,7 @@ struct ConfigurationTests {
     @Test(arguments: [
         ("[bluetooth]\nscanning = \"yes\"\n", 2, "scanning must be true or false"),
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
-        ("[range]\nsensitivity = \"extreme\"\n", 2, "sensitivity must be high, medium or low"),
+        ("[range]\nsensitivity = \"extreme\"\n", 2, "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)"),
         ("[socket]\npath = \"relative.sock\"\n", 2, "path must be absolute and shorter than 108 bytes"),
         ("[access]\nautomatc = true\n", 2, "unknown key 'automatc'"),
         ("[bluetoth]\nscanning = true\n", 1, "unknown section or key 'bluetoth'"),

@@ -6,6 +6,7 @@ import ControlSocket
 import Foundation
 import SuiteTraits
 import Testing
+@testable import AccessDaemon
 
 /// The real accessd binary, a private bus with dbusmock standing in for bluetoothd, and
 /// clients on the real socket.
@@ -389,6 +390,26 @@ struct DaemonEndToEndTests {
                                    mergingErrors: true)
         #expect(check.status == 78)
         #expect(check.output.contains("accessd: \(harness.configPath): \(reason)"), "\(check.output)")
+    }
+
+    /// Sensitivity names follow the SDK's (veryLow -5 dB, low -2.5, normal 0); the former names,
+    /// which ran the other way, are read with a warning naming the line and the new name, and
+    /// features that are only synced say so. A warning never refuses the file.
+    @Test func formerNamesAndSyncOnlyFeaturesAreWarnedAbout() async throws {
+        let harness = try await DaemonHarness()
+        try harness.writeConfig("[range]\nsensitivity = \"high\"\n[features]\nenabled = [\"salto\"]\n")
+        let check = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+                                   mergingErrors: true)
+        #expect(check.status == 0, "\(check.output)")
+        #expect(check.output.contains("accessd: warning: \(harness.configPath):2: [range] sensitivity \"high\" is a former name: "
+                                      + "write \"veryLow\" (-5.0 dB"), "\(check.output)")
+        #expect(check.output.contains("\(harness.configPath):4: [features] salto: its items are synced and listed"), "\(check.output)")
+        #expect(check.output.hasSuffix("\(harness.configPath): OK\n"), "\(check.output)")
+        try harness.writeConfig("[range]\nsensitivity = \"low\"\n")
+        let quiet = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+                                   mergingErrors: true)
+        #expect(quiet.output == "\(harness.configPath): OK\n", "\(quiet.output)")
+        #expect(try ConfigurationLoader.load(path: harness.configPath, mayBeAbsent: false).sensitivity.pathLossOffset == -2.5)
     }
 
     @Test func aBadConfigurationIsRefusedWithItsLine() async throws {

@@ -52,18 +52,18 @@ struct ProcessHygieneTests {
     /// SIGHUP (`systemctl reload`) used to kill accessd silently, as a clean exit; then it
     /// applied only the log level. The range now follows the file at the next advertisement.
     @Test func sighupReloadsWithoutDroppingClients() async throws {
-        let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n[range]\nsensitivity = \"low\"\n")
+        let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n[range]\nsensitivity = \"normal\"\n")
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         let subscriber = try harness.connect()
         _ = try subscriber.call("events.subscribe", [:]).get()
-        // Path loss 22 (tx power -59, auto range 20): beyond auto range at low sensitivity; at high
+        // Path loss 22 (tx power -59, auto range 20): beyond auto range at normal sensitivity; at veryLow
         // (5 dB less path loss counted) the next one, 21, is well within.
         try await harness.mock.addDevice(DaemonHarness.readerAddress)
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -81)
         _ = try await harness.waitForStatus { $0["readerCount"]?.int == 1 }
         #expect(try autoRange(harness) == false)
-        try harness.writeConfig("[log]\nlevel = \"debug\"\n[range]\nsensitivity = \"high\"\n[access]\nconnection_limit = 2\n")
+        try harness.writeConfig("[log]\nlevel = \"debug\"\n[range]\nsensitivity = \"veryLow\"\n[access]\nconnection_limit = 2\n")
         kill(harness.daemon?.pid ?? 0, SIGHUP)
         try await waitForLog(harness, "configuration reloaded")
         #expect(harness.log.contains("applied=range.sensitivity,log.level"))

@@ -38,16 +38,22 @@ public struct RangeConfiguration: Hashable, Sendable {
     public static let `default` = RangeConfiguration()
 }
 
-/// Named sensitivity presets, as the SDK's Android `BluetoothConnectionSensitivity`.
+/// Named sensitivity presets, with the names and offsets of the SDK's
+/// `BluetoothConnectionSensitivity` (`VERY_LOW` −5 dB, `LOW` −2.5 dB, `NORMAL` 0): a lower
+/// sensitivity subtracts more from the measured path loss, so readers seem nearer.
 public enum ConnectionSensitivity: String, Sendable, CaseIterable {
-    case high, medium, low
+    case veryLow, low, normal
 
     /// dB added to the measured path loss.
     public var pathLossOffset: Double {
         switch self {
-        case .high: -5
-        case .medium: -2.5
-        case .low: 0
+        case .veryLow: -5
+        case .low: -2.5
+        case .normal: 0
         }
     }
+
+    /// The names accessd used before 0.2, which ran opposite to the SDK's (`high` was −5 dB):
+    /// still read, with a warning. Their `low` (0 dB) is not here: `low` is the SDK's now.
+    public static let formerNames: [String: ConnectionSensitivity] = ["high": .veryLow, "medium": .low]
 }

@@ -27,7 +27,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var secondFactorTimeout: Duration = .seconds(30)
 
     // [range]
-    public var sensitivity: ConnectionSensitivity = .low
+    public var sensitivity: ConnectionSensitivity = .normal
     public var smoothingFactor = 0.2
     public var approachSmoothingFactor = 0.5
     public var autoRangeExitMargin = 8.0

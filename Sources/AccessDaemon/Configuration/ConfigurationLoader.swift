@@ -93,8 +93,8 @@ public enum ConfigurationLoader {
             c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
             c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout
             if let v = try string("range", "sensitivity") {
-                guard let s = ConnectionSensitivity(rawValue: v) else {
-                    throw fail("range", "sensitivity", "sensitivity must be high, medium or low")
+                guard let s = ConnectionSensitivity(rawValue: v) ?? ConnectionSensitivity.formerNames[v] else {
+                    throw fail("range", "sensitivity", "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)")
                 }
                 c.sensitivity = s
             }
