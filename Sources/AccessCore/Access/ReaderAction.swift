@@ -7,8 +7,8 @@ public enum ReaderActionType: Sendable, Hashable, CustomStringConvertible {
     case mode1
     case mode2
     case schedule
-    /// Arm/disarm modes 6–9.
-    case alarmMode(Int8)
+    /// Ids 6–9, in the SDK's order: `ARM_MODE1`, `ARM_MODE2`, `DISARM_MODE1`, `DISARM_MODE2`.
+    case armMode1, armMode2, disarmMode1, disarmMode2
     case output(Int8)
 
     public init(id: Int8) {
@@ -20,7 +20,10 @@ public enum ReaderActionType: Sendable, Hashable, CustomStringConvertible {
         case 3: self = .mode1
         case 4: self = .mode2
         case 5: self = .schedule
-        case 6...9: self = .alarmMode(id)
+        case 6: self = .armMode1
+        case 7: self = .armMode2
+        case 8: self = .disarmMode1
+        case 9: self = .disarmMode2
         default: self = .output(id)
         }
     }
@@ -34,7 +37,10 @@ public enum ReaderActionType: Sendable, Hashable, CustomStringConvertible {
         case .mode1: "mode1"
         case .mode2: "mode2"
         case .schedule: "schedule"
-        case .alarmMode: "alarmMode"
+        case .armMode1: "armMode1"
+        case .armMode2: "armMode2"
+        case .disarmMode1: "disarmMode1"
+        case .disarmMode2: "disarmMode2"
         case .output: "output"
         }
     }
