@@ -55,7 +55,7 @@ enum ControlRequestHarness {
             if let host = register.host { _ = try? SiteAddress.parseHost(host) }
             if let code = register.code { _ = try? InvitationCode(code) }
             if let pin = register.pin { _ = try? PIN.validate(pin) }
-        case .credentialsDelete: _ = try params.decode(CredentialIDParams.self)
+        case .credentialsDelete: _ = try params.decode(DeleteParams.self)
         }
     }
 }

@@ -92,13 +92,24 @@ struct Credentials: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a credential here, and tell its site when it can.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a credential at its site and here.",
+            discussion: "As the SDK's DeleteOption: by default nothing is deleted when the site cannot be told; "
+                + "--allow-offline deletes here anyway; --offline-only does not contact the site (not recommended: "
+                + "the site keeps the credential until its administrator revokes it).")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
+        @Flag(help: "Delete here even if the site cannot be told.") var allowOffline = false
+        @Flag(help: "Delete here only, without contacting the site.") var offlineOnly = false
+
+        func validate() throws {
+            guard !(allowOffline && offlineOnly) else { throw ValidationError("--allow-offline and --offline-only exclude each other") }
+        }
 
         func run() throws {
+            let option: DeleteOption = offlineOnly ? .offlineOnly : allowOffline ? .allowOffline : .default
             let connection = try options.connect()
-            let (result, raw) = try options.call(connection, ControlCalls.CredentialsDelete.self, CredentialIDParams(id: id))
+            let (result, raw) = try options.call(connection, ControlCalls.CredentialsDelete.self, DeleteParams(id: id, option: option))
             if options.json {
                 print(raw.jsonText)
             } else if result.siteInformed {

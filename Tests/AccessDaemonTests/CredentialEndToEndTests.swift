@@ -249,16 +249,28 @@ struct CredentialEndToEndTests {
         let client = try harness.connect()
         let a = try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string
         let b = try client.call("credentials.register", ["url": .string(try site.invite("B").url)]).get()["id"]?.string
+        let c = try #require(try client.call("credentials.register", ["url": .string(try site.invite("C").url)]).get()["id"]?.string)
         let deleted = try client.call("credentials.delete", ["id": .string(try #require(a))]).get()
         #expect(deleted["deleted"] == true)
         #expect(deleted["siteInformed"] == true)
         #expect(try site.run(["credentials"]).contains("\"deleted\":true"))
-        // The site is down: deleted here anyway, and the answer says the site was not told.
+        // The site is down. By default (the SDK's DeleteOption.default) nothing is deleted: the
+        // site would keep a live credential nobody holds.
         site.stop()
-        let offline = try client.call("credentials.delete", ["id": .string(try #require(b))]).get()
-        #expect(offline["deleted"] == true)
-        #expect(offline["siteInformed"] == false)
-        #expect(offline["siteError"] == "site.unreachable")
+        #expect(failureCode(try client.call("credentials.delete", ["id": .string(try #require(b))])) == "site.unreachable")
+        let refused = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--socket", harness.socketPath],
+                                     mergingErrors: true)
+        #expect(refused.status == 1 && refused.output.contains("not deleted: the site cannot be reached"), "\(refused.output)")
+        #expect(try client.call("credentials.list").get()["credentials"]?.array?.count == 2)
+        // allowOffline: deleted here anyway, and the answer says the site was not told.
+        let offline = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--allow-offline",
+                                      "--json", "--socket", harness.socketPath])
+        let answer = try JSONValue.parse(offline.output)
+        #expect(answer["deleted"] == true && answer["siteInformed"] == false && answer["siteError"] == "site.unreachable",
+                "\(offline.output)")
+        // offlineOnly: the site is not even asked.
+        let local = try client.call("credentials.delete", ["id": .string(c), "option": "offlineOnly"]).get()
+        #expect(local["deleted"] == true && local["siteError"] == "notAsked")
         #expect(try client.call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(failureCode(try client.call("credentials.delete", ["id": "ffff"])) == "credential.unknown")
         #expect(harness.stop() == 0)

@@ -48,7 +48,7 @@ extension AccessDaemonServices {
                 Render.credential($0, items: items, pinAttempts: self.book.pinAttempts)
             }))
         }
-        table.on(ControlCalls.CredentialsDelete.self) { params, client in await self.admin.delete(params.id, uid: client.uid) }
+        table.on(ControlCalls.CredentialsDelete.self) { params, client in await self.admin.delete(params.id, option: params.option ?? .default, uid: client.uid) }
         table.on(ControlCalls.ItemsSync.self) { _, _ in await self.sync.syncNow(reason: "requested") }
         table.on(ControlCalls.ItemsList.self) { _, _ in .success(ItemsAnswer(items: self.book.items.map(Render.item))) }
         return table.handlers

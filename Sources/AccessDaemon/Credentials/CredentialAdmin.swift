@@ -94,7 +94,7 @@ struct CredentialAdmin: Sendable {
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 
-    func delete(_ text: String, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
+    func delete(_ text: String, option: DeleteOption = .default, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
         let lowered = text.lowercased()
         let matches = book.credentials.filter { $0.credential.id.description.hasPrefix(lowered) }
         guard let stored = matches.first, matches.count == 1, !lowered.isEmpty else {
@@ -102,11 +102,21 @@ struct CredentialAdmin: Sendable {
         }
         let id = stored.credential.id
         var siteError: String?
-        do {
-            try await site.delete(stored)
-        } catch {
-            siteError = error.code
-            logger.warning("the site was not told of the deletion", metadata: ["credential": "\(id)", "error": "\(error)"])
+        if option != .offlineOnly {
+            do {
+                try await site.delete(stored)
+            } catch {
+                logger.warning("the site was not told of the deletion", metadata: ["credential": "\(id)", "error": "\(error)"])
+                // The SDK's default keeps the credential when the site cannot be told: deleting
+                // it here alone would leave a live credential at the site nobody holds.
+                guard option == .allowOffline else {
+                    return .failure(.failed(error.code, "not deleted: \(error.description); to delete it here anyway "
+                        + "(the site keeps it until its administrator revokes it): option allowOffline"))
+                }
+                siteError = error.code
+            }
+        } else {
+            siteError = "notAsked"
         }
         do {
             try book.delete(id)

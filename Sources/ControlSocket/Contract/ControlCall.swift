@@ -103,7 +103,7 @@ public enum ControlCalls {
     }
 
     public enum CredentialsDelete: ControlCall {
-        public typealias Params = CredentialIDParams
+        public typealias Params = DeleteParams
         public typealias Answer = DeleteAnswer
         public static let method = ControlMethod.credentialsDelete
     }

@@ -68,7 +68,22 @@ public struct RegisterParams: Codable, Sendable, Hashable {
 }
 
 /// `credentials.delete`: an id, or a prefix of one that matches one credential.
-public struct CredentialIDParams: Codable, Sendable, Hashable {
+/// `credentials.delete {id, option?}`: `option` is the SDK's `DeleteOption`.
+public struct DeleteParams: Codable, Sendable, Hashable {
     public var id: String
-    public init(id: String) { self.id = id }
+    public var option: DeleteOption?
+    public init(id: String, option: DeleteOption? = nil) {
+        self.id = id
+        self.option = option
+    }
+}
+
+/// The SDK's `DeleteOption`: whether a deletion needs the site.
+public enum DeleteOption: String, Codable, Sendable, CaseIterable {
+    /// Delete at the site and here; refuse (delete nothing) if the site cannot be told.
+    case `default`
+    /// Delete at the site and here; delete here even if the site cannot be told.
+    case allowOffline
+    /// Delete here only, without contacting the site (it keeps the credential: not recommended).
+    case offlineOnly
 }
