@@ -56,6 +56,7 @@ enum ControlRequestHarness {
             if let code = register.code { _ = try? InvitationCode(code) }
             if let pin = register.pin { _ = try? PIN.validate(pin) }
         case .credentialsDelete: _ = try params.decode(DeleteParams.self)
+        case .secondFactorCancel: _ = try params.decode(RequestParams.self)
         }
     }
 }

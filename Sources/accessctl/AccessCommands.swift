@@ -99,9 +99,16 @@ struct Pin: ParsableCommand {
     @Argument(help: "The request from the secondFactor.required event (default: the one open prompt).",
               completion: LiveCompletions.prompts) var request: String?
     @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
+    @Flag(help: "Decline the prompt instead: the access ends userCancelled, and no attempt is spent.") var cancel = false
 
     func run() throws {
         let request = try self.request ?? onlyOpenPrompt()
+        if cancel {
+            let connection = try options.connect()
+            let (_, raw) = try options.call(connection, ControlCalls.SecondFactorCancel.self, RequestParams(request: request))
+            print(options.json ? raw.jsonText : "prompt \(request) declined")
+            return
+        }
         let pin: String
         if pinStdin {
             guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }

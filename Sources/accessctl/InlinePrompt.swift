@@ -55,7 +55,8 @@ struct InlinePrompt {
         for _ in 0..<3 {
             let typed = pinStdin ? readLine() : PinPrompt.read("\(text) (reader \(reader), \(attemptsLeft) attempts left): ")
             guard let pin = typed, !pin.isEmpty else {
-                printError("accessctl: no PIN given; the reader will deny when its \(seconds) s are up")
+                // Nothing typed (Enter, or end of input): decline now rather than let the reader wait.
+                cancel(request: request)
                 return
             }
             guard (try? PIN.validate(pin)) != nil else {
@@ -74,6 +75,14 @@ struct InlinePrompt {
                 printError("accessctl: \(message)")
                 return
             }
+        }
+    }
+
+    private func cancel(request: String) {
+        guard let connection = try? ControlConnection(path: options.socket) else { return }
+        connection.answerTimeout = .seconds(5)
+        if case .success? = try? connection.call(.secondFactorCancel, ["request": .string(request)]) {
+            printError("accessctl: no PIN given: prompt \(request) declined")
         }
     }
 

@@ -80,6 +80,29 @@ struct InlinePromptTests {
         await shell.stop()
     }
 
+    /// A person who will not give a PIN: Enter at the prompt (an empty line here) declines it
+    /// at once (`secondFactor.cancel`): the reader is told, the access ends `userCancelled`, and
+    /// no attempt is spent, where before the reader waited out its 30 s.
+    @Test func anEmptyPinDeclinesThePrompt() async throws {
+        let (shell, socket) = try await setUp()
+        let started = ContinuousClock.now
+        let result = try await taskOnThreadOfItsOwn {
+            try runCommand([AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket], input: "\n",
+                           mergingErrors: true)
+        }.value
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.output.contains("accessctl: no PIN given: prompt sf-"), "\(result.output)")
+        #expect(result.output.contains("access failed: userCancelled"), "\(result.output)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(shell.failedPinAttempts == 0)
+        let completed = try await shell.waitForEvent("access.completed")
+        #expect(completed["error"] == "userCancelled")
+        // Nothing open any more: a second cancel is refused.
+        let again = await shell.call("secondFactor.cancel", ["request": "sf-1"])
+        #expect(again.failureData?["error"] == "secondFactor.noSuchRequest")
+        await shell.stop()
+    }
+
     /// Registering without a terminal used to register silently without a PIN, which cannot be
     /// added later. Now it is refused before anything is sent.
     @Test func registeringWithoutATerminalNeedsAChoice() throws {

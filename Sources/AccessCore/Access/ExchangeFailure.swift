@@ -20,6 +20,9 @@ public enum ExchangeFailure: Hashable, Sendable {
     /// The reader asks for a second factor that cannot be given automatically.
     case secondFactorRequired
     case secondFactorLockedOut
+    /// The person declined the second-factor prompt (`secondFactor.cancel`): the SDK's
+    /// `userCancelled`.
+    case userCancelled
     /// A protocol violation by the reader (malformed frame, replay).
     case protocolViolation
     /// The adapter is powered off or blocked.
@@ -56,6 +59,7 @@ public enum ExchangeFailure: Hashable, Sendable {
         case .invalidatedCredential: .invalidatedCredential
         case .secondFactorRequired: .secondFactorRequired
         case .secondFactorLockedOut: .secondFactorLockedOut
+        case .userCancelled: .userCancelled
         case .protocolViolation: .unexpected
         case .bluetoothDisabled: .bluetoothDisabled
         }

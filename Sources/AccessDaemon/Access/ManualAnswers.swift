@@ -88,6 +88,7 @@ extension AccessEngine {
         case .invalidatedCredential?: return "the reader refused the credential (revoked or unknown to it)"
         case .secondFactorRequired?: return "the reader asks for a PIN and this credential has none set"
         case .secondFactorLockedOut?: return "no PIN attempts are left for this credential"
+        case .userCancelled?: return "the PIN prompt was declined (secondFactor.cancel)"
         case .protocolViolation?: return "the reader broke the reader protocol (the journal has the detail)"
         case .bluetoothDisabled?: return "the adapter is off or blocked (accessctl diagnose)"
         default: return nil

@@ -40,6 +40,7 @@ extension AccessDaemonServices {
         table.on(ControlCalls.SecondFactorRespond.self) { params, _ in
             await self.exchanges.respond(request: params.request, pin: params.pin)
         }
+        table.on(ControlCalls.SecondFactorCancel.self) { params, _ in await self.exchanges.cancel(request: params.request) }
         table.on(ControlCalls.SecondFactorList.self) { _, _ in .success(PromptsAnswer(prompts: await self.exchanges.openPrompts())) }
         table.on(ControlCalls.CredentialsRegister.self) { params, client in await self.admin.register(params, uid: client.uid) }
         table.on(ControlCalls.CredentialsList.self) { _, _ in

@@ -49,6 +49,18 @@ extension ExchangeEngine {
         }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
+    /// `secondFactor.cancel {request}`: the person declines. The reader is told the second
+    /// factor failed and the exchange ends `userCancelled`; no attempt is spent.
+    func cancel(request: String) -> Result<CancelAnswer, RPCError> {
+        guard let (reader, _) = runs.first(where: { $0.value.secondFactorRequest == request }) else {
+            return .failure(.failed("secondFactor.noSuchRequest", "no second-factor prompt \(request) is open"))
+        }
+        runs[reader]?.secondFactorRequest = nil
+        logger.notice("second-factor prompt cancelled", metadata: ["reader": "\(reader)", "request": "\(request)"])
+        feed(reader, .secondFactorUnavailable(.userCancelled))
+        return .success(CancelAnswer(request: request, cancelled: true))
+    }
+
     /// `secondFactor.respond {request, pin}`. The key derivation runs on the caller's task,
     /// never on the engine.
     nonisolated func respond(request: String, pin: String) async -> Result<PinAnswer, RPCError> {

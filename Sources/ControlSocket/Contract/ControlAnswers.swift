@@ -231,6 +231,15 @@ public struct PromptInfo: Codable, Sendable, Hashable {
     }
 }
 
+public struct CancelAnswer: Codable, Sendable, Hashable {
+    public var request: String
+    public var cancelled: Bool
+    public init(request: String, cancelled: Bool) {
+        self.request = request
+        self.cancelled = cancelled
+    }
+}
+
 public struct PinAnswer: Codable, Sendable, Hashable {
     public var request: String
     public var accepted: Bool

@@ -90,6 +90,12 @@ public enum ControlCalls {
         public static let method = ControlMethod.secondFactorList
     }
 
+    public enum SecondFactorCancel: ControlCall {
+        public typealias Params = RequestParams
+        public typealias Answer = CancelAnswer
+        public static let method = ControlMethod.secondFactorCancel
+    }
+
     public enum CredentialsRegister: ControlCall {
         public typealias Params = RegisterParams
         public typealias Answer = CredentialInfo

@@ -14,6 +14,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case actionsPerform = "actions.perform"
     case secondFactorRespond = "secondFactor.respond"
     case secondFactorList = "secondFactor.list"
+    case secondFactorCancel = "secondFactor.cancel"
     case credentialsRegister = "credentials.register"
     case credentialsList = "credentials.list"
     case credentialsDelete = "credentials.delete"
@@ -37,7 +38,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
         switch self {
         case .statusGet, .readersList, .eventsSubscribe, .eventsUnsubscribe: .observer
         case .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
-             .secondFactorRespond, .secondFactorList:
+             .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .itemsSync, .itemsList: .admin
         }

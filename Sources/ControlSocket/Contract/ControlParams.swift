@@ -87,3 +87,9 @@ public enum DeleteOption: String, Codable, Sendable, CaseIterable {
     /// Delete here only, without contacting the site (it keeps the credential: not recommended).
     case offlineOnly
 }
+
+/// `secondFactor.cancel {request}`: a prompt's request id.
+public struct RequestParams: Codable, Sendable, Hashable {
+    public var request: String
+    public init(request: String) { self.request = request }
+}
