@@ -114,7 +114,12 @@ public enum ConfigurationLoader {
                 }
                 c.features = set
             }
-            c.secondFactorPrompt = try string("prompts", "second_factor") ?? c.secondFactorPrompt
+            if let prompt = try string("prompts", "second_factor") {
+                guard (1...256).contains(prompt.utf8.count) else {
+                    throw fail("prompts", "second_factor", "second_factor must be 1 to 256 bytes")
+                }
+                c.secondFactorPrompt = prompt
+            }
             if let path = try string("socket", "path") {
                 guard path.hasPrefix("/"), path.utf8.count < 108 else {
                     throw fail("socket", "path", "path must be absolute and shorter than 108 bytes")

@@ -1,4 +1,5 @@
 import AccessCore
+import AccessStore
 import ControlSocket
 import Crypto
 
@@ -29,7 +30,7 @@ extension ExchangeEngine {
         runs[reader]?.secondFactorOpenedAt = ContinuousClock.now
         journal.emit("secondFactor.required", [
             "request": .string(request), "reader": .string(reader.description),
-            "credential": .string(run.credential.description), "prompt": .string(settings.secondFactorPrompt),
+            "credential": .string(run.credential.description), "prompt": .string(promptText(run, stored)),
             "attemptsLeft": .int(Int64(book.pinAttempts - stored.failedPinAttempts)),
             "timeoutSeconds": .int(settings.secondFactorTimeout.components.seconds),
         ])
@@ -43,10 +44,15 @@ extension ExchangeEngine {
                   let stored = book.credential(run.credential) else { return nil }
             let left = settings.secondFactorTimeout - (ContinuousClock.now - opened)
             return (opened, PromptInfo(request: request, reader: run.session.readerID.description,
-                                       credential: run.credential.description, prompt: settings.secondFactorPrompt,
+                                       credential: run.credential.description, prompt: promptText(run, stored),
                                        attemptsLeft: max(0, book.pinAttempts - stored.failedPinAttempts),
                                        secondsLeft: max(0, left.components.seconds)))
         }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    private func promptText(_ run: ExchangeRun, _ stored: StoredCredential) -> String {
+        PromptText.render(settings.secondFactorPrompt, readerName: run.readerName,
+                          readerID: run.session.readerID.description, siteName: stored.siteName)
     }
 
     /// `secondFactor.cancel {request}`: the person declines. The reader is told the second

@@ -71,6 +71,7 @@ actor ExchangeEngine {
         nextID += 1
         var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
                               devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
+        run.readerName = order.reader.name
         var started: [String: JSONValue] = ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
                                             "operation": Render.operation(order.operation)]
         if let name = order.reader.name, !name.isEmpty { started["readerName"] = .string(name) }

@@ -46,6 +46,8 @@ struct ExchangeRun: Sendable {
     var secondFactorRequest: String?
     /// When that prompt opened, for `secondFactor.list`'s time left.
     var secondFactorOpenedAt: ContinuousClock.Instant?
+    /// The name the reader advertises, for the prompt's text.
+    var readerName: String?
     var phases: ExchangePhases
 }
 
