@@ -57,6 +57,8 @@ enum ControlRequestHarness {
             if let pin = register.pin { _ = try? PIN.validate(pin) }
         case .credentialsDelete: _ = try params.decode(DeleteParams.self)
         case .secondFactorCancel: _ = try params.decode(RequestParams.self)
+        case .credentialsSetPin: _ = try params.decode(SetPinParams.self)
+        case .credentialsUnlock: _ = try params.decode(CredentialIDParams.self)
         }
     }
 }

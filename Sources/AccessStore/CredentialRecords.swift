@@ -145,6 +145,16 @@ extension AccessStore {
         }
     }
 
+    /// A new PIN: the second-factor key sealed again. The old sealing is checkpointed out of the
+    /// write-ahead log, as a deleted key is.
+    public func setSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE credential SET sealedSecondFactor = ?, failedPinAttempts = 0 WHERE id = ?",
+                           arguments: [Data(sealed.encoded), id.description])
+        }
+        try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+    }
+
     public func setFailedPinAttempts(_ id: CredentialID, _ count: Int) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE credential SET failedPinAttempts = ? WHERE id = ?", arguments: [count, id.description])

@@ -9,7 +9,7 @@ import Glibc
 struct Credentials: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Register, list and delete credentials (root or the admin group).",
-        subcommands: [List.self, Register.self, Delete.self], defaultSubcommand: List.self)
+        subcommands: [List.self, Register.self, Delete.self, ChangePin.self, Unlock.self], defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Credentials held, with state and second factor.")

@@ -50,6 +50,8 @@ extension AccessDaemonServices {
             }))
         }
         table.on(ControlCalls.CredentialsDelete.self) { params, client in await self.admin.delete(params.id, option: params.option ?? .default, uid: client.uid) }
+        table.on(ControlCalls.CredentialsSetPin.self) { params, client in await self.admin.setPin(params, uid: client.uid) }
+        table.on(ControlCalls.CredentialsUnlock.self) { params, client in self.admin.unlock(params.id, uid: client.uid) }
         table.on(ControlCalls.ItemsSync.self) { _, _ in await self.sync.syncNow(reason: "requested") }
         table.on(ControlCalls.ItemsList.self) { _, _ in .success(ItemsAnswer(items: self.book.items.map(Render.item))) }
         return table.handlers

@@ -94,11 +94,21 @@ struct CredentialAdmin: Sendable {
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 
-    func delete(_ text: String, option: DeleteOption = .default, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
+    /// The one credential whose id starts with `text`.
+    func find(_ text: String) -> Result<StoredCredential, RPCError> {
         let lowered = text.lowercased()
         let matches = book.credentials.filter { $0.credential.id.description.hasPrefix(lowered) }
         guard let stored = matches.first, matches.count == 1, !lowered.isEmpty else {
             return .failure(.failed("credential.unknown", matches.isEmpty ? "no credential \(text)" : "\(text) matches more than one credential"))
+        }
+        return .success(stored)
+    }
+
+    func delete(_ text: String, option: DeleteOption = .default, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
+        let stored: StoredCredential
+        switch find(text) {
+        case let .success(found): stored = found
+        case let .failure(error): return .failure(error)
         }
         let id = stored.credential.id
         var siteError: String?

@@ -143,6 +143,22 @@ public final class CredentialBook: Sendable {
         if reset { persistPinAttempts(id, 0) }
     }
 
+    /// The PIN changed: the key sealed under the new one, and the count starts again.
+    func replaceSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
+        try store.setSealedSecondFactor(id, sealed)
+        contents.withLockedValue { contents in
+            guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) else { return }
+            contents.credentials[index].credential.sealedSecondFactor = sealed
+            contents.credentials[index].failedPinAttempts = 0
+        }
+        changed()
+    }
+
+    /// An administrator lifts a lock-out (`credentials.unlock`): as if the right PIN was given.
+    func unlock(_ id: CredentialID) {
+        pinSucceeded(id)
+    }
+
     func isLockedOut(_ id: CredentialID) -> Bool {
         (credential(id)?.failedPinAttempts ?? 0) >= pinAttempts
     }

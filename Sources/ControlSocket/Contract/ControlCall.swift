@@ -96,6 +96,18 @@ public enum ControlCalls {
         public static let method = ControlMethod.secondFactorCancel
     }
 
+    public enum CredentialsSetPin: ControlCall {
+        public typealias Params = SetPinParams
+        public typealias Answer = CredentialInfo
+        public static let method = ControlMethod.credentialsSetPin
+    }
+
+    public enum CredentialsUnlock: ControlCall {
+        public typealias Params = CredentialIDParams
+        public typealias Answer = CredentialInfo
+        public static let method = ControlMethod.credentialsUnlock
+    }
+
     public enum CredentialsRegister: ControlCall {
         public typealias Params = RegisterParams
         public typealias Answer = CredentialInfo

@@ -18,6 +18,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case credentialsRegister = "credentials.register"
     case credentialsList = "credentials.list"
     case credentialsDelete = "credentials.delete"
+    case credentialsSetPin = "credentials.setPin"
+    case credentialsUnlock = "credentials.unlock"
     case itemsSync = "items.sync"
     case itemsList = "items.list"
 
@@ -40,7 +42,9 @@ public enum ControlMethod: String, CaseIterable, Sendable {
         case .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
              .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
-        case .credentialsRegister, .credentialsList, .credentialsDelete, .itemsSync, .itemsList: .admin
+        case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock, .itemsSync,
+             .itemsList:
+            .admin
         }
     }
 }

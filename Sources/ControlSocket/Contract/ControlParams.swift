@@ -93,3 +93,21 @@ public struct RequestParams: Codable, Sendable, Hashable {
     public var request: String
     public init(request: String) { self.request = request }
 }
+
+/// `credentials.unlock {id}`: a credential id or a unique prefix.
+public struct CredentialIDParams: Codable, Sendable, Hashable {
+    public var id: String
+    public init(id: String) { self.id = id }
+}
+
+/// `credentials.setPin {id, oldPin, newPin}`.
+public struct SetPinParams: Codable, Sendable, Hashable {
+    public var id: String
+    public var oldPin: String
+    public var newPin: String
+    public init(id: String, oldPin: String, newPin: String) {
+        self.id = id
+        self.oldPin = oldPin
+        self.newPin = newPin
+    }
+}

@@ -1,0 +1,73 @@
+import AccessCore
+import AccessStore
+import ControlSocket
+import Crypto
+
+/// `credentials.setPin` and `credentials.unlock`: the second factor's life after registration.
+/// Changing a PIN proves the old one first, charged as an attempt like any PIN at a door (a
+/// way around the lock-out otherwise); setting one where none was set is not possible here: the
+/// site knows no second-factor key for that credential (register again with a PIN).
+extension CredentialAdmin {
+    func setPin(_ params: SetPinParams, uid: UInt32) async -> Result<CredentialInfo, RPCError> {
+        let stored: StoredCredential
+        switch find(params.id) {
+        case let .success(found): stored = found
+        case let .failure(error): return .failure(error)
+        }
+        let id = stored.credential.id
+        guard (try? PIN.validate(params.newPin)) != nil else {
+            return .failure(.invalidParams("newPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+        }
+        guard stored.credential.sealedSecondFactor != nil else {
+            return .failure(.failed("secondFactor.notSet", "credential \(id) has no PIN: the site knows no second-factor key "
+                + "for it, so one cannot be added here; register again with a PIN"))
+        }
+        let attempt: CredentialBook.ChargedAttempt
+        do {
+            attempt = try book.chargePinAttempt(id, pin: params.oldPin)
+        } catch .lockedOut {
+            return .failure(.failed("secondFactorLockedOut", "no PIN attempts left: an administrator can lift it (credentials.unlock)"))
+        } catch {
+            return .failure(.invalidParams("oldPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+        }
+        // scrypt twice (a tenth of a second each) on this request's task.
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try attempt.sealed.unseal(pin: params.oldPin, credential: id)
+        } catch {
+            logger.warning("PIN change refused: wrong PIN", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+            return .failure(RPCError(code: -32010, message: "wrong PIN",
+                                     data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(attempt.attemptsLeftAfterCharge))]))
+        }
+        var generator = SystemRandomNumberGenerator()
+        do {
+            let sealed = try SealedSecondFactorKey.seal(key, pin: params.newPin, credential: id, using: &generator)
+            try book.replaceSealedSecondFactor(id, sealed)
+        } catch {
+            return .failure(.internalError("cannot store the new PIN: \(error)"))
+        }
+        logger.notice("PIN changed", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+        journal.emit("credentials.changed", ["reason": "pinChanged", "id": .string(id.description)])
+        return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
+    }
+
+    func unlock(_ text: String, uid: UInt32) -> Result<CredentialInfo, RPCError> {
+        let stored: StoredCredential
+        switch find(text) {
+        case let .success(found): stored = found
+        case let .failure(error): return .failure(error)
+        }
+        let id = stored.credential.id
+        guard book.isLockedOut(id) || stored.failedPinAttempts > 0 else {
+            return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
+        }
+        book.unlock(id)
+        logger.notice("second factor unlocked by an administrator", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+        journal.emit("credentials.changed", ["reason": "unlocked", "id": .string(id.description)])
+        return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
+    }
+
+    private func info(_ id: CredentialID) -> CredentialInfo? {
+        book.credential(id).map { Render.credential($0, items: book.items, pinAttempts: book.pinAttempts) }
+    }
+}
