@@ -21,7 +21,11 @@ struct ExchangeEngineTests {
         let answer = try await shell.call("access.request", ["reader": "2A01"]).get()
         #expect(answer["decision"]?.string == "granted")
         #expect(answer["timings"]?["connectMs"] != nil && answer["timings"]?["connectMs"] != .null)
+        // Which credential was presented, as the SDK's AccessResult.credentialId (issue #13).
+        #expect(answer["credential"] == .string(ShellHarness.credentialID.description))
         #expect(try shell.events("access.started").count == 1)
+        #expect(try shell.events("access.started").first?["credential"] == .string(ShellHarness.credentialID.description))
+        #expect(try await shell.waitForEvent("access.completed")["credential"] == .string(ShellHarness.credentialID.description))
         // The link is dropped after the decision.
         try await shell.waitUntil("disconnected") { await shell.central.callCount("Disconnect") == 1 }
         #expect(reader.reports.count == 1)

@@ -59,6 +59,7 @@ extension AccessEngine {
         var answer = Render.exchange(reader, origin: origin, outcome: outcome,
                                      timings: requests.timings.removeValue(forKey: reader))
         answer.readerName = sightings.registry.reader(reader)?.name
+        answer.credential = requests.credentials.removeValue(forKey: reader)?.description
         journal.emit("access.completed", Render.json(answer))
         guard case let .manual(request) = origin else { return }
         let asked = requests.asked.removeValue(forKey: request)
@@ -76,6 +77,7 @@ extension AccessEngine {
                                outcome: ExchangeOutcome, timings: ExchangeTimings?) {
         var answer = Render.exchange(reader, origin: .manual(request), outcome: outcome, timings: timings)
         answer.readerName = sightings.registry.reader(reader)?.name
+        answer.credential = requests.credentials.removeValue(forKey: reader)?.description
         if case .failed = outcome { answer.error = error.rawValue }
         journal.emit("access.completed", Render.json(answer))
         let asked = requests.asked.removeValue(forKey: request)
@@ -96,6 +98,8 @@ struct ManualRequests: Sendable {
     var timings: [ReaderID: ExchangeTimings] = [:]
     /// What each open request asked for, to say so in its answer.
     var asked: [RequestID: (reader: ReaderID, operation: ExchangeOperation)] = [:]
+    /// The credential each ended exchange presented, until the controller reports it.
+    var credentials: [ReaderID: CredentialID] = [:]
     /// Requests whose timeout fired, by the reader whose aborted exchange has yet to end.
     var timedOut: [ReaderID: (request: RequestID, error: ReaderConnectionError)] = [:]
 

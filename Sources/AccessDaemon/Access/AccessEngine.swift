@@ -19,7 +19,8 @@ actor AccessEngine {
         case forgetReaders
         /// Once a second: readers not heard for too long expire.
         case tick
-        case exchangeEnded(ReaderID, ExchangeOutcome, timings: ExchangeTimings?)
+        /// `credential`: the one presented, when the exchange got as far as choosing it.
+        case exchangeEnded(ReaderID, ExchangeOutcome, timings: ExchangeTimings?, credential: CredentialID? = nil)
         case linkPrepared(ReaderID)
         /// A person is typing a PIN: the manual request's timeout gives way to the reader's.
         case secondFactorPrompted(ExchangeOrigin)
@@ -85,7 +86,8 @@ actor AccessEngine {
             for id in sightings.removeAll() { readerGone(id, at: now) }
         case .tick:
             for id in sightings.expire(at: now, linked: Set(controller.slots.active.keys)) { readerGone(id, at: now) }
-        case let .exchangeEnded(reader, outcome, timings):
+        case let .exchangeEnded(reader, outcome, timings, credential):
+            requests.credentials[reader] = credential
             if let (request, error) = requests.timedOut.removeValue(forKey: reader) {
                 timedOutExchangeEnded(reader, request: request, error: error, outcome: outcome, timings: timings)
             } else if let timings {

@@ -73,7 +73,7 @@ actor ExchangeEngine {
                               devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
         run.readerName = order.reader.name
         var started: [String: JSONValue] = ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
-                                            "operation": Render.operation(order.operation)]
+                                            "operation": Render.operation(order.operation), "credential": .string(credential.description)]
         if let name = order.reader.name, !name.isEmpty { started["readerName"] = .string(name) }
         journal.emit("access.started", .object(started))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
@@ -154,7 +154,7 @@ actor ExchangeEngine {
             await previous?.value
             try? await central.disconnect(device: devicePath, timeout: .seconds(5))
         }
-        reports.yield(.exchangeEnded(reader, outcome, timings: timings))
+        reports.yield(.exchangeEnded(reader, outcome, timings: timings, credential: run.credential))
     }
 
     /// BlueZ says the device is gone or disconnected: exchanges whose link was up hear it.

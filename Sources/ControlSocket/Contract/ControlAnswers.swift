@@ -182,6 +182,8 @@ public struct ExchangeAnswer: Codable, Sendable, Hashable {
     public var reader: String
     /// The name the reader advertises (its GAP name), when it has one.
     public var readerName: String?
+    /// The credential presented (the SDK's `AccessResult.credentialId`), once one was chosen.
+    public var credential: String?
     public var origin: String
     public var decision: String?
     public var granted: Bool?
