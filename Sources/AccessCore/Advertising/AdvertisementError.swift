@@ -18,6 +18,9 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
     /// The RSSI bluetoothd reported is not one a radio measures: HCI gives -127...20 dBm, and
     /// 127 for "not available". Taken as real, 127 showed a reader as near (issue #17).
     case rssiOutOfRange(Int)
+    /// A new reader while `ReaderRegistry.capacity` readers are tracked: a broadcaster
+    /// rotating reader ids would otherwise grow the registry (and the journal) without bound.
+    case tooManyReaders(limit: Int)
 
     public var code: String {
         switch self {
@@ -33,6 +36,7 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
         case .missingServiceData: "missingServiceData"
         case .exceedsLegacyPDU: "exceedsLegacyPdu"
         case .rssiOutOfRange: "rssiOutOfRange"
+        case .tooManyReaders: "tooManyReaders"
         }
     }
 
@@ -50,6 +54,7 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
         case .missingServiceData: "no reader service data in advertising data"
         case let .exceedsLegacyPDU(length): "advertising data is \(length) bytes, a legacy PDU holds 31"
         case let .rssiOutOfRange(rssi): "RSSI \(rssi) dBm outside -127...20"
+        case let .tooManyReaders(limit): "a new reader while \(limit) are tracked"
         }
     }
 }

@@ -47,6 +47,17 @@ public struct ReaderRegistry: Sendable {
     /// arithmetic).
     public static let measurableRSSI = -127...20
 
+    /// Readers tracked at once, heard or expiring (a kiosk hears a handful). A new reader beyond
+    /// it is refused until one expires (`[range] stale_timeout`); those tracked keep updating.
+    public static let capacity = 2048
+
+    public var isFull: Bool { entries.count >= Self.capacity }
+
+    /// Whether an advertisement of `id` can be taken: a reader already tracked, or room.
+    public func hasRoom(for id: ReaderID) -> Bool {
+        index[id] != nil || entries.count < Self.capacity
+    }
+
     public var range: RangeConfiguration
     public var reporting: ReportingPolicy
     private var index: [ReaderID: Int] = [:]

@@ -48,6 +48,8 @@ actor AccessEngine {
     var adapterPath: String?
     var timers: [AccessController.Timer: (id: UInt64, task: Task<Void, Never>)] = [:]
     var requests = ManualRequests()
+    /// Whether the registry's capacity was reported full (until there is room again).
+    var registryFullWarned = false
     let connectEarly: Bool
 
     init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, door: Door,
@@ -119,10 +121,21 @@ actor AccessEngine {
 
     private func advertised(_ device: DeviceState, at now: Timestamp) {
         guard device.adapterPath == adapterPath else { return }
+        var full = false
         guard let sighting = sightings.observe(device, at: now, refusal: { error in
+            if case .tooManyReaders = error { full = true }
             logger.debug("advertisement refused", metadata: ["address": "\(device.address.map(\.description) ?? "?")",
                                                              "error": "\(error.code)"])
-        }) else { return }
+        }) else {
+            // Once per episode: a flood of new reader ids is the one sign of it worth a warning.
+            if full && !registryFullWarned {
+                registryFullWarned = true
+                logger.warning("new readers refused: \(ReaderRegistry.capacity) readers are tracked",
+                               metadata: ["limit": "\(ReaderRegistry.capacity)"])
+            }
+            return
+        }
+        if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
         let id = sighting.advertisement.readerID, observation = sighting.observation
         if let update = observation.update { journal.emit("reader.updated", Render.json(Render.reader(update))) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {

@@ -37,6 +37,11 @@ struct ReaderSightings: Sendable {
             refusal(error)
             return nil
         }
+        guard registry.hasRoom(for: advertisement.readerID) else {
+            refused += 1
+            refusal(.tooManyReaders(limit: ReaderRegistry.capacity))
+            return nil
+        }
         let raw = address.bytes
         let deviceAddress = DeviceAddress(rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         let observation = registry.observe(advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)

@@ -1,0 +1,36 @@
+import AccessCore
+import AccessJSON
+import BlueZTestSupport
+import Testing
+
+/// A broadcaster rotating reader ids grew the registry, and the journal with a `reader.updated`
+/// per new id, without bound. At `ReaderRegistry.capacity` new readers are refused and counted;
+/// those tracked go on updating.
+@Suite("Reader registry capacity")
+struct ReaderCapacityTests {
+    @Test func newReadersBeyondTheCapacityAreRefusedAndCounted() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let limit = ReaderRegistry.capacity
+        func advertise(_ id: UInt32, rssi: Int) async {
+            var advertisement = ReaderAdvertisement(
+                kind: .gallagherStyle, flags: [.manualConnectEnabled], readerID: ReaderID(id), txPower: -59,
+                autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: ShellHarness.siteTag)
+            advertisement.readerID = ReaderID(id)
+            _ = await shell.central.advertise(address: "00:BB:02:00:00:01", rssi: rssi,
+                                              serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
+        }
+        for id in 1...UInt32(limit + 10) { await advertise(id, rssi: -80) }
+        try await shell.waitUntil("all advertisements handled", timeout: .seconds(60)) {
+            let status = try await shell.call("status.get").get()
+            return status["readerCount"]?.int == Int64(limit) && status["refusedAdvertisements"]?.int == 10
+        }
+        // One tracked reader moves: still followed.
+        await advertise(1, rssi: -60)
+        await advertise(1, rssi: -60)
+        try await shell.waitUntil("the tracked reader updates") {
+            try await shell.call("readers.list").get()["readers"]?.array?.first { $0["id"] == "00000001" }?["rssi"] == -60
+        }
+        await shell.stop()
+    }
+}
