@@ -1,6 +1,6 @@
 import AccessJSON
 
-/// What the second-factor, credential and item methods answer (docs/protocol.md).
+// What the second-factor, credential and item methods answer (docs/protocol.md).
 
 /// `secondFactor.list`: the prompts open now, oldest first.
 public struct PromptsAnswer: Codable, Sendable, Hashable {
