@@ -51,7 +51,8 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print JSON (one object per line) for scripts.") var json = false
     @Option(help: ArgumentHelp("Seconds to wait for each answer.", discussion: """
         Default 5; 60 for access, actions, action and pin (an exchange with a second factor); \
-        30 for the calls that reach the site (credentials register and delete, items sync).
+        30 for the calls that reach the site (credentials register and delete, items sync) and \
+        for credentials pin.
         """, valueName: "seconds"))
     var timeout: Double?
 
@@ -60,7 +61,8 @@ struct GlobalOptions: ParsableArguments {
         if let timeout { return .milliseconds(Int64(max(0.1, timeout) * 1000)) }
         switch method {
         case .accessRequest, .actionsList, .actionsPerform, .secondFactorRespond: return .seconds(60)
-        case .credentialsRegister, .credentialsDelete, .itemsSync: return .seconds(30)
+        // A PIN change runs the slow key derivation twice.
+        case .credentialsRegister, .credentialsDelete, .itemsSync, .credentialsSetPin: return .seconds(30)
         default: return .seconds(5)
         }
     }
