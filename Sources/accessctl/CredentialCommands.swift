@@ -55,6 +55,7 @@ struct Credentials: ParsableCommand {
         @Option(help: "The name the site shows for this device (default: accessd's).") var deviceName: String?
         @Flag(help: "Set no PIN, and do not ask.") var noPin = false
         @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
+        @Flag(help: "Replace the credential held for that site (it is deleted, and its site told).") var replace = false
 
         func validate() throws {
             guard (url != nil) != (host != nil || code != nil), url != nil || (host != nil && code != nil) else {
@@ -64,7 +65,7 @@ struct Credentials: ParsableCommand {
         }
 
         func run() throws {
-            var params = RegisterParams(url: url, host: host, code: code, deviceName: deviceName)
+            var params = RegisterParams(url: url, host: host, code: code, deviceName: deviceName, replace: replace ? true : nil)
             if pinStdin {
                 guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
                 params.pin = line

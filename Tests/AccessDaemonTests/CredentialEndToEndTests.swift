@@ -104,23 +104,28 @@ struct CredentialEndToEndTests {
         // The SDK state no longer says there is no credential.
         _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoCredentials") == false }
 
-        // A host (with its scheme, as it is plain HTTP on loopback) and a typed code.
+        // A host (with its scheme, as it is plain HTTP on loopback) and a typed code. One
+        // credential per site: refused before the site is asked (issue #13), so the invitation
+        // stays unused; with replace the first one goes, and its site is told.
         let second = try site.invite("Grace Hopper")
         let typed = second.code.lowercased()
-        let byCode = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed)]).get()
+        let refused = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed)])
+        #expect(failureCode(refused) == "credential.exists")
+        let byCode = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed), "replace": true]).get()
         #expect(byCode["cardholderName"] == "Grace Hopper")
 
         let listed = try client.call("credentials.list").get()["credentials"]?.array ?? []
-        #expect(listed.count == 2)
-        #expect(try harness.connect().call("status.get").get()["credentialCount"] == 2)
-        // The site sees both devices.
-        let onSite = try site.run(["credentials"]).split(separator: "\n")
+        #expect(listed.map { $0["cardholderName"] } == ["Grace Hopper"])
+        #expect(try harness.connect().call("status.get").get()["credentialCount"] == 1)
+        // The site saw both devices, and was told the first one went.
+        let onSite = try site.run(["credentials"]).split(separator: "\n").map { try JSONValue.parse(String($0)) }
         #expect(onSite.count == 2)
-        #expect(onSite.contains { $0.contains("kiosk-1") })
+        #expect(onSite.first { $0["cardholderName"] == "Ada Lovelace" }?["deleted"] == true, "\(onSite)")
+        _ = try #require(try waitForEvent(watcher) { $0["params"]?["data"]?["replacedBy"] == byCode["id"] })
         // Kept across a restart.
         #expect(harness.stop() == 0)
         try await harness.start()
-        #expect(try harness.connect().call("credentials.list").get()["credentials"]?.array?.count == 2)
+        #expect(try harness.connect().call("credentials.list").get()["credentials"]?.array?.count == 1)
         #expect(harness.stop() == 0)
     }
 
@@ -131,11 +136,12 @@ struct CredentialEndToEndTests {
         let used = try site.invite("Ada")
         _ = try client.call("credentials.register", ["url": .string(used.url)]).get()
 
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(used.url)])) == "invitation.used")
+        // (With replace: a credential for this site is held, and the site's refusals are the point.)
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(used.url), "replace": true])) == "invitation.used")
         let unknown = site.url + "/v1/invitations/0000000000000000"
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(unknown)])) == "invitation.unknown")
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(unknown), "replace": true])) == "invitation.unknown")
         let expired = try site.invite("Late", expiresIn: -1)
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(expired.url)])) == "invitation.expired")
+        #expect(failureCode(try client.call("credentials.register", ["url": .string(expired.url), "replace": true])) == "invitation.expired")
         // Refused locally, before any call.
         #expect(failureCode(try client.call("credentials.register", ["host": .string(site.url), "code": "SHORT"])) == "invitation.malformed")
         #expect(failureCode(try client.call("credentials.register",
@@ -168,7 +174,7 @@ struct CredentialEndToEndTests {
         _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoSecondFactorSet") == true }
 
         let with = try site.invite("With PIN", secondFactor: true)
-        let sealed = try client.call("credentials.register", ["url": .string(with.url), "pin": "482916"]).get()
+        let sealed = try client.call("credentials.register", ["url": .string(with.url), "pin": "482916", "replace": true]).get()
         #expect(sealed["secondFactor"]?["pinSet"] == true)
         // The site got a second-factor key only for the one with a PIN.
         let onSite = try site.run(["credentials"]).split(separator: "\n").map { try JSONValue.parse(String($0)) }
@@ -247,13 +253,17 @@ struct CredentialEndToEndTests {
     @Test func deletionInformsTheSiteWhenItCan() async throws {
         let (harness, site) = try await setUp()
         let client = try harness.connect()
+        // One credential per site at a time: registered and deleted in turn.
         let a = try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string
-        let b = try client.call("credentials.register", ["url": .string(try site.invite("B").url)]).get()["id"]?.string
-        let c = try #require(try client.call("credentials.register", ["url": .string(try site.invite("C").url)]).get()["id"]?.string)
         let deleted = try client.call("credentials.delete", ["id": .string(try #require(a))]).get()
         #expect(deleted["deleted"] == true)
         #expect(deleted["siteInformed"] == true)
         #expect(try site.run(["credentials"]).contains("\"deleted\":true"))
+        // offlineOnly: the site is not even asked.
+        let c = try #require(try client.call("credentials.register", ["url": .string(try site.invite("C").url)]).get()["id"]?.string)
+        let local = try client.call("credentials.delete", ["id": .string(c), "option": "offlineOnly"]).get()
+        #expect(local["deleted"] == true && local["siteError"] == "notAsked")
+        let b = try client.call("credentials.register", ["url": .string(try site.invite("B").url)]).get()["id"]?.string
         // The site is down. By default (the SDK's DeleteOption.default) nothing is deleted: the
         // site would keep a live credential nobody holds.
         site.stop()
@@ -261,16 +271,13 @@ struct CredentialEndToEndTests {
         let refused = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--socket", harness.socketPath],
                                      mergingErrors: true)
         #expect(refused.status == 1 && refused.output.contains("not deleted: the site cannot be reached"), "\(refused.output)")
-        #expect(try client.call("credentials.list").get()["credentials"]?.array?.count == 2)
+        #expect(try client.call("credentials.list").get()["credentials"]?.array?.count == 1)
         // allowOffline: deleted here anyway, and the answer says the site was not told.
         let offline = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--allow-offline",
                                       "--json", "--socket", harness.socketPath])
         let answer = try JSONValue.parse(offline.output)
         #expect(answer["deleted"] == true && answer["siteInformed"] == false && answer["siteError"] == "site.unreachable",
                 "\(offline.output)")
-        // offlineOnly: the site is not even asked.
-        let local = try client.call("credentials.delete", ["id": .string(c), "option": "offlineOnly"]).get()
-        #expect(local["deleted"] == true && local["siteError"] == "notAsked")
         #expect(try client.call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(failureCode(try client.call("credentials.delete", ["id": "ffff"])) == "credential.unknown")
         #expect(harness.stop() == 0)

@@ -40,6 +40,12 @@ struct CredentialAdmin: Sendable {
             }
             pin = text
         }
+        // One credential per site: a second one for the same site would be presented in its
+        // place at random. Checked before the site is asked, so the invitation stays unused.
+        let replace = params.replace ?? false
+        if !replace, let held = book.credentials.first(where: { $0.credential.kind == .mobile && $0.siteURL == address.description }) {
+            return .failure(Self.alreadyHeld(held))
+        }
         var deviceName = self.deviceName ?? ProcessInfo.processInfo.hostName
         if let name = params.deviceName {
             guard (1...128).contains(name.utf8.count) else { return .failure(.invalidParams("deviceName must be 1 to 128 bytes")) }
@@ -75,6 +81,15 @@ struct CredentialAdmin: Sendable {
             signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: registration.secondFactor)
         let stored = StoredCredential(credential: credential, siteName: registration.siteName,
                                       siteURL: address.description, deviceName: deviceName, registeredAt: Clocks.wall())
+        // The same site: by its address, or under another address, known only now from its tag.
+        let sameSite = book.credentials.filter {
+            $0.credential.kind == .mobile && ($0.credential.siteTag == registration.siteTag || $0.siteURL == address.description)
+        }
+        if !replace, let held = sameSite.first {
+            // The site issued a credential nobody will hold: tell it, as a delete would.
+            try? await site.delete(stored)
+            return .failure(Self.alreadyHeld(held))
+        }
         do {
             try book.insert(stored)
         } catch {
@@ -88,10 +103,39 @@ struct CredentialAdmin: Sendable {
         await sync.setFeature("cloudConnection", ok: true, error: nil)
         journal.emit("credentials.changed", ["reason": "registered", "id": .string(credential.id.description),
                                              "state": .string(credential.state.rawValue)])
+        for old in sameSite where old.credential.id != credential.id {
+            await replaced(old, by: credential.id, uid: uid)
+        }
         book.changed()
         // Items follow at once rather than at the next interval.
         await sync.syncSoon()
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
+    }
+
+    static func alreadyHeld(_ held: StoredCredential) -> RPCError {
+        .failed("credential.exists", "credential \(held.credential.id) is held for \(held.siteName) (\(held.siteURL)): one per site; "
+            + "to replace it, register with replace (accessctl credentials register --replace)")
+    }
+
+    /// The credential a registration with `replace` took over from: the site told (when it can),
+    /// deleted here.
+    private func replaced(_ old: StoredCredential, by new: CredentialID, uid: UInt32) async {
+        do {
+            try await site.delete(old)
+        } catch {
+            logger.warning("the site was not told of the replaced credential", metadata: ["credential": "\(old.credential.id)",
+                                                                                             "error": "\(error.code)"])
+        }
+        do {
+            try book.delete(old.credential.id)
+        } catch {
+            logger.error("cannot delete the replaced credential", metadata: ["credential": "\(old.credential.id)", "error": "\(error)"])
+            return
+        }
+        logger.notice("credential replaced", metadata: ["credential": "\(old.credential.id)", "by": "\(new)", "uid": "\(uid)"])
+        journal.emit("credentials.changed", ["reason": "deleted", "id": .string(old.credential.id.description),
+                                             "replacedBy": .string(new.description)])
+        book.changed()
     }
 
     /// The one credential whose id starts with `text`.

@@ -58,7 +58,11 @@ public struct RegisterParams: Codable, Sendable, Hashable {
     public var code: String?
     public var pin: String?
     public var deviceName: String?
-    public init(url: String? = nil, host: String? = nil, code: String? = nil, pin: String? = nil, deviceName: String? = nil) {
+    /// Replace the credential already held for that site (one per site otherwise).
+    public var replace: Bool?
+    public init(url: String? = nil, host: String? = nil, code: String? = nil, pin: String? = nil, deviceName: String? = nil,
+                replace: Bool? = nil) {
+        self.replace = replace
         self.url = url
         self.host = host
         self.code = code
