@@ -23,6 +23,10 @@ public enum ExchangeFailure: Hashable, Sendable {
     /// The person declined the second-factor prompt (`secondFactor.cancel`): the SDK's
     /// `userCancelled`.
     case userCancelled
+    /// The reader answered `unsupportedOperation`: it offers no such action, or no actions.
+    case operationNotOffered
+    /// The reader answered `busy`: it is serving another holder.
+    case readerBusy
     /// A protocol violation by the reader (malformed frame, replay).
     case protocolViolation
     /// The adapter is powered off or blocked.
@@ -31,7 +35,7 @@ public enum ExchangeFailure: Hashable, Sendable {
     /// Transient failures may be retried while the reader stays in range.
     public var isTransient: Bool {
         switch self {
-        case .connectionAborted, .deviceNotFound, .adapterBusy, .timedOut, .remoteClose: true
+        case .connectionAborted, .deviceNotFound, .adapterBusy, .readerBusy, .timedOut, .remoteClose: true
         default: false
         }
     }
@@ -41,7 +45,7 @@ public enum ExchangeFailure: Hashable, Sendable {
         switch self {
         case .connectionAborted: .milliseconds(250)
         case .deviceNotFound: .milliseconds(500)
-        case .adapterBusy: .seconds(1)
+        case .adapterBusy, .readerBusy: .seconds(1)
         case .timedOut: .seconds(1)
         case .remoteClose: .milliseconds(500)
         default: .zero
@@ -60,6 +64,8 @@ public enum ExchangeFailure: Hashable, Sendable {
         case .secondFactorRequired: .secondFactorRequired
         case .secondFactorLockedOut: .secondFactorLockedOut
         case .userCancelled: .userCancelled
+        case .operationNotOffered: .forbidden
+        case .readerBusy: .transactionInProgress
         case .protocolViolation: .unexpected
         case .bluetoothDisabled: .bluetoothDisabled
         }

@@ -202,7 +202,8 @@ public struct CredentialSession: Sendable {
         case .badSignature, .wrongReader, .wrongSite, .replayedChallenge: .badReaderSignature
         case .timeout: .timedOut
         case .remoteError(.unknownCredential), .remoteError(.credentialRevoked): .invalidatedCredential
-        case .remoteError(.busy): .adapterBusy
+        case .remoteError(.busy): .readerBusy
+        case .remoteError(.unsupportedOperation): .operationNotOffered
         case .remoteError(.timeout): .timedOut
         default: .protocolViolation
         }

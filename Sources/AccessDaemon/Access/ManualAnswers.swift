@@ -89,6 +89,8 @@ extension AccessEngine {
         case .secondFactorRequired?: return "the reader asks for a PIN and this credential has none set"
         case .secondFactorLockedOut?: return "no PIN attempts are left for this credential"
         case .userCancelled?: return "the PIN prompt was declined (secondFactor.cancel)"
+        case .operationNotOffered?: return "the reader does not offer that (accessctl actions lists what it does)"
+        case .readerBusy?: return "the reader is serving another holder; try again"
         case .protocolViolation?: return "the reader broke the reader protocol (the journal has the detail)"
         case .bluetoothDisabled?: return "the adapter is off or blocked (accessctl diagnose)"
         default: return nil
