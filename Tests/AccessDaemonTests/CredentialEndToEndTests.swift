@@ -37,6 +37,16 @@ struct CredentialEndToEndTests {
         throw TestEnvironmentError("the registration's sync never ran")
     }
 
+    /// A credential registered and the reader "Front door" heard in manual range (dbusmock:
+    /// it connects at once and never resolves services).
+    private func credentialAndFrontDoor(_ harness: DaemonHarness, _ site: SiteHarness) async throws {
+        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
+        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+    }
+
     private func failureCode(_ result: Result<JSONValue, RPCError>) -> String? {
         guard case let .failure(error) = result else { return nil }
         return error.data?["error"]?.string
@@ -49,11 +59,7 @@ struct CredentialEndToEndTests {
         // however slow the machine (its connect limit is twice the step timeout).
         let (harness, site) = try await setUp(config: Self.fastSync + "[access]\nstep_timeout = 60\n")
         defer { site.stop() }
-        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
-        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
-        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
-        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
-        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+        try await credentialAndFrontDoor(harness, site)
         // The mock connects at once but never resolves services: the exchange waits there.
         let request = taskOnThreadOfItsOwn { try harness.connect().call("access.request", ["reader": "2A01"]) }
         #expect(try await harness.waitForCall("Connect", on: DaemonHarness.readerPath))
@@ -68,11 +74,7 @@ struct CredentialEndToEndTests {
     @Test func accessctlSaysWhyAnAccessFailed() async throws {
         let (harness, site) = try await setUp(config: Self.fastSync + "[access]\nstep_timeout = 60\nmanual_timeout = 2\n")
         defer { site.stop() }
-        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
-        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true && $0["usableCredentialCount"] == 1 }
-        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
-        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
-        _ = try await harness.waitForStatus { $0["readerCount"] == 1 }
+        try await credentialAndFrontDoor(harness, site)
         let typo = try runCommand([AccessctlTests.accessctl, "access", "2A1", "--socket", harness.socketPath], mergingErrors: true)
         #expect(typo.status == 1)
         #expect(typo.output == "accessctl: refused: reader 000002A1 is not heard; heard now: 00002A01 (Front door) (readerUnavailable)\n",
