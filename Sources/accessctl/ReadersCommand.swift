@@ -56,16 +56,15 @@ struct Readers: ParsableCommand {
         }
         while true {
             let notification = try following.next()
-            guard let params = notification["params"], let data = params["data"], let id = data["id"]?.string else { continue }
+            guard let params = notification["params"], params["data"]?["id"] != nil else { continue }
             if options.json {
                 printLine(params.jsonText)
                 continue
             }
-            if params["kind"]?.string == EventKind.readerUnavailable.rawValue {
-                current.readers[id] = nil
-            } else if let reader = try? data.decode(ReaderInfo.self) {
-                current.readers[id] = reader
-            }
+            // The same bookkeeping as the live view's.
+            var screen = LiveView.Screen(readers: current.readers)
+            screen.apply(notification)
+            current.readers = screen.readers
             printLine("\n" + ReaderTable.text(Array(current.readers.values)))
         }
     }

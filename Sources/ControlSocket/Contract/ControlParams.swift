@@ -71,7 +71,6 @@ public struct RegisterParams: Codable, Sendable, Hashable {
     }
 }
 
-/// `credentials.delete`: an id, or a prefix of one that matches one credential.
 /// `credentials.delete {id, option?}`: `option` is the SDK's `DeleteOption`.
 public struct DeleteParams: Codable, Sendable, Hashable {
     public var id: String
