@@ -183,7 +183,9 @@ enum PinPrompt {
         let tty = open("/dev/tty", O_RDWR)
         let fd = tty >= 0 ? tty : 0
         defer { if tty >= 0 { close(tty) } }
-        _ = prompt.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+        // Echo goes off before the prompt is shown (as readpassphrase(3) does): a person who
+        // types as soon as the prompt appears must neither see the PIN echoed nor lose it to the
+        // flush that switching echo off performs.
         var saved = termios()
         let isTerminal = tcgetattr(fd, &saved) == 0
         if isTerminal {
@@ -193,10 +195,11 @@ enum PinPrompt {
         }
         defer {
             if isTerminal {
-                tcsetattr(fd, TCSAFLUSH, &saved)
+                tcsetattr(fd, TCSANOW, &saved)
                 _ = write(fd, "\n", 1)
             }
         }
+        _ = prompt.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while Glibc.read(fd, &byte, 1) == 1 && byte != UInt8(ascii: "\n") && bytes.count < 64 { bytes.append(byte) }
