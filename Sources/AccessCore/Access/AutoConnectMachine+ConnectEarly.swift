@@ -30,6 +30,13 @@ extension AutoConnectMachine {
         return [.prepareLink(candidate.id), .startTimer(.holdLimit(candidate.id), after: configuration.holdLimit)]
     }
 
+    /// A held link's reader taken out of automatic access (the kiosk's scope changed): the
+    /// link is no longer for an exchange to come.
+    mutating func releaseIfNoLongerEligible(_ candidate: Candidate) -> [Action] {
+        guard early.held?.candidate.id == candidate.id, !candidate.isBleAutoConnectEnabled else { return [] }
+        return releasePrepared()
+    }
+
     mutating func linkPrepared(_ id: ReaderID) -> [Action] {
         guard let held = early.held, held.candidate.id == id, !held.presenceConfirmed else { return [] }
         return [.startTimer(.presenceWait(id), after: configuration.presenceWait)]

@@ -61,9 +61,10 @@ public struct AutoConnectMachine: Sendable {
             self.hasRivals = hasRivals
         }
 
+        /// `isBleAutoConnectEnabled` is what the reader offers as the kiosk's scope leaves it.
         public init(_ attributes: ReaderAttributes, hasRivals: Bool = true) {
             self.init(id: attributes.id, kind: attributes.kind, siteTag: attributes.siteTag,
-                      isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled,
+                      isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled && attributes.scope.automatic,
                       measuredPathLoss: attributes.measuredPathLoss, hasRivals: hasRivals)
         }
     }
@@ -160,11 +161,11 @@ public struct AutoConnectMachine: Sendable {
     public mutating func handle(_ input: Input, at now: Timestamp, slots: ExchangeSlots) -> [Action] {
         switch input {
         case let .readerInRange(candidate):
-            return readerInRange(candidate, now: now, slots: slots)
+            return releaseIfNoLongerEligible(candidate) + readerInRange(candidate, now: now, slots: slots)
         case let .readerLeftRange(id):
             return readerLeftRange(id, now: now)
         case let .readerNearby(candidate):
-            return readerNearby(candidate, slots: slots)
+            return releaseIfNoLongerEligible(candidate) + readerNearby(candidate, slots: slots)
         case let .linkPrepared(id):
             return linkPrepared(id)
         case let .presenceHeard(id):

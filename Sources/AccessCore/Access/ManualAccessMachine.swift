@@ -64,9 +64,13 @@ public struct ManualAccessMachine: Sendable {
     ) -> ManualRefusal? {
         if inFlight[request] != nil { return .requestInProgress }
         guard let reader, reader.id == readerID else { return .readerNotHeard }
+        if reader.scope.manualBecause == .denied || reader.scope.automaticBecause == .denied {
+            return .readerDenied(reader.scope.ruleFrom ?? .configuration)
+        }
         switch operation {
         case .access:
             guard reader.isBleManualConnectEnabled else { return .manualAccessNotOffered }
+            if reader.scope.manualBecause == .turnedOff { return .manualAccessTurnedOff(reader.scope.ruleFrom ?? .configuration) }
         case .enumerateActions, .performAction:
             guard reader.isBleActionsEnabled else { return .actionsNotOffered }
         }

@@ -8,6 +8,10 @@ public enum ManualRefusal: Hashable, Sendable {
     case manualAccessNotOffered
     /// The reader does not advertise actions (its flags).
     case actionsNotOffered
+    /// The reader is on this kiosk's deny list (`ReaderScope`): nothing is sent to it.
+    case readerDenied(ReaderScope.Layer)
+    /// The reader's rule on this kiosk turns manual access off (`manual = false`).
+    case manualAccessTurnedOff(ReaderScope.Layer)
     /// No credential is held for the reader's site (for its kind: mobile or Aperio).
     case noCredentialForSite(SiteTag)
     /// The credential held for the reader's site is suspended or revoked by the site.
@@ -22,7 +26,9 @@ public enum ManualRefusal: Hashable, Sendable {
     public var error: ReaderConnectionError {
         switch self {
         case .readerNotHeard: .readerUnavailable
-        case .manualAccessNotOffered, .actionsNotOffered, .noCredentialForSite, .credentialNotActive: .forbidden
+        case .manualAccessNotOffered, .actionsNotOffered, .readerDenied, .manualAccessTurnedOff, .noCredentialForSite,
+             .credentialNotActive:
+            .forbidden
         case .requestInProgress, .readerBusy, .noFreeSlot: .transactionInProgress
         }
     }
@@ -33,6 +39,8 @@ public enum ManualRefusal: Hashable, Sendable {
         case .readerNotHeard: "readerNotHeard"
         case .manualAccessNotOffered: "manualAccessNotOffered"
         case .actionsNotOffered: "actionsNotOffered"
+        case .readerDenied: "readerDenied"
+        case .manualAccessTurnedOff: "manualAccessTurnedOff"
         case .noCredentialForSite: "noCredentialForSite"
         case let .credentialNotActive(_, state): state == .revoked ? "credentialRevoked" : "credentialSuspended"
         case .requestInProgress: "requestInProgress"

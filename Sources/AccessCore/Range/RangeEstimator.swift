@@ -39,6 +39,13 @@ public struct RangeEstimator: Sendable {
         return value
     }
 
+    /// Moves every sample and the average by `delta` dB: a reader's offset changed, and its
+    /// distance must follow at once, not over the next samples.
+    public mutating func shift(by delta: Double) {
+        s0 += delta; s1 += delta; s2 += delta; s3 += delta; s4 += delta
+        smoothed = smoothed.map { $0 + delta }
+    }
+
     /// Forgets every sample: used when a reader comes back after being unavailable, so
     /// that an old distance does not leak into a new approach.
     public mutating func reset() {

@@ -18,6 +18,8 @@ public struct ReaderAttributes: Hashable, Sendable {
     public var flags: ReaderFlags
     public var isInAutoConnectRange: Bool
     public var lastSeen: Timestamp
+    /// What this kiosk's reader scope makes of the reader's offer (`ReaderScope`).
+    public var scope: ReaderScope.Effective = .unrestricted
 
     public var isBleAutoConnectEnabled: Bool { flags.contains(.autoConnectEnabled) }
     public var isBleManualConnectEnabled: Bool { flags.contains(.manualConnectEnabled) }

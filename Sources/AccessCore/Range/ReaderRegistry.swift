@@ -59,6 +59,8 @@ public struct ReaderRegistry: Sendable {
     }
 
     public var range: RangeConfiguration
+    /// Which readers may be opened and per-reader offsets; change it with `setScope`.
+    public private(set) var scope = ReaderScope()
     public var reporting: ReportingPolicy
     private var index: [ReaderID: Int] = [:]
     private var entries: [Entry] = []
@@ -96,14 +98,16 @@ public struct ReaderRegistry: Sendable {
         at now: Timestamp
     ) -> Observation {
         let pathLoss = Double(Int(advertisement.txPower) - rssi) + range.sensitivityOffset
+            + scope.pathLossOffset(for: advertisement.readerID)
 
         guard let position = index[advertisement.readerID] else {
             var estimator = RangeEstimator()
             let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
                                          approachSmoothingFactor: range.approachSmoothingFactor)
             let inRange = smoothed < Double(advertisement.autoConnectPathLoss)
-            let attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
+            var attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
                                             smoothed: smoothed, inRange: inRange, now: now)
+            attributes.scope = scope.effective(for: advertisement.readerID, offering: attributes.flags)
             index[advertisement.readerID] = entries.count
             entries.append(Entry(attributes: attributes, estimator: estimator,
                                  reportedPathLoss: smoothed, reportedAt: now))
@@ -112,7 +116,37 @@ public struct ReaderRegistry: Sendable {
                                measuredPathLoss: smoothed)
         }
         return Self.update(&entries[position], advertisement, rssi: rssi, address: address, name: name,
-                           pathLoss: pathLoss, now: now, range: range, reporting: reporting)
+                           pathLoss: pathLoss, now: now, range: range, scope: scope, reporting: reporting)
+    }
+
+    /// A new scope (an operator's rule, a reload): each reader's smoothed path loss moves by the
+    /// change of its offset at once, so a calibration shows without waiting for new samples.
+    /// Returns the available readers whose attributes changed, to publish; whether one is in
+    /// auto range is judged again at its next advertisement.
+    public mutating func setScope(_ newScope: ReaderScope) -> [ReaderAttributes] {
+        let old = scope
+        scope = newScope
+        var changed: [ReaderAttributes] = []
+        for position in entries.indices {
+            let id = entries[position].attributes.id
+            let shift = newScope.pathLossOffset(for: id) - old.pathLossOffset(for: id)
+            let before = entries[position].attributes
+            var attributes = before
+            if shift != 0 {
+                entries[position].estimator.shift(by: shift)
+                attributes.measuredPathLoss += shift
+                attributes.distance = ReaderDistance.calculate(
+                    measuredPathLoss: attributes.measuredPathLoss, autoConnectPathLoss: Double(attributes.autoConnectPathLoss),
+                    manualConnectPathLoss: Double(attributes.manualConnectPathLoss), txPower: Double(attributes.txPower))
+            }
+            attributes.scope = newScope.effective(for: id, offering: attributes.flags)
+            entries[position].attributes = attributes
+            if attributes != before && entries[position].isAvailable {
+                changed.append(attributes)
+                entries[position].reportedPathLoss = attributes.measuredPathLoss
+            }
+        }
+        return changed.sorted { $0.id < $1.id }
     }
 
     private static func update(
@@ -124,6 +158,7 @@ public struct ReaderRegistry: Sendable {
         pathLoss: Double,
         now: Timestamp,
         range: RangeConfiguration,
+        scope: ReaderScope,
         reporting: ReportingPolicy
     ) -> Observation {
         let wasAvailable = entry.isAvailable
@@ -169,6 +204,7 @@ public struct ReaderRegistry: Sendable {
             txPower: Double(advertisement.txPower))
         attributes.isInAutoConnectRange = inRange && !expired
         attributes.lastSeen = now
+        attributes.scope = scope.effective(for: attributes.id, offering: attributes.flags)
         entry.attributes = attributes
 
         if expired {
@@ -194,7 +230,7 @@ public struct ReaderRegistry: Sendable {
             || before.manualConnectPathLoss != attributes.manualConnectPathLoss
             || before.address != attributes.address || before.name != attributes.name
             || before.isInAutoConnectRange != attributes.isInAutoConnectRange
-            || before.distance != attributes.distance
+            || before.distance != attributes.distance || before.scope != attributes.scope
         let drifted = abs(smoothed - entry.reportedPathLoss) >= reporting.pathLossChange
             && now - entry.reportedAt >= reporting.minimumInterval
         var update: ReaderAttributes?

@@ -23,6 +23,12 @@ extension AccessEngine {
             message = "reader \(named) does not offer manual access (its advertisement says so; the site configures it)"
         case .actionsNotOffered:
             message = "reader \(named) offers no actions (its advertisement says so; the site configures them)"
+        case let .readerDenied(layer):
+            data["ruleFrom"] = .string(layer.rawValue)
+            message = "reader \(named) is on this kiosk's deny list (\(Self.where(layer, id)))"
+        case let .manualAccessTurnedOff(layer):
+            data["ruleFrom"] = .string(layer.rawValue)
+            message = "manual access to reader \(named) is turned off on this kiosk (\(Self.where(layer, id)))"
         case let .noCredentialForSite(site):
             data["site"] = .string(site.description)
             message = "no credential for site \(site) of reader \(named): register one (accessctl credentials register)"
@@ -42,6 +48,14 @@ extension AccessEngine {
                                                            "error": "\(refusal.error)", "cause": "\(refusal.cause)"])
         return .failed(refusal.error.rawValue, "refused: " + message,
                        details: data.merging(["cause": .string(refusal.cause)]) { first, _ in first })
+    }
+
+    /// Where a reader's rule was set, in the words an operator acts on.
+    static func `where`(_ layer: ReaderScope.Layer, _ id: ReaderID) -> String {
+        switch layer {
+        case .configuration: "[readers] or [reader.\(id)] in accessd.toml"
+        case .operator: "set by an operator: accessctl readers scope \(id)"
+        }
     }
 
     /// A request that started and failed: which phase (from the timings the exchange engine

@@ -48,6 +48,7 @@ struct ReaderSightings: Sendable {
         // The raw (unsmoothed) crossing starts detection; leaving auto range ends the approach.
         let id = advertisement.readerID
         let rawPathLoss = Double(Int(advertisement.txPower) - Int(rssi)) + registry.range.sensitivityOffset
+            + registry.scope.pathLossOffset(for: id)
         if rawPathLoss <= Double(advertisement.autoConnectPathLoss) {
             if firstInRange[id] == nil { firstInRange[id] = ContinuousClock.now }
         } else if observation.autoConnectRangeChanged && !observation.isInAutoConnectRange {
