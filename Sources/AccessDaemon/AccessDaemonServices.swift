@@ -45,6 +45,12 @@ public final class AccessDaemonServices: Sendable {
         self.configuredAdapter = configuration.adapter
         let scanning = try settings.saved(.scanning) ?? configuration.scanningOnStart
         let automatic = try settings.saved(.automaticAccess) ?? configuration.automaticAccessOnStart
+        var operatorRules: [ReaderID: ReaderScope.Rule] = [:]
+        do {
+            operatorRules = try settings.savedReaderRules()
+        } catch {
+            logger.warning("the operator's reader scope cannot be read; the file's applies", metadata: ["error": "\(error)"])
+        }
         let journal = try EventJournal(store: store, logger: logger)
         let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts, logger: logger)
         var inputs = SdkStateInputs()
@@ -53,7 +59,9 @@ public final class AccessDaemonServices: Sendable {
         let sdk = SdkStatePublisher(inputs, journal: journal)
         let (accessInputs, accessDoor) = AsyncStream<AccessEngine.Input>.makeStream()
         let (commands, commandDoor) = AsyncStream<ExchangeCommand>.makeStream()
-        let access = AccessEngine(configuration: configuration, automaticAccessEnabled: automatic, door: accessDoor,
+        let access = AccessEngine(configuration: configuration, automaticAccessEnabled: automatic,
+                                  scope: ReaderScope(configuration: configuration.readerRules, operatorRules: operatorRules),
+                                  door: accessDoor,
                                   exchanges: commandDoor, journal: journal, clock: clock, logger: logger)
         let exchanges = ExchangeEngine(central: central, book: book, journal: journal, settings: ExchangeSettings(configuration),
                                        reports: accessDoor, clock: clock, logger: logger)

@@ -14,7 +14,8 @@ enum Render {
                    isBleAutoConnectEnabled: r.isBleAutoConnectEnabled, isBleManualConnectEnabled: r.isBleManualConnectEnabled,
                    isSecondFactorRequired: r.isSecondFactorRequired, isBleActionsEnabled: r.isBleActionsEnabled,
                    isInAutoConnectRange: r.isInAutoConnectRange,
-                   heardSecondsAgo: max(0, Double((Clocks.monotonic().nanoseconds - r.lastSeen.nanoseconds) / 100_000_000) / 10))
+                   heardSecondsAgo: max(0, Double((Clocks.monotonic().nanoseconds - r.lastSeen.nanoseconds) / 100_000_000) / 10),
+                   scope: ReaderScopeCalls.effective(r.scope))
     }
 
     /// A contract value as an event's data. Our values hold only finite numbers, so

@@ -28,6 +28,13 @@ enum EventText {
             return "\(reader(info.id, info.name)): path loss \(Int(info.measuredPathLoss.rounded())) dB, \(info.distance), \(range)"
         case .readerUnavailable?:
             return "\(reader(data["id"]?.string, nil)): gone"
+        case .readersScopeChanged?:
+            let who = data["uid"]?.int.map { " by uid \($0)" } ?? ""
+            let whom = data["reader"]?.string.map { reader($0, nil) } ?? "every reader"
+            guard let rule = try? data["rule"]?.decode(ReaderRuleInfo.self) else {
+                return "\(whom): scope back to the configuration's\(who)"
+            }
+            return "\(whom): scope set\(who): \(ScopeText.rule(rule))"
         case .credentialsChanged?:
             let id = data["id"]?.string.map { "credential \($0.prefix(8))…" } ?? "a credential"
             switch data["reason"]?.string {

@@ -8,7 +8,14 @@ import Glibc
 
 struct Readers: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Readers accessd hears, with range and distance.",
+        abstract: "Readers accessd hears, with range and distance; which it may open (scope).",
+        subcommands: [List.self, ScopeCommand.self], defaultSubcommand: List.self)
+}
+
+extension Readers {
+  struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Readers accessd hears, with range and distance (the default).",
         discussion: """
             With --watch on a terminal: a live view (scanning, adapter, clock; per reader its path loss \
             against its auto and manual thresholds, range, distance, last heard; the last accesses), \
@@ -68,6 +75,7 @@ struct Readers: ParsableCommand {
             printLine("\n" + ReaderTable.text(Array(current.readers.values)))
         }
     }
+  }
 }
 
 /// The readers as a plain table: no terminal codes, for files, pipes and `readers` alone.
@@ -77,13 +85,13 @@ enum ReaderTable {
     }
 
     static func text(_ readers: [ReaderInfo]) -> String {
-        let header = ["ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS"]
+        let header = ["ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS", "SCOPE"]
         var rows = [header]
         for r in readers.sorted(by: { $0.id < $1.id }) {
             rows.append([
                 r.id, r.name ?? "-", r.kind, "\(r.rssi) dBm", pathLoss(r.measuredPathLoss),
                 "\(r.autoConnectPathLoss)/\(r.manualConnectPathLoss) dB", range(r), r.distance,
-                r.heardSecondsAgo.map { "\(decimal($0)) s ago" } ?? "-", flags(r),
+                r.heardSecondsAgo.map { "\(decimal($0)) s ago" } ?? "-", flags(r), ScopeText.effective(r.scope),
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }

@@ -138,6 +138,20 @@ struct ReaderScopeTests {
         #expect(started == [b])
     }
 
+    /// A reader standing in auto range while denied is opened as soon as it is allowed again,
+    /// not at its next approach.
+    @Test func aReaderTakenBackIntoTheScopeInRangeIsOpened() {
+        var controller = AccessController(automaticAccessEnabled: true,
+                                          credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        var reader = AutoConnectTests.reader(0x2A01)
+        reader.scope = ReaderScope(configuration: [a: .init(listing: .denied)]).effective(for: a, offering: reader.flags)
+        #expect(controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false), at: .zero).isEmpty)
+        reader.scope = .unrestricted
+        let actions = controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false),
+                                        at: .zero + .seconds(5))
+        #expect(actions.contains { if case .startExchange(a, _, _) = $0 { true } else { false } }, "\(actions)")
+    }
+
     @Test func manualAccessToADeniedOrTurnedOffReaderIsRefusedWithItsCause() {
         var controller = AccessController(credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         var reader = AutoConnectTests.reader(0x2A01)

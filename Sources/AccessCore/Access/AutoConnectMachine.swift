@@ -196,8 +196,15 @@ public struct AutoConnectMachine: Sendable {
             return scheduleSelection(for: candidate, now: now, slots: slots)
         }
         let wasInRange = entry.isInRange
+        // Taken back into automatic access while it stands in range (the kiosk's scope):
+        // armed all along, it is chosen now rather than at its next approach.
+        let becameEligible = candidate.isBleAutoConnectEnabled && !entry.candidate.isBleAutoConnectEnabled
         entry.candidate = candidate
         entry.isInRange = true
+        if becameEligible, case .armed = entry.phase {
+            tracked[candidate.id] = entry
+            return scheduleSelection(for: candidate, now: now, slots: slots)
+        }
         if case let .spent(until, hasLeftRange) = entry.phase, !wasInRange, hasLeftRange, now >= until {
             entry.phase = .armed(retries: 0)
             tracked[candidate.id] = entry

@@ -1,4 +1,5 @@
-/// The part of TOML accessd.toml and readersim's reader files use, parsed by hand: `[section]` headers, `key = value`
+/// The part of TOML accessd.toml and readersim's reader files use, parsed by hand: `[section]`
+/// and `[section.table]` headers, `key = value`
 /// lines and comments; values are strings ("basic" and 'literal'), booleans, integers,
 /// floats and one-line arrays of those.
 ///
@@ -65,8 +66,15 @@ public enum ConfigurationSyntax {
                 scanner.advance()
                 if scanner.peek == UInt8(ascii: "[") { throw Failure(line: number, reason: "arrays of tables are not supported") }
                 scanner.skipSpaces()
-                let name = try scanner.bareKey()
+                var name = try scanner.bareKey()
                 scanner.skipSpaces()
+                // A dotted header names a table within a section (`[reader.00002A01]`).
+                while scanner.peek == UInt8(ascii: ".") {
+                    scanner.advance()
+                    scanner.skipSpaces()
+                    name += "." + (try scanner.bareKey())
+                    scanner.skipSpaces()
+                }
                 try scanner.expect(UInt8(ascii: "]"), "expected ] after the section name")
                 scanner.skipSpaces()
                 guard scanner.atEndOrComment else { throw Failure(line: number, reason: "unexpected text after [\(name)]") }

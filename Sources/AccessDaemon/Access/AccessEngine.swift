@@ -52,7 +52,7 @@ actor AccessEngine {
     var registryFullWarned = false
     let connectEarly: Bool
 
-    init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, door: Door,
+    init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(), door: Door,
          exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
          logger: Logger) {
         self.door = door
@@ -62,6 +62,7 @@ actor AccessEngine {
         self.logger = logger
         self.connectEarly = configuration.connectEarly
         self.sightings = ReaderSightings(range: configuration.rangeConfiguration)
+        _ = sightings.registry.setScope(scope)
         self.controller = AccessController(slotLimit: configuration.connectionLimit,
                                            automatic: configuration.autoConnectConfiguration,
                                            manual: .init(timeout: configuration.manualTimeout),
@@ -112,6 +113,9 @@ actor AccessEngine {
         case let .reconfigure(configuration):
             // Each reader's smoothed path loss stays; the next advertisement is judged by the new range.
             sightings.registry.range = configuration.rangeConfiguration
+            var scope = sightings.registry.scope
+            scope.replaceConfiguration(configuration.readerRules)
+            apply(scope)
             controller.reconfigure(automatic: configuration.autoConnectConfiguration,
                                    manual: .init(timeout: configuration.manualTimeout))
         }

@@ -36,6 +36,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     // [features]
     public var features: Set<String> = []
+    /// `[readers]` and `[reader.ID]`: the file's layer of the reader scope.
+    public var readerRules: [ReaderID: ReaderScope.Rule] = [:]
 
     // [prompts]
     public var secondFactorPrompt = "Enter your PIN to open the door"

@@ -61,13 +61,15 @@ public enum ConfigurationLoader {
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
                 "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts"],
                 "log": ["level"],
+                "readers": ["allow", "deny"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
                 throw ConfigurationError(file: file, line: stray.value.line,
                                          reason: "unknown section or key '\(stray.key)' (every setting belongs in a section: \(sections.keys.sorted().joined(separator: ", ")))")
             }
             for (name, keys) in document.sections where !name.isEmpty {
-                guard let known = sections[name] else {
+                let known = name.hasPrefix(Self.readerTablePrefix) ? Self.readerRuleKeys : sections[name]
+                guard let known else {
                     throw ConfigurationError(file: file, line: document.sectionLines[name],
                                              reason: "unknown section or key '\(name)' (sections: \(sections.keys.sorted().joined(separator: ", ")))")
                 }
@@ -156,7 +158,52 @@ public enum ConfigurationLoader {
                 }
                 c.logLevel = level
             }
+            c.readerRules = try readerRules()
             return c
+        }
+
+        static let readerTablePrefix = "reader."
+        static let readerRuleKeys = ["path_loss_offset", "automatic", "manual"]
+
+        /// `[readers] allow/deny` and a `[reader.ID]` table per reader (ReaderScope).
+        func readerRules() throws(ConfigurationError) -> [ReaderID: ReaderScope.Rule] {
+            var rules: [ReaderID: ReaderScope.Rule] = [:]
+            var lines: [ReaderID: (String, String?)] = [:]
+            func id(_ text: String, _ section: String, _ key: String?) throws(ConfigurationError) -> ReaderID {
+                guard let id = ReaderID(text) else {
+                    throw fail(section, key, "'\(text.prefix(32))' is not a reader id (up to eight hex digits, as accessctl readers prints them)")
+                }
+                return id
+            }
+            for (key, listing) in [("allow", ReaderScope.Rule.Listing.allowed), ("deny", .denied)] {
+                guard let raw = value("readers", key) else { continue }
+                guard case let .array(items) = raw else { throw fail("readers", key, "\(key) must be a list of reader ids") }
+                for item in items {
+                    guard case let .string(text) = item else { throw fail("readers", key, "\(key) must be a list of reader ids (strings)") }
+                    let reader = try id(text, "readers", key)
+                    if let other = rules[reader]?.listing, other != listing {
+                        throw fail("readers", key, "reader \(reader) is on both allow and deny")
+                    }
+                    rules[reader, default: .init()].listing = listing
+                    lines[reader] = ("readers", key)
+                }
+            }
+            for name in document.sections.keys.sorted() where name.hasPrefix(Self.readerTablePrefix) {
+                let reader = try id(String(name.dropFirst(Self.readerTablePrefix.count)), name, nil)
+                if let (section, _) = lines[reader], section != "readers" {
+                    throw fail(name, nil, "reader \(reader) has two tables ([\(section)] and [\(name)])")
+                }
+                var rule = rules[reader] ?? .init()
+                rule.pathLossOffset = try double(name, "path_loss_offset", -ReaderScope.offsetLimit...ReaderScope.offsetLimit)
+                rule.automatic = try bool(name, "automatic")
+                rule.manual = try bool(name, "manual")
+                rules[reader] = rule
+                lines[reader] = (name, nil)
+            }
+            guard rules.count <= ReaderScope.ruleLimit else {
+                throw fail("readers", nil, "at most \(ReaderScope.ruleLimit) readers can have a rule (\(rules.count) have)")
+            }
+            return rules
         }
 
         func value(_ section: String, _ key: String) -> ConfigurationSyntax.Value? {

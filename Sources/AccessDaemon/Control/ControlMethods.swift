@@ -13,6 +13,20 @@ extension AccessDaemonServices {
         table.on(ControlCalls.ReadersList.self) { _, _ in
             .success(ReadersAnswer(readers: await self.access.readers.map(Render.reader)))
         }
+        table.on(ControlCalls.ReadersGetScope.self) { _, _ in .success(ReaderScopeCalls.answer(await self.access.scope)) }
+        table.on(ControlCalls.ReadersSetScope.self) { params, client in
+            do throws(RPCError) {
+                let (id, rule) = try ReaderScopeCalls.rule(from: params)
+                return await self.changeScope(id, rule, client: client)
+            } catch {
+                return .failure(error)
+            }
+        }
+        table.on(ControlCalls.ReadersResetScope.self) { params, client in
+            guard let text = params.reader else { return await self.changeScope(nil, nil, client: client) }
+            guard let id = ReaderID(text) else { return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)")) }
+            return await self.changeScope(id, nil, client: client)
+        }
         table.on(ControlCalls.EventsSubscribe.self) { params, client in self.subscribe(client, params) }
         table.on(ControlCalls.EventsUnsubscribe.self) { _, client in
             .success(UnsubscribeAnswer(wasSubscribed: self.journal.unsubscribe(client)))
@@ -110,6 +124,24 @@ extension AccessDaemonServices {
         logger.notice("\(setting.rawValue) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
         await apply(enabled)
         return .success(enabled)
+    }
+
+    /// `readers.setScope` and `readers.resetScope`: saved, applied, journalled with who did it.
+    private func changeScope(_ id: ReaderID?, _ rule: ReaderScope.Rule?, client: ControlClient) async -> Result<ReaderScopeAnswer, RPCError> {
+        do {
+            let scope = try await access.changeScope(id, rule) { try settings.saveReaderRules($0) }
+            var data: [String: JSONValue] = ["uid": .int(Int64(client.uid))]
+            if let id { data["reader"] = .string(id.description) }
+            if let id, let rule { data["rule"] = Render.json(ReaderScopeCalls.info(id, rule, from: .operator)) }
+            journal.emit(EventKind.readersScopeChanged.rawValue, .object(data))
+            logger.notice(rule == nil ? "reader scope reset by a client" : "reader scope set by a client",
+                          metadata: ["reader": "\(id.map(\.description) ?? "all")", "uid": "\(client.uid)"])
+            return .success(ReaderScopeCalls.answer(scope))
+        } catch let error as ReaderScopeError {
+            return .failure(.invalidParams(error.message))
+        } catch {
+            return .failure(.internalError("cannot save the reader scope: \(error)"))
+        }
     }
 
     private func setLogLevel(_ name: String, client: ControlClient) -> Result<LogLevelParams, RPCError> {

@@ -47,6 +47,7 @@ public struct ConfigurationReload: Sendable {
         c.stepTimeout = reloaded.stepTimeout
         c.secondFactorTimeout = reloaded.secondFactorTimeout
         c.secondFactorPrompt = reloaded.secondFactorPrompt
+        c.readerRules = reloaded.readerRules
         return c
     }
 
@@ -75,7 +76,7 @@ public struct ConfigurationReload: Sendable {
         "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
         "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
         "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",
-        "features": "features.enabled", "secondFactorPrompt": "prompts.second_factor",
+        "features": "features.enabled", "readerRules": "readers", "secondFactorPrompt": "prompts.second_factor",
         "socketPath": "socket.path", "socketGroup": "socket.group", "operatorGroup": "socket.operator_group",
         "adminGroup": "socket.admin_group", "subscriberQueueLimit": "socket.subscriber_queue",
         "maximumClients": "socket.max_clients", "clientIdleTimeout": "socket.idle_timeout",

@@ -79,12 +79,16 @@ public struct ReaderInfo: Codable, Sendable, Hashable {
     public var isInAutoConnectRange: Bool
     /// Seconds since the reader was last heard (an advertisement, or its link), to a tenth.
     public var heardSecondsAgo: Double?
+    /// What this kiosk's reader scope leaves of the reader's offer.
+    public var scope: ReaderScopeInfo?
 
     public init(id: String, name: String?, kind: String, site: String, address: String, rssi: Int, txPower: Int,
                 measuredPathLoss: Double, distance: String, autoConnectPathLoss: Int, manualConnectPathLoss: Int,
                 isBleAutoConnectEnabled: Bool, isBleManualConnectEnabled: Bool, isSecondFactorRequired: Bool,
-                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool, heardSecondsAgo: Double? = nil) {
+                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool, heardSecondsAgo: Double? = nil,
+                scope: ReaderScopeInfo? = nil) {
         self.heardSecondsAgo = heardSecondsAgo
+        self.scope = scope
         self.id = id
         self.name = name
         self.kind = kind

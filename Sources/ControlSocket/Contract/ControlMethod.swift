@@ -4,6 +4,9 @@
 public enum ControlMethod: String, CaseIterable, Sendable {
     case statusGet = "status.get"
     case readersList = "readers.list"
+    case readersGetScope = "readers.getScope"
+    case readersSetScope = "readers.setScope"
+    case readersResetScope = "readers.resetScope"
     case eventsSubscribe = "events.subscribe"
     case eventsUnsubscribe = "events.unsubscribe"
     case scanningSet = "scanning.set"
@@ -38,8 +41,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     /// The least role a client needs to call it.
     public var role: Role {
         switch self {
-        case .statusGet, .readersList, .eventsSubscribe, .eventsUnsubscribe: .observer
-        case .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
+        case .statusGet, .readersList, .readersGetScope, .eventsSubscribe, .eventsUnsubscribe: .observer
+        case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
              .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock, .itemsSync,

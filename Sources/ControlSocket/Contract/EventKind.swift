@@ -5,6 +5,7 @@ public enum EventKind: String, CaseIterable, Sendable {
     case sdkState = "sdk.state"
     case readerUpdated = "reader.updated"
     case readerUnavailable = "reader.unavailable"
+    case readersScopeChanged = "readers.scopeChanged"
     case accessStarted = "access.started"
     case accessCompleted = "access.completed"
     case secondFactorRequired = "secondFactor.required"

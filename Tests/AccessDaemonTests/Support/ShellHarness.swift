@@ -60,11 +60,11 @@ final class ShellHarness: @unchecked Sendable {
     }
 
     /// The reader the credential above is for.
-    func readerConfiguration(secondFactor: Bool = false, policy: ReaderSession.DecisionPolicy = .fromSite)
-        -> ReaderSession.Configuration
+    func readerConfiguration(secondFactor: Bool = false, policy: ReaderSession.DecisionPolicy = .fromSite,
+                             readerID: ReaderID = readerID) -> ReaderSession.Configuration
     {
         ReaderSession.Configuration(
-            readerID: Self.readerID, siteTag: Self.siteTag, siteKey: siteKey, policy: policy,
+            readerID: readerID, siteTag: Self.siteTag, siteKey: siteKey, policy: policy,
             secondFactorRequired: secondFactor,
             credentials: [.init(id: Self.credentialID, publicKey: credentialKey.publicKey,
                                 secondFactorPublicKey: secondFactorKey.publicKey)])
@@ -106,16 +106,20 @@ final class ShellHarness: @unchecked Sendable {
 
     /// The reader advertising at `rssi` (tx power −59 dBm: −70 is 11 dB of path loss, within
     /// auto range 20), attached behind the fake central.
-    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag) async throws {
+    /// Another reader (`id`, `address`) is heard the same way.
+    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag,
+                          id: ReaderID = readerID, address: String = readerAddress) async throws {
         let advertisement = ReaderAdvertisement(
-            kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: Self.readerID,
+            kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: id,
             txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: siteTag)
         for _ in 0..<times {
-            let path = await central.advertise(address: Self.readerAddress, rssi: rssi,
+            let path = await central.advertise(address: address, rssi: rssi,
                                                serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
             if let reader { await central.attach(reader, to: path) }
         }
-        try await waitUntil("reader heard") { !(try self.events("reader.updated").isEmpty) }
+        try await waitUntil("reader heard") {
+            try self.events("reader.updated").contains { $0["id"]?.string == id.description }
+        }
     }
 
     /// Starts, a reader asking for a second factor advertises, and a manual access to it
