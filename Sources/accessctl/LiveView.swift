@@ -59,13 +59,14 @@ struct LiveView {
         }
         lines.append("")
         let legend = "0 dB" + String(repeating: " ", count: barWidth - 9) + "80 dB"
-        lines.append("READER                    PATH LOSS  \(legend)  RANGE   DISTANCE  HEARD")
+        lines.append("READER                    PATH LOSS  \(legend)  RANGE   DISTANCE  HEARD    SCOPE")
         for reader in screen.readers.values.sorted(by: { $0.id < $1.id }) {
             let label = (reader.id + " " + (reader.name ?? "")).padding(toLength: 24, withPad: " ", startingAt: 0)
             let loss = ReaderTable.decimal(reader.measuredPathLoss).leftPadded(to: 6) + " dB"
             let heard = reader.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s" } ?? "-"
             lines.append("\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).padding(toLength: 6, withPad: " ", startingAt: 0))"
-                + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  \(heard)")
+                + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  "
+                + "\(heard.padding(toLength: 7, withPad: " ", startingAt: 0))  \(ScopeText.effective(reader.scope))".trailingSpacesRemoved)
         }
         if screen.readers.isEmpty { lines.append("(no readers heard)") }
         lines.append("")

@@ -18,16 +18,18 @@ enum ScopeText {
         return (value > 0 ? "+" : "") + text + " dB"
     }
 
-    /// One reader's effective scope, shortest first: "" when nothing restricts it.
+    /// One reader's effective scope, shortest first, with where its rule comes from ("file" or
+    /// "operator"): "" when nothing restricts it.
     static func effective(_ scope: ReaderScopeInfo?) -> String {
         guard let scope else { return "" }
+        let from = scope.ruleFrom.map { " (\($0 == "configuration" ? "file" : $0))" } ?? ""
+        if scope.automaticBecause == "denied" { return "denied" + from }
         var parts: [String] = []
-        if scope.automaticBecause == "denied" { return "denied" }
         if !scope.automatic, scope.automaticBecause != "notOffered" {
             parts.append(scope.automaticBecause == "notAllowed" ? "auto: not allowed" : "auto: off")
         }
         if !scope.manual, scope.manualBecause != "notOffered" { parts.append("manual: off") }
         if scope.pathLossOffset != 0 { parts.append(decibels(scope.pathLossOffset)) }
-        return parts.joined(separator: ", ")
+        return parts.joined(separator: ", ") + (parts.isEmpty || scope.automaticBecause == "notAllowed" && parts.count == 1 ? "" : from)
     }
 }

@@ -383,6 +383,47 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
     }
 
+    /// A gateway between two doors at one distance (issue #13, item 1): the front door is on
+    /// the deny list in accessd.toml, so only the side door opens. An operator then gives the
+    /// front door a rule of its own (an empty one, replacing the file's deny) while the person
+    /// still stands there: it is opened at once, over real BlueZ.
+    @Test(.enabled(if: Lab.controllers >= 3)) func aDeniedReaderIsLeftClosedBesideAnother() async throws {
+        let lab = try await LabScenario(name: "scope", accessdConfig: "[readers]\ndeny = [\"2A01\"]\n",
+                                        readers: Self.frontDoor + """
+
+            [side]
+            id = "2A02"
+            name = "Side"
+            adapter = "hci2"
+            interval_ms = 100
+            auto_connect_path_loss = 20
+            manual_connect_path_loss = 40
+            """)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        try lab.radio.rssi("hci1", "hci0", -95)
+        try lab.radio.rssi("hci1", "hci2", -95)
+        _ = try await lab.waitForReader("00002A01")
+        _ = try await lab.waitForReader("00002A02")
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        // Both at the same distance, well within auto range.
+        try lab.radio.rssi("hci1", "hci0", -66)
+        try lab.radio.rssi("hci1", "hci2", -66)
+        let decided = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        #expect(decided["reader"] == "00002A02" && decided["granted"] == true, "\(decided.jsonText)")
+        try await Task.sleep(for: .seconds(4))
+        #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
+        let front = try await lab.waitForReader("00002A01")
+        #expect(front["scope"]?["automaticBecause"] == "denied", "\(front.jsonText)")
+
+        let changed = ContinuousClock.now
+        _ = try lab.daemon.call("readers.setScope", ["reader": "2A01"]).get()
+        let opened = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["reader"] == "00002A01" })
+        #expect(opened["granted"] == true && opened["origin"] == "automatic", "\(opened.jsonText)")
+        print("front door opened \(ContinuousClock.now - changed) after the operator's rule replaced the file's deny")
+        #expect(lab.readers.exchanges.filter { $0["reader"] == "00002A01" }.count == 1)
+    }
+
     /// The kiosk's adapter and the reader's are unplugged and plugged back in (their
     /// controllers detached from the kernel and attached again): accessd says there is no
     /// adapter, then finds it again and scans by itself; readersim registers again by itself.

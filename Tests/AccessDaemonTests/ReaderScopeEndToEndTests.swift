@@ -50,7 +50,7 @@ struct ReaderScopeEndToEndTests {
         let set = try accessctl(["readers", "scope", "2A01", "--deny", "--offset", "-3"], harness)
         #expect(set.status == 0 && set.output.contains("00002A01  deny, offset -3 dB  operator"), "\(set.output)")
         let readers = try accessctl(["readers"], harness)
-        #expect(readers.output.split(separator: "\n").last?.hasSuffix("denied") == true, "\(readers.output)")
+        #expect(readers.output.split(separator: "\n").last?.hasSuffix("denied (operator)") == true, "\(readers.output)")
         let access = try accessctl(["access", "2A01"], harness)
         #expect(access.status == 1)
         #expect(access.output.contains("refused: reader 00002A01 (Front door) is on this kiosk's deny list (set by an operator: accessctl readers scope 00002A01)"),
