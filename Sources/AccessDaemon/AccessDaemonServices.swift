@@ -92,7 +92,7 @@ public final class AccessDaemonServices: Sendable {
             commandDoor.yield(.reconfigure(ExchangeSettings(configuration)))
         }
         let retention = (configuration.journalMaxEvents, configuration.journalMaxAge)
-        self.runners = [
+        var runners = [
             untilGracefulShutdown {
                 try await journal.runRetention(maxEvents: retention.0, maxAge: retention.1, clock: clock)
             },
@@ -101,6 +101,13 @@ public final class AccessDaemonServices: Sendable {
             untilGracefulShutdown { await access.run(inputs: accessInputs) },
             untilGracefulShutdown { try await discovery.run() },
         ]
+        if let device = configuration.buttonDevice {
+            let button = OpenNextButton(device: device, key: configuration.buttonKey, logger: logger) {
+                accessDoor.yield(.buttonPressed)
+            }
+            runners.append(untilGracefulShutdown { await button.run() })
+        }
+        self.runners = runners
     }
 
     /// A reload (SIGHUP): the settings `ConfigurationReload` applies live, taken by the engines

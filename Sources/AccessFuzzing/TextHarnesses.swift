@@ -39,7 +39,7 @@ enum ControlRequestHarness {
 
     private static func checkParams(_ method: ControlMethod, _ params: JSONValue) throws(RPCError) {
         switch method {
-        case .statusGet, .readersList, .readersGetScope, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList, .secondFactorList:
+        case .statusGet, .readersList, .readersGetScope, .accessCancel, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList, .secondFactorList:
             _ = try params.decode(NoParams.self)
         case .eventsSubscribe: _ = try params.decode(SubscribeParams.self)
         case .scanningSet, .automaticAccessSet: _ = try params.decode(SwitchParams.self)
@@ -59,6 +59,7 @@ enum ControlRequestHarness {
         case .secondFactorCancel: _ = try params.decode(RequestParams.self)
         case .credentialsSetPin: _ = try params.decode(SetPinParams.self)
         case .credentialsUnlock: _ = try params.decode(CredentialIDParams.self)
+        case .accessNext: _ = try params.decode(OpenNextParams.self)
         case .readersSetScope: _ = try ReaderScopeCalls.rule(from: try params.decode(ReaderRuleInfo.self))
         case .readersResetScope: _ = try params.decode(ResetScopeParams.self).reader.map { ReaderID($0) }
         }

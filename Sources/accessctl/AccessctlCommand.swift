@@ -30,7 +30,7 @@ struct AccessctlCommand: ParsableCommand {
             ACCESSD_SOCKET in the environment names the socket when --socket is not given.
             """,
         version: AccessCoreVersion.string,
-        subcommands: [Status.self, Readers.self, Access.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
+        subcommands: [Status.self, Readers.self, Access.self, OpenNext.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
                       Credentials.self, Items.self, LogLevel.self, Diagnose.self]
     )
 

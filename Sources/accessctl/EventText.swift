@@ -9,10 +9,19 @@ enum EventText {
         switch EventKind(rawValue: kind) {
         case .accessCompleted?:
             guard let answer = try? data.decode(ExchangeAnswer.self) else { break }
-            return "\(reader(answer.reader, answer.readerName)): \(answer.origin) \(describeOutcome(answer))"
+            let origin = answer.trigger == "openNext" ? "open-next" : answer.origin
+            return "\(reader(answer.reader, answer.readerName)): \(origin) \(describeOutcome(answer))"
         case .accessStarted?:
-            return "\(reader(data["reader"]?.string, data["readerName"]?.string)): \(data["origin"]?.string ?? "?") "
+            let origin = data["trigger"] == "openNext" ? "open-next" : data["origin"]?.string ?? "?"
+            return "\(reader(data["reader"]?.string, data["readerName"]?.string)): \(origin) "
                 + "\(data["operation"]?.string ?? "access") started"
+        case .accessNextWindow?:
+            let by = data["openedBy"]?.string.map { " (\($0))" } ?? ""
+            switch data["reason"]?.string {
+            case nil: return "open-next: the next door within manual range opens for \(data["expirySeconds"]?.int ?? 0) s\(by)"
+            case "used"?: return "open-next: \(reader(data["reader"]?.string, nil)) is the next door\(by)"
+            case let reason?: return "open-next: \(reason), no door opened\(by)"
+            }
         case .secondFactorRequired?:
             return "\(reader(data["reader"]?.string, nil)) asks for a PIN: accessctl pin \(data["request"]?.string ?? "?") "
                 + "(\(data["attemptsLeft"]?.int ?? 0) attempts left, \(data["timeoutSeconds"]?.int ?? 0) s)"

@@ -383,6 +383,46 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
     }
 
+    /// Open the next door (issue #13, item 2): the person stands in manual range (the link
+    /// held early), presses a real input device's key (uinput): the door opens over the held
+    /// link. Then `accessctl open-next --expiry 2` with nobody near: nothing when it expires,
+    /// nor when the person comes within manual range afterwards.
+    @Test func aButtonOpensTheNextDoorOverTheHeldLink() async throws {
+        let directory = "/tmp/lab-button-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let button = try VirtualButton(directory: directory)
+        let lab = try await LabScenario(name: "open-next", accessdConfig: Self.quickRange
+            + "[access]\nconnect_early = true\n[button]\ndevice = \"\(button.node)\"\nkey = \"KEY_ENTER\"\n",
+                                        readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        _ = try lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        try lab.radio.rssi("hci1", "hci0", -89)  // path loss 30: manual range, not auto
+        _ = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        try await Task.sleep(for: .seconds(1))
+        #expect(lab.readers.exchanges.isEmpty, "manual range alone opens nothing")
+        let pressed = ContinuousClock.now
+        button.press()
+        let completed = try #require(try lab.event("access.completed", timeout: .seconds(20)) { $0["trigger"] == "openNext" })
+        let elapsed = ContinuousClock.now - pressed
+        #expect(completed["granted"] == true, "\(completed.jsonText)")
+        print("open-next: button press to decision \(elapsed); timings \(completed["timings"]?.jsonText ?? "-")")
+        #expect(lab.readers.exchanges.count == 1)
+        #expect(lab.daemon.log.contains("button ready"), "\(lab.daemon.log)")
+
+        // Nobody near: the window expires with nothing opened.
+        try lab.radio.off("hci1", "hci0")
+        _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)))
+        try lab.radio.rssi("hci1", "hci0", -105)  // heard, beyond manual range
+        _ = try await lab.waitForReader("00002A01")
+        let result = try runCommand([AccessctlTests.accessctl, "open-next", "--expiry", "2", "--socket", lab.daemon.socketPath],
+                                    mergingErrors: true)
+        #expect(result.status == 1 && result.output == "no door within manual range in 2 s\n", "\(result.output)")
+        try lab.radio.rssi("hci1", "hci0", -89)
+        try await Task.sleep(for: .seconds(4))
+        #expect(lab.readers.exchanges.count == 1, "\(lab.readers.exchanges.map(\.jsonText))")
+    }
+
     /// A gateway between two doors at one distance (issue #13, item 1): the front door is on
     /// the deny list in accessd.toml, so only the side door opens. An operator then gives the
     /// front door a rule of its own (an empty one, replacing the file's deny) while the person

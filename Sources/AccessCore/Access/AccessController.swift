@@ -19,6 +19,9 @@ public struct AccessController: Sendable {
         case automaticAccessChanged(Bool)
         case credentialsChanged(CredentialAvailability)
         case request(RequestID, ReaderID, ExchangeOperation, reader: ReaderAttributes?)
+        /// Open the next door within manual range, for `expiry` (`AutoConnectMachine.Input.openNext`).
+        case openNext(expiry: Duration)
+        case cancelOpenNext
         /// The shell reports the end of every exchange it started, whatever its origin.
         case exchangeEnded(ReaderID, ExchangeOutcome)
         case timerFired(Timer)
@@ -41,6 +44,8 @@ public struct AccessController: Sendable {
         case prepareLink(ReaderID)
         /// Drop a prepared link no exchange took (unless an exchange runs over it).
         case releaseLink(ReaderID)
+        /// The open-next window closed: used by the exchange that follows, expired or cancelled.
+        case openNextClosed(AutoConnectMachine.OpenNextEnd)
     }
 
     public private(set) var slots: ExchangeSlots
@@ -76,10 +81,18 @@ public struct AccessController: Sendable {
         switch input {
         case let .readerObserved(attributes, inRange, othersHeard):
             let candidate = AutoConnectMachine.Candidate(attributes, hasRivals: othersHeard)
-            if inRange { return runAutomatic(.readerInRange(candidate), now: now) }
-            let left = runAutomatic(.readerLeftRange(attributes.id), now: now)
-            guard attributes.measuredPathLoss <= Double(attributes.manualConnectPathLoss) else { return left }
-            return left + runAutomatic(.readerNearby(candidate), now: now)
+            let withinManual = attributes.measuredPathLoss <= Double(attributes.manualConnectPathLoss)
+            var actions: [Action] = []
+            if inRange {
+                actions = runAutomatic(.readerInRange(candidate), now: now)
+            } else {
+                actions = runAutomatic(.readerLeftRange(attributes.id), now: now)
+                if withinManual { actions += runAutomatic(.readerNearby(candidate), now: now) }
+            }
+            if automatic.openNextUntil != nil {
+                actions += runAutomatic(.openNextObserved(candidate, withinManualRange: withinManual || inRange), now: now)
+            }
+            return actions
         case let .readerUnavailable(id):
             return runAutomatic(.readerUnavailable(id), now: now)
         case let .linkPrepared(id):
@@ -93,6 +106,10 @@ public struct AccessController: Sendable {
             return runAutomatic(.credentialsChanged(availability), now: now)
         case let .request(request, reader, operation, attributes):
             return runManual(.request(request, reader, operation, reader: attributes), now: now)
+        case let .openNext(expiry):
+            return runAutomatic(.openNext(expiry: expiry), now: now)
+        case .cancelOpenNext:
+            return runAutomatic(.cancelOpenNext, now: now)
         case let .exchangeEnded(reader, outcome):
             guard let origin = slots.end(reader) else { return [] }
             switch origin {
@@ -124,6 +141,8 @@ public struct AccessController: Sendable {
                 return .prepareLink(reader)
             case let .releaseLink(reader):
                 return .releaseLink(reader)
+            case let .openNextClosed(end):
+                return .openNextClosed(end)
             }
         }
     }

@@ -77,6 +77,10 @@ public struct AutoConnectMachine: Sendable {
         case holdLimit(ReaderID)
         /// The prepared link's reader has not been heard since the link came up.
         case presenceWait(ReaderID)
+        /// The open-next window's end (`Input.openNext`).
+        case openNextExpiry
+        /// Readers seen within the open-next window wait this long so the nearest is chosen.
+        case openNextSelection
     }
 
     public enum Input: Hashable, Sendable {
@@ -99,6 +103,20 @@ public struct AutoConnectMachine: Sendable {
         /// A slot was freed by an exchange of another origin.
         case slotFreed
         case timerFired(Timer)
+        /// Open the next door (the SDK's `startOpeningNextDoor(expiry:)`): for `expiry`, the
+        /// next eligible reader within manual range is opened as if it were in auto range, once.
+        case openNext(expiry: Duration)
+        case cancelOpenNext
+        /// While the window is open: a reader heard, and whether it is within manual range.
+        case openNextObserved(Candidate, withinManualRange: Bool)
+    }
+
+    /// How an open-next window ended.
+    public enum OpenNextEnd: Hashable, Sendable {
+        /// This reader's exchange starts (the action after this one).
+        case used(ReaderID)
+        case expired
+        case cancelled
     }
 
     public enum Action: Hashable, Sendable {
@@ -109,6 +127,8 @@ public struct AutoConnectMachine: Sendable {
         case prepareLink(ReaderID)
         /// Drop a prepared link that no exchange took.
         case releaseLink(ReaderID)
+        /// The open-next window closed.
+        case openNextClosed(OpenNextEnd)
     }
 
     enum Phase: Hashable, Sendable {
@@ -133,6 +153,8 @@ public struct AutoConnectMachine: Sendable {
     var selectionPending = false
     /// Connecting early: the link held, and whom not to connect to early (again).
     var early = EarlyLinks()
+    /// Open the next door: the window, while it is open.
+    var openNext: OpenNextWindow?
 
     public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
                 credentials: CredentialAvailability = .none) {
@@ -172,6 +194,7 @@ public struct AutoConnectMachine: Sendable {
             return presenceHeard(id)
         case let .readerUnavailable(id):
             early.tried.remove(id)
+            openNext?.candidates[id] = nil
             let release = early.held?.candidate.id == id ? releasePrepared() : []
             return release + readerLeftRange(id, now: now)
         case let .automaticAccessChanged(enabled):
@@ -184,9 +207,15 @@ public struct AutoConnectMachine: Sendable {
         case let .exchangeEnded(id, outcome):
             return exchangeEnded(id, outcome: outcome, now: now, slots: slots)
         case .slotFreed:
-            return select(now: now, slots: slots)
+            return select(now: now, slots: slots) + chooseNextDoor(now: now, slots: slots)
         case let .timerFired(timer):
             return timerFired(timer, now: now, slots: slots)
+        case let .openNext(expiry):
+            return openNextDoor(expiry: expiry, now: now)
+        case .cancelOpenNext:
+            return closeOpenNext(.cancelled)
+        case let .openNextObserved(candidate, within):
+            return nextDoorObserved(candidate, withinManualRange: within, now: now, slots: slots)
         }
     }
 
@@ -242,7 +271,7 @@ public struct AutoConnectMachine: Sendable {
     mutating func exchangeEnded(_ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
                                         slots: ExchangeSlots) -> [Action] {
         guard var entry = tracked[id], case let .exchanging(retries) = entry.phase else {
-            return select(now: now, slots: slots)
+            return select(now: now, slots: slots) + chooseNextDoor(now: now, slots: slots)
         }
         var actions: [Action] = []
         if case let .failed(failure) = outcome, failure.isTransient, entry.isInRange,
@@ -254,7 +283,7 @@ public struct AutoConnectMachine: Sendable {
             actions.append(.startTimer(.cooldown(id), after: configuration.cooldown))
         }
         tracked[id] = entry
-        return actions + select(now: now, slots: slots)
+        return actions + select(now: now, slots: slots) + chooseNextDoor(now: now, slots: slots)
     }
 
     mutating func timerFired(_ timer: Timer, now: Timestamp, slots: ExchangeSlots) -> [Action] {
@@ -271,6 +300,11 @@ public struct AutoConnectMachine: Sendable {
             return holdLimitReached(id)
         case let .presenceWait(id):
             return presenceNotHeard(id)
+        case .openNextExpiry:
+            return closeOpenNext(.expired)
+        case .openNextSelection:
+            openNext?.selecting = false
+            return chooseNextDoor(now: now, slots: slots)
         case let .cooldown(id):
             guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
             guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
@@ -317,6 +351,8 @@ public struct AutoConnectMachine: Sendable {
             guard var chosen = best, case let .armed(retries) = chosen.phase else { break }
             chosen.phase = .exchanging(retries: retries)
             tracked[chosen.candidate.id] = chosen
+            // An open-next window is used by whichever door opens next, this one in auto range too.
+            actions += closeOpenNext(.used(chosen.candidate.id))
             actions += exchangeTakesOver(chosen.candidate.id)
             actions.append(.startExchange(chosen.candidate.id))
             free -= 1

@@ -14,7 +14,8 @@ extension AccessEngine {
                 exchanges.yield(.start(ExchangeOrder(
                     reader: attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
                     origin: origin, operation: operation,
-                    detected: origin == .automatic ? sightings.detected(reader) : nil)))
+                    detected: origin == .automatic ? sightings.detected(reader) : nil,
+                    trigger: origin == .automatic && openNextReaders.contains(reader) ? Self.openNextTrigger : nil)))
             case let .abortExchange(reader):
                 exchanges.yield(.abort(reader))
             case let .startTimer(timer, delay):
@@ -36,6 +37,8 @@ extension AccessEngine {
                                   metadata: ["reader": "\(reader)"])
                 }
                 exchanges.yield(.releaseLink(reader))
+            case let .openNextClosed(end):
+                openNextClosed(end)
             case let .failed(reader, origin, error):
                 // The request's timeout: the exchange is aborted, and its end (with the phase it
                 // reached) reported soon after; the answer waits for it to say where it stopped.
@@ -60,6 +63,7 @@ extension AccessEngine {
                                      timings: requests.timings.removeValue(forKey: reader))
         answer.readerName = sightings.registry.reader(reader)?.name
         answer.credential = requests.credentials.removeValue(forKey: reader)?.description
+        if origin == .automatic, openNextReaders.remove(reader) != nil { answer.trigger = Self.openNextTrigger }
         journal.emit("access.completed", Render.json(answer))
         guard case let .manual(request) = origin else { return }
         let asked = requests.asked.removeValue(forKey: request)

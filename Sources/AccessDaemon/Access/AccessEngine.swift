@@ -28,6 +28,8 @@ actor AccessEngine {
         case timerFired(AccessController.Timer, id: UInt64)
         /// A reload (SIGHUP): the range and access settings a running engine can take.
         case reconfigure(AccessdConfiguration)
+        /// The open-next button was pressed (`[button]`).
+        case buttonPressed
     }
 
     typealias Door = AsyncStream<Input>.Continuation
@@ -50,6 +52,12 @@ actor AccessEngine {
     var requests = ManualRequests()
     /// Whether the registry's capacity was reported full (until there is room again).
     var registryFullWarned = false
+    /// Readers whose automatic exchange an open-next window started, until it completes.
+    var openNextReaders: Set<ReaderID> = []
+    /// Who opened the current open-next window (`socket` or `button`), for its events.
+    var openNextOpenedBy: String?
+    /// `[access] open_next_expiry`: the window's length when the caller names none.
+    var openNextDefaultExpiry: Duration
     let connectEarly: Bool
 
     init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(), door: Door,
@@ -61,6 +69,7 @@ actor AccessEngine {
         self.clock = clock
         self.logger = logger
         self.connectEarly = configuration.connectEarly
+        self.openNextDefaultExpiry = configuration.openNextExpiry
         self.sightings = ReaderSightings(range: configuration.rangeConfiguration)
         _ = sightings.registry.setScope(scope)
         self.controller = AccessController(slotLimit: configuration.connectionLimit,
@@ -110,9 +119,12 @@ actor AccessEngine {
             guard timers[timer]?.id == id else { return }  // cancelled while it fired
             timers[timer] = nil
             perform(controller.handle(.timerFired(timer), at: now))
+        case .buttonPressed:
+            openNext(expiry: nil, openedBy: "button", uid: nil)
         case let .reconfigure(configuration):
             // Each reader's smoothed path loss stays; the next advertisement is judged by the new range.
             sightings.registry.range = configuration.rangeConfiguration
+            openNextDefaultExpiry = configuration.openNextExpiry
             var scope = sightings.registry.scope
             scope.replaceConfiguration(configuration.readerRules)
             apply(scope)
@@ -149,7 +161,8 @@ actor AccessEngine {
         // Out of auto range the controller hears only of changes worth a report, which is
         // enough to connect early (an approach moves the path loss).
         let nearby = connectEarly && observation.update != nil
-        if observation.isInAutoConnectRange || observation.autoConnectRangeChanged || nearby,
+        let openingNext = controller.automatic.openNextUntil != nil
+        if observation.isInAutoConnectRange || observation.autoConnectRangeChanged || nearby || openingNext,
            let attributes = sightings.registry.reader(id) {
             perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
                                                       othersHeard: sightings.registry.isAnotherReaderHeard(besides: id)),

@@ -25,6 +25,13 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var maximumRetries = 4
     public var stepTimeout: Duration = .seconds(5)
     public var secondFactorTimeout: Duration = .seconds(30)
+    /// How long an open-next window (`access.next`, the button) stays open by default.
+    public var openNextExpiry: Duration = .seconds(5)
+
+    // [button]
+    /// An input device (evdev) whose key opens the next door; nil: none.
+    public var buttonDevice: String? = nil
+    public var buttonKey = InputKeyCode("KEY_ENTER")!
 
     // [range]
     public var sensitivity: ConnectionSensitivity = .normal

@@ -52,7 +52,7 @@ public enum ConfigurationLoader {
             let sections: [String: [String]] = [
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
                 "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early",
-                           "max_retries", "step_timeout", "second_factor_timeout"],
+                           "max_retries", "step_timeout", "second_factor_timeout", "open_next_expiry"],
                 "range": ["sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
                 "prompts": ["second_factor"],
@@ -62,6 +62,7 @@ public enum ConfigurationLoader {
                 "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts"],
                 "log": ["level"],
                 "readers": ["allow", "deny"],
+                "button": ["device", "key"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
                 throw ConfigurationError(file: file, line: stray.value.line,
@@ -94,6 +95,7 @@ public enum ConfigurationLoader {
             c.maximumRetries = try int("access", "max_retries", 0...10) ?? c.maximumRetries
             c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
             c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout
+            c.openNextExpiry = try seconds("access", "open_next_expiry", 1...60) ?? c.openNextExpiry
             if let v = try string("range", "sensitivity") {
                 guard let s = ConnectionSensitivity(rawValue: v) ?? ConnectionSensitivity.formerNames[v] else {
                     throw fail("range", "sensitivity", "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)")
@@ -157,6 +159,18 @@ public enum ConfigurationLoader {
                     throw fail("log", "level", "level must be one of \(AccessdConfiguration.LogLevel.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 c.logLevel = level
+            }
+            if let device = try string("button", "device"), !device.isEmpty {
+                guard device.hasPrefix("/"), device.utf8.count < 4096 else {
+                    throw fail("button", "device", "device must be an absolute path (/dev/input/...)")
+                }
+                c.buttonDevice = device
+            }
+            if let key = try string("button", "key") {
+                guard let code = InputKeyCode(key) else {
+                    throw fail("button", "key", "key must be a key name such as KEY_ENTER or BTN_0, or its code (1...767)")
+                }
+                c.buttonKey = code
             }
             c.readerRules = try readerRules()
             return c

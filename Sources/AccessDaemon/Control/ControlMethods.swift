@@ -2,6 +2,7 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import ControlSocket
+import Foundation
 import Logging
 
 /// What each method of the control socket does, over the daemon's services, in the types of
@@ -43,6 +44,20 @@ extension AccessDaemonServices {
         table.on(ControlCalls.AccessRequest.self) { params, client in
             await self.manual(params.reader, .success(.access), client: client)
         }
+        table.on(ControlCalls.AccessNext.self) { params, client in
+            var expiry: Duration?
+            if let seconds = params.expiry {
+                let bounds = Double(AccessEngine.openNextExpiry.lowerBound)...Double(AccessEngine.openNextExpiry.upperBound)
+                guard seconds.isFinite, bounds.contains(seconds) else {
+                    return .failure(.invalidParams("expiry is 1 to 60 seconds"))
+                }
+                expiry = .milliseconds(Int64((seconds * 1000).rounded()))
+            }
+            let used = await self.access.openNext(expiry: expiry, openedBy: "socket", uid: client.uid)
+            let seconds = Double(used.components.seconds) + Double(used.components.attoseconds) / 1e18
+            return .success(OpenNextAnswer(expirySeconds: Int(seconds.rounded()), until: Date().timeIntervalSince1970 + seconds))
+        }
+        table.on(ControlCalls.AccessCancel.self) { _, _ in .success(OpenNextCancelAnswer(cancelled: await self.access.cancelOpenNext())) }
         table.on(ControlCalls.ActionsList.self) { params, client in
             await self.manual(params.reader, .success(.enumerateActions), client: client)
         }

@@ -75,6 +75,7 @@ actor ExchangeEngine {
         var started: [String: JSONValue] = ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
                                             "operation": Render.operation(order.operation), "credential": .string(credential.description)]
         if let name = order.reader.name, !name.isEmpty { started["readerName"] = .string(name) }
+        if let trigger = order.trigger { started["trigger"] = .string(trigger) }
         journal.emit("access.started", .object(started))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
         // Before connecting: the link connected early for this reader (the exchange takes it

@@ -24,6 +24,8 @@ struct ExchangeOrder: Sendable {
     var operation: ExchangeOperation
     /// When this approach's first advertisement put the reader in auto range (automatic only).
     var detected: ContinuousClock.Instant?
+    /// What started an automatic exchange other than range (`openNext`), for its events.
+    var trigger: String? = nil
 }
 
 /// One exchange in progress: the protocol session, the link it runs over, and its phases.

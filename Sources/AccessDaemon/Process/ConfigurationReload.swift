@@ -48,6 +48,7 @@ public struct ConfigurationReload: Sendable {
         c.secondFactorTimeout = reloaded.secondFactorTimeout
         c.secondFactorPrompt = reloaded.secondFactorPrompt
         c.readerRules = reloaded.readerRules
+        c.openNextExpiry = reloaded.openNextExpiry
         return c
     }
 
@@ -72,7 +73,8 @@ public struct ConfigurationReload: Sendable {
         "manualTimeout": "access.manual_timeout", "cooldown": "access.cooldown",
         "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early",
         "maximumRetries": "access.max_retries", "stepTimeout": "access.step_timeout",
-        "secondFactorTimeout": "access.second_factor_timeout",
+        "secondFactorTimeout": "access.second_factor_timeout", "openNextExpiry": "access.open_next_expiry",
+        "buttonDevice": "button.device", "buttonKey": "button.key",
         "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
         "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
         "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",

@@ -189,6 +189,8 @@ public struct ExchangeAnswer: Codable, Sendable, Hashable {
     /// The credential presented (the SDK's `AccessResult.credentialId`), once one was chosen.
     public var credential: String?
     public var origin: String
+    /// `openNext` when an open-next window (`access.next`) started this automatic exchange.
+    public var trigger: String?
     public var decision: String?
     public var granted: Bool?
     public var mode: String?

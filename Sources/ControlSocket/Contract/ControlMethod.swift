@@ -13,6 +13,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case automaticAccessSet = "automaticAccess.set"
     case logSetLevel = "log.setLevel"
     case accessRequest = "access.request"
+    case accessNext = "access.next"
+    case accessCancel = "access.cancel"
     case actionsList = "actions.list"
     case actionsPerform = "actions.perform"
     case secondFactorRespond = "secondFactor.respond"
@@ -42,7 +44,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     public var role: Role {
         switch self {
         case .statusGet, .readersList, .readersGetScope, .eventsSubscribe, .eventsUnsubscribe: .observer
-        case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .actionsList, .actionsPerform,
+        case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .accessNext,
+             .accessCancel, .actionsList, .actionsPerform,
              .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock, .itemsSync,

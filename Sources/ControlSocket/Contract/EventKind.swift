@@ -8,6 +8,7 @@ public enum EventKind: String, CaseIterable, Sendable {
     case readersScopeChanged = "readers.scopeChanged"
     case accessStarted = "access.started"
     case accessCompleted = "access.completed"
+    case accessNextWindow = "access.nextWindow"
     case secondFactorRequired = "secondFactor.required"
     case credentialsChanged = "credentials.changed"
     case eventsLost = "events.lost"

@@ -1,0 +1,57 @@
+import AccessCore
+import AccessJSON
+import ControlSocket
+
+/// Open the next door (`access.next`, `access.cancel`, a push-button): the controller's
+/// window, its `access.next` events, and the readers already heard judged at once.
+extension AccessEngine {
+    static let openNextTrigger = "openNext"
+    /// The bounds of `expiry` (seconds): the SDK's use is a few seconds; a minute at most, so a
+    /// forgotten window cannot open a door someone walks past much later.
+    static let openNextExpiry = 1...60
+
+    /// Opens (or extends) the window for `expiry`; `openedBy` is `socket` or `button`. Readers
+    /// heard now are judged at once: a person pressing the button at the door is already there.
+    @discardableResult
+    func openNext(expiry: Duration?, openedBy: String, uid: UInt32?) -> Duration {
+        let expiry = expiry ?? openNextDefaultExpiry
+        let now = Clocks.monotonic()
+        openNextOpenedBy = openedBy
+        var data: [String: JSONValue] = ["state": "open", "expirySeconds": .int(expiry.components.seconds),
+                                         "openedBy": .string(openedBy)]
+        if let uid { data["uid"] = .int(Int64(uid)) }
+        journal.emit(EventKind.accessNextWindow.rawValue, .object(data))
+        logger.info("open-next window opened", metadata: ["expiry": "\(expiry)", "by": "\(openedBy)"])
+        perform(controller.handle(.openNext(expiry: expiry), at: now))
+        for reader in sightings.registry.readers where controller.automatic.openNextUntil != nil {
+            perform(controller.handle(.readerObserved(reader, isInAutoConnectRange: reader.isInAutoConnectRange,
+                                                      othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
+                                      at: now))
+        }
+        return expiry
+    }
+
+    /// Closes the window: whether one was open.
+    func cancelOpenNext() -> Bool {
+        guard controller.automatic.openNextUntil != nil else { return false }
+        perform(controller.handle(.cancelOpenNext, at: Clocks.monotonic()))
+        return true
+    }
+
+    var isOpeningNext: Bool { controller.automatic.openNextUntil != nil }
+
+    func openNextClosed(_ end: AutoConnectMachine.OpenNextEnd) {
+        var data: [String: JSONValue] = ["state": "closed", "openedBy": .string(openNextOpenedBy ?? "socket")]
+        switch end {
+        case let .used(reader):
+            openNextReaders.insert(reader)
+            data["reason"] = "used"
+            data["reader"] = .string(reader.description)
+        case .expired: data["reason"] = "expired"
+        case .cancelled: data["reason"] = "cancelled"
+        }
+        openNextOpenedBy = nil
+        journal.emit(EventKind.accessNextWindow.rawValue, .object(data))
+        logger.info("open-next window closed", metadata: ["reason": "\(data["reason"]?.string ?? "?")"])
+    }
+}
