@@ -27,6 +27,8 @@ public final class AccessDaemonServices: Sendable {
     let sync: SiteSync
     let admin: CredentialAdmin
     let settings: RuntimeSettings
+    /// `[features] aperio`: Aperio locks are presented their items.
+    let aperioEnabled: Bool
     /// What `status.get` says of the configuration: its file and named adapter.
     let configFile: String?
     let configuredAdapter: String?
@@ -86,6 +88,7 @@ public final class AccessDaemonServices: Sendable {
         self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
                                      deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
+        self.aperioEnabled = aperio
         self.logger = logger
         self.reconfigureEngines = { configuration in
             accessDoor.yield(.reconfigure(configuration))

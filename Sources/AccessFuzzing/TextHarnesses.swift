@@ -59,6 +59,7 @@ enum ControlRequestHarness {
         case .secondFactorCancel: _ = try params.decode(RequestParams.self)
         case .credentialsSetPin: _ = try params.decode(SetPinParams.self)
         case .credentialsUnlock: _ = try params.decode(CredentialIDParams.self)
+        case .credentialsSetPriority: _ = try params.decode(PriorityParams.self)
         case .accessNext: _ = try params.decode(OpenNextParams.self)
         case .readersSetScope: _ = try ReaderScopeCalls.rule(from: try params.decode(ReaderRuleInfo.self))
         case .readersResetScope: _ = try params.decode(ResetScopeParams.self).reader.map { ReaderID($0) }

@@ -15,9 +15,12 @@ public struct StoredCredential: Sendable {
     public var lastSyncAt: Double?
     public var itemCursor: String
     public var failedPinAttempts: Int
+    /// Where several sites' readers are in range, a higher priority's reader goes first.
+    public var priority: Int
 
     public init(credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
-                lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0) {
+                lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0, priority: Int = 0) {
+        self.priority = priority
         self.credential = credential
         self.siteName = siteName
         self.siteURL = siteURL
@@ -96,6 +99,9 @@ extension AccessStore {
                 t.primaryKey(["credentialID", "id"])
             }
         }
+        migrator.registerMigration("v3-credential-priority") { db in
+            try db.alter(table: "credential") { t in t.add(column: "priority", .integer).notNull().defaults(to: 0) }
+        }
     }
 
     // MARK: Credentials
@@ -111,13 +117,13 @@ extension AccessStore {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO credential(id, siteName, siteTag, sitePublicKey, siteURL, cardholder, deviceName, state,
-                  secondFactor, signingKey, sealedSecondFactor, failedPinAttempts, registeredAt, lastSyncAt, itemCursor)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                  secondFactor, signingKey, sealedSecondFactor, failedPinAttempts, registeredAt, lastSyncAt, itemCursor, priority)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [
                     c.id.description, stored.siteName, Int64(c.siteTag.rawValue), c.sitePublicKey.x963Representation,
                     stored.siteURL, c.cardholderName, stored.deviceName, c.state.rawValue, c.secondFactorEnabled,
                     c.signingKey?.rawRepresentation ?? Data(), c.sealedSecondFactor.map { Data($0.encoded) },
-                    stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor,
+                    stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor, stored.priority,
                 ])
         }
     }
@@ -155,6 +161,12 @@ extension AccessStore {
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }
 
+    public func setCredentialPriority(_ id: CredentialID, _ priority: Int) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE credential SET priority = ? WHERE id = ?", arguments: [priority, id.description])
+        }
+    }
+
     public func setFailedPinAttempts(_ id: CredentialID, _ count: Int) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE credential SET failedPinAttempts = ? WHERE id = ?", arguments: [count, id.description])
@@ -175,7 +187,7 @@ extension AccessStore {
         return StoredCredential(credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
                                 deviceName: row["deviceName"], registeredAt: row["registeredAt"],
                                 lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
-                                failedPinAttempts: row["failedPinAttempts"])
+                                failedPinAttempts: row["failedPinAttempts"], priority: row["priority"])
     }
 
     // MARK: Items

@@ -36,12 +36,16 @@ struct Access: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The reader id (as in `accessctl readers`).", completion: LiveCompletions.readers) var reader: String
     @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
+    @Option(help: ArgumentHelp("Present this credential (id or unique prefix; default: the one for the reader's site).",
+                               valueName: "id"), completion: LiveCompletions.credentials)
+    var credential: String?
 
     func run() throws {
         let connection = try options.connect()
         let prompt = InlinePrompt(options: options, reader: canonicalReader(reader), pinStdin: pinStdin)
         try prompt.prepare(connection)
-        let (result, raw) = try options.call(connection, ControlCalls.AccessRequest.self, ReaderParams(reader: reader),
+        let (result, raw) = try options.call(connection, ControlCalls.AccessRequest.self,
+                                             ReaderParams(reader: reader, credential: credential),
                                              onNotification: prompt.handle)
         print(options.json ? raw.jsonText : describeOutcome(result))
         if result.granted != true { throw ExitCode(Exit.refused) }

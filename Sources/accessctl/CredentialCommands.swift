@@ -9,7 +9,8 @@ import Glibc
 struct Credentials: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Register, list and delete credentials (root or the admin group).",
-        subcommands: [List.self, Register.self, Delete.self, ChangePin.self, Unlock.self], defaultSubcommand: List.self)
+        subcommands: [List.self, Register.self, Delete.self, ChangePin.self, Unlock.self, Priority.self],
+        defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Credentials held, with state and second factor.")
@@ -35,7 +36,7 @@ struct Credentials: ParsableCommand {
                 print("\(c.id)  \(c.state)")
                 print("  cardholder: \(c.cardholderName)")
                 print("  site:       \(c.siteName) (\(c.site), \(c.siteURL))")
-                print("  second factor: \(pin); items: \(c.itemCount)")
+                print("  second factor: \(pin); items: \(c.itemCount)" + (c.priority != 0 ? "; priority \(c.priority)" : ""))
             }
         }
     }

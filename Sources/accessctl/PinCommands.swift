@@ -53,3 +53,26 @@ struct Unlock: ParsableCommand {
         print(options.json ? raw.jsonText : "unlocked \(credential.id): \(credential.secondFactor.attemptsLeft) attempts left")
     }
 }
+
+struct Priority: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set a credential's priority: where readers of several sites are in range, a higher one's goes first.",
+        discussion: "-100 to 100; 0 by default. Between readers of sites of equal priority, the nearer goes first.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
+    // Unconditional: a negative priority ("-5") is a value, not an option.
+    @Argument(parsing: .allUnrecognized, help: "The priority (-100…100).") var priority: [String] = []
+
+    func validate() throws {
+        guard priority.count == 1, let value = Int(priority[0]), (-100...100).contains(value) else {
+            throw ValidationError("give one priority, a whole number from -100 to 100")
+        }
+    }
+
+    func run() throws {
+        let connection = try options.connect()
+        let (credential, raw) = try options.call(connection, ControlCalls.CredentialsSetPriority.self,
+                                                 PriorityParams(id: id, priority: Int(priority[0]) ?? 0))
+        print(options.json ? raw.jsonText : "\(credential.id): priority \(credential.priority)")
+    }
+}

@@ -333,4 +333,19 @@ struct AutoConnectTests {
         #expect(controller.automatic.preparedReader == Fixtures.readerID)
         #expect(controller.automatic.withoutPresence.isEmpty)
     }
+
+    /// Readers of two sites in range: the site whose credential has the higher priority goes
+    /// first, even when its reader is further (issue #13, item 3).
+    @Test mutating func theHigherPrioritySiteGoesFirst() {
+        let other = SiteTag(0x0B0B_0001)
+        var availability = CredentialAvailability(mobileSites: [Fixtures.siteTag, other])
+        availability.priorities[other] = 5
+        send(.credentialsChanged(availability))
+        var far = Self.reader(0x2B01, pathLoss: 15)
+        far.siteTag = other
+        send(.readerObserved(Self.reader(0x2A01, pathLoss: 5), isInAutoConnectRange: true))
+        send(.readerObserved(far, isInAutoConnectRange: true))
+        wait(.milliseconds(200))
+        #expect(started == [ReaderID(0x2B01)])
+    }
 }

@@ -81,8 +81,12 @@ struct OpenNextShellTests {
         #expect(opened.status == 0, "\(opened.output)")
         #expect(opened.output.hasPrefix("reader 00002A01: granted: granted (access) in "), "\(opened.output)")
         print("$ accessctl open-next\n\(opened.output)")
-        let events = try runCommand([AccessctlTests.accessctl, "events", "--kinds", "access.nextWindow,access.completed",
-                                     "--socket", socket], mergingErrors: true)
+        // On a thread of its own: accessctl waits on this process's daemon, whose handlers need
+        // the concurrency pool this test would otherwise block.
+        let events = try await taskOnThreadOfItsOwn {
+            try runCommand([AccessctlTests.accessctl, "events", "--kinds", "access.nextWindow,access.completed",
+                            "--socket", socket], mergingErrors: true)
+        }.value
         print("$ accessctl events --kinds access.nextWindow,access.completed\n\(events.output)")
         #expect(events.output.contains("open-next: reader 00002A01 is the next door (socket)"), "\(events.output)")
         #expect(events.output.contains("reader 00002A01: open-next granted: granted (access)"), "\(events.output)")

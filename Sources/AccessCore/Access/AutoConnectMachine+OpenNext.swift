@@ -65,7 +65,7 @@ extension AutoConnectMachine {
             if case .exchanging = tracked[candidate.id]?.phase { return false }
             return true
         }
-        guard let chosen = free.min(by: { ($0.measuredPathLoss, $0.id) < ($1.measuredPathLoss, $1.id) }) else { return [] }
+        guard let chosen = free.min(by: precedes) else { return [] }
         // Counted as this reader's approach: after it, the cooldown and the wait to leave range
         // apply as after any automatic exchange.
         var phaseRetries = 0

@@ -328,6 +328,15 @@ public struct AutoConnectMachine: Sendable {
         return [.startTimer(.selection, after: configuration.selectionWindow)]
     }
 
+    /// Which of two candidates goes first: the higher priority of the credential for its site
+    /// (several sites' readers in range), then the nearer, then the lower id.
+    func precedes(_ a: Candidate, _ b: Candidate) -> Bool {
+        let priorityA = credentials.priority(of: a.siteTag), priorityB = credentials.priority(of: b.siteTag)
+        if priorityA != priorityB { return priorityA > priorityB }
+        if a.measuredPathLoss != b.measuredPathLoss { return a.measuredPathLoss < b.measuredPathLoss }
+        return a.id < b.id
+    }
+
     /// Starts exchanges with the nearest eligible armed readers while slots are free.
     mutating func select(now: Timestamp, slots: ExchangeSlots) -> [Action] {
         guard isAutomaticAccessEnabled, !selectionPending else { return [] }
@@ -341,9 +350,7 @@ public struct AutoConnectMachine: Sendable {
                       !slots.isBusy(entry.candidate.id)
                 else { continue }
                 if let current = best {
-                    let nearer = entry.candidate.measuredPathLoss < current.candidate.measuredPathLoss
-                    let tie = entry.candidate.measuredPathLoss == current.candidate.measuredPathLoss
-                    if nearer || (tie && entry.candidate.id < current.candidate.id) { best = entry }
+                    if precedes(entry.candidate, current.candidate) { best = entry }
                 } else {
                     best = entry
                 }

@@ -10,6 +10,12 @@ public struct CredentialAvailability: Hashable, Sendable {
     /// state of one of them): a refusal then says "suspended", not "no credential".
     public var withheld: [Withheld: CredentialState]
 
+    /// Per site, the priority of the credential presented there (absent: 0): where readers of
+    /// several sites are in range, a higher priority's reader is opened first.
+    public var priorities: [SiteTag: Int] = [:]
+
+    public func priority(of site: SiteTag) -> Int { priorities[site] ?? 0 }
+
     public struct Withheld: Hashable, Sendable {
         public var kind: CredentialKind
         public var site: SiteTag

@@ -15,7 +15,8 @@ extension AccessEngine {
                     reader: attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
                     origin: origin, operation: operation,
                     detected: origin == .automatic ? sightings.detected(reader) : nil,
-                    trigger: origin == .automatic && openNextReaders.contains(reader) ? Self.openNextTrigger : nil)))
+                    trigger: origin == .automatic && openNextReaders.contains(reader) ? Self.openNextTrigger : nil,
+                    credential: Self.request(of: origin).flatMap { requests.presenting.removeValue(forKey: $0) })))
             case let .abortExchange(reader):
                 exchanges.yield(.abort(reader))
             case let .startTimer(timer, delay):
@@ -23,6 +24,7 @@ extension AccessEngine {
             case let .cancelTimer(timer):
                 timers.removeValue(forKey: timer)?.task.cancel()
             case let .refuse(request, refusal):
+                requests.presenting[request] = nil
                 let asked = requests.asked.removeValue(forKey: request)
                 requests.answer(request, .failure(self.refusal(refusal, reader: asked?.reader ?? ReaderID(0),
                                                                operation: asked?.operation ?? .access)))
@@ -89,6 +91,11 @@ extension AccessEngine {
                                                   timings: timings)))
     }
 
+    static func request(of origin: ExchangeOrigin) -> RequestID? {
+        if case let .manual(request) = origin { return request }
+        return nil
+    }
+
     /// BlueZ's object path of the device at `address` on `adapter`.
     static func devicePath(adapter: String, address: DeviceAddress) -> String {
         adapter + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_")
@@ -104,6 +111,8 @@ struct ManualRequests: Sendable {
     var asked: [RequestID: (reader: ReaderID, operation: ExchangeOperation)] = [:]
     /// The credential each ended exchange presented, until the controller reports it.
     var credentials: [ReaderID: CredentialID] = [:]
+    /// The credential a request asked to present (`access.request {credential}`), until it starts.
+    var presenting: [RequestID: CredentialID] = [:]
     /// Requests whose timeout fired, by the reader whose aborted exchange has yet to end.
     var timedOut: [ReaderID: (request: RequestID, error: ReaderConnectionError)] = [:]
 

@@ -179,6 +179,8 @@ actor AccessEngine {
 
     var readers: [ReaderAttributes] { sightings.registry.readers }
 
+    func reader(_ id: ReaderID) -> ReaderAttributes? { sightings.registry.reader(id) }
+
     var status: Status {
         Status(readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
                automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled)
@@ -190,12 +192,14 @@ actor AccessEngine {
 
     /// `access.request`, `actions.list`, `actions.perform`: the controller decides whether
     /// the request may start; the answer comes when its exchange ends (or its timeout).
-    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32) async -> Result<ExchangeAnswer, RPCError> {
+    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32,
+                 credential: CredentialID? = nil) async -> Result<ExchangeAnswer, RPCError> {
         let request = requests.next()
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
         return await withCheckedContinuation { continuation in
             requests.pending.wait(request.rawValue, continuation)
             requests.asked[request] = (reader, operation)
+            if let credential { requests.presenting[request] = credential }
             perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
                                       at: Clocks.monotonic()))
         }

@@ -42,7 +42,7 @@ extension AccessDaemonServices {
         }
         table.on(ControlCalls.LogSetLevel.self) { params, client in self.setLogLevel(params.level, client: client) }
         table.on(ControlCalls.AccessRequest.self) { params, client in
-            await self.manual(params.reader, .success(.access), client: client)
+            await self.manual(params.reader, .success(.access), client: client, credential: params.credential)
         }
         table.on(ControlCalls.AccessNext.self) { params, client in
             var expiry: Duration?
@@ -59,7 +59,7 @@ extension AccessDaemonServices {
         }
         table.on(ControlCalls.AccessCancel.self) { _, _ in .success(OpenNextCancelAnswer(cancelled: await self.access.cancelOpenNext())) }
         table.on(ControlCalls.ActionsList.self) { params, client in
-            await self.manual(params.reader, .success(.enumerateActions), client: client)
+            await self.manual(params.reader, .success(.enumerateActions), client: client, credential: params.credential)
         }
         table.on(ControlCalls.ActionsPerform.self) { params, client in
             let action = Int8(exactly: params.action).map(ExchangeOperation.performAction)
@@ -80,6 +80,7 @@ extension AccessDaemonServices {
         }
         table.on(ControlCalls.CredentialsDelete.self) { params, client in await self.admin.delete(params.id, option: params.option ?? .default, uid: client.uid) }
         table.on(ControlCalls.CredentialsSetPin.self) { params, client in await self.admin.setPin(params, uid: client.uid) }
+        table.on(ControlCalls.CredentialsSetPriority.self) { params, client in self.admin.setPriority(params, uid: client.uid) }
         table.on(ControlCalls.CredentialsUnlock.self) { params, client in self.admin.unlock(params.id, uid: client.uid) }
         table.on(ControlCalls.ItemsSync.self) { _, _ in await self.sync.syncNow(reason: "requested") }
         table.on(ControlCalls.ItemsList.self) { _, _ in .success(ItemsAnswer(items: self.book.items.map(Render.item))) }
@@ -170,14 +171,43 @@ extension AccessDaemonServices {
 
     /// `access.request`, `actions.list`, `actions.perform`.
     private func manual(_ text: String, _ operation: Result<ExchangeOperation, RPCError>,
-                        client: ControlClient) async -> Result<ExchangeAnswer, RPCError> {
+                        client: ControlClient, credential: String? = nil) async -> Result<ExchangeAnswer, RPCError> {
         guard let reader = ReaderID(text) else {
             return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)"))
         }
+        var chosen: CredentialID?
+        if let credential {
+            switch await credentialFor(reader, credential) {
+            case let .success(id): chosen = id
+            case let .failure(error): return .failure(error)
+            }
+        }
         switch operation {
-        case let .success(exchangeOperation): return await access.request(reader, exchangeOperation, uid: client.uid)
+        case let .success(exchangeOperation): return await access.request(reader, exchangeOperation, uid: client.uid, credential: chosen)
         case let .failure(error): return .failure(error)
         }
+    }
+
+    /// `access.request {credential}`: the credential named, if it can be presented to the
+    /// reader (its site's, or for an Aperio lock one holding the lock's item). A reader not
+    /// heard is left to the request's own refusal (`readerNotHeard`, with what is heard).
+    private func credentialFor(_ reader: ReaderID, _ text: String) async -> Result<CredentialID, RPCError> {
+        let stored: StoredCredential
+        switch admin.find(text) {
+        case let .success(found): stored = found
+        case let .failure(error): return .failure(error)
+        }
+        let id = stored.credential.id
+        guard let attributes = await access.reader(reader) else { return .success(id) }
+        guard book.presentation(for: attributes, aperioEnabled: aperioEnabled, only: id) == nil else { return .success(id) }
+        let cause = stored.credential.isUsable ? "credentialNotForReader" : "credentialNotActive"
+        let why = stored.credential.isUsable
+            ? "it is for site \(stored.credential.siteTag), the reader is of site \(attributes.siteTag)"
+            : "it is \(stored.credential.state.rawValue)"
+        return .failure(.failed(ReaderConnectionError.forbidden.rawValue,
+                                "refused: credential \(id.description.prefix(8))… cannot be presented to reader \(reader): \(why)",
+                                details: ["cause": .string(cause), "reader": .string(reader.description),
+                                          "credential": .string(id.description)]))
     }
 }
 

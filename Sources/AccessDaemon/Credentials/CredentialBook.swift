@@ -58,12 +58,16 @@ public final class CredentialBook: Sendable {
     func availability(aperioEnabled: Bool) -> CredentialAvailability {
         contents.withLockedValue { contents in
             var availability = Credential.availability(of: contents.credentials.map(\.credential))
+            for stored in contents.credentials where stored.credential.isUsable && stored.priority != 0 {
+                availability.priorities[stored.credential.siteTag] = stored.priority
+            }
             guard aperioEnabled else { return availability }
             for item in contents.items where item.state == .active && item.aperioSecret != nil {
-                if let tag = item.siteTag, contents.credentials.contains(where: {
+                if let tag = item.siteTag, let owner = contents.credentials.first(where: {
                     $0.credential.id == item.credentialID && $0.credential.state == .active
                 }) {
                     availability.aperioSites.insert(tag)
+                    if owner.priority != 0 { availability.priorities[tag] = max(availability.priorities[tag] ?? .min, owner.priority) }
                 }
             }
             return availability
@@ -81,22 +85,28 @@ public final class CredentialBook: Sendable {
 
     /// What is presented to this reader, the credential it belongs to, and the key its
     /// challenges must verify against.
-    func presentation(for reader: ReaderAttributes, aperioEnabled: Bool)
+    /// `only`: the credential asked for (`access.request {credential}`); nil when it cannot be
+    /// presented to this reader.
+    func presentation(for reader: ReaderAttributes, aperioEnabled: Bool, only: CredentialID? = nil)
         -> (CredentialSession.Presentation, CredentialID, P256.Signing.PublicKey)?
     {
         contents.withLockedValue { contents in
-            let active = contents.credentials.filter { $0.credential.isUsable && $0.credential.siteTag == reader.siteTag }
+            let credentials = contents.credentials.filter { only == nil || $0.credential.id == only }
+                .sorted { $0.priority > $1.priority }
+            let active = credentials.filter { $0.credential.isUsable && $0.credential.siteTag == reader.siteTag }
             switch reader.kind {
             case .gallagherStyle:
                 guard let stored = active.first, let key = stored.credential.signingKey else { return nil }
                 return (.mobile(stored.credential.id, key), stored.credential.id, stored.credential.sitePublicKey)
             case .aperioStyle:
                 guard aperioEnabled else { return nil }
-                for item in contents.items where item.state == .active && item.siteTag == reader.siteTag {
-                    guard let secret = item.aperioSecret,
-                          let owner = contents.credentials.first(where: { $0.credential.id == item.credentialID && $0.credential.isUsable })
-                    else { continue }
-                    return (.aperio(secret), owner.credential.id, owner.credential.sitePublicKey)
+                // The highest-priority credential holding the lock's item.
+                for owner in credentials where owner.credential.isUsable {
+                    for item in contents.items where item.credentialID == owner.credential.id && item.state == .active
+                        && item.siteTag == reader.siteTag {
+                        guard let secret = item.aperioSecret else { continue }
+                        return (.aperio(secret), owner.credential.id, owner.credential.sitePublicKey)
+                    }
                 }
                 return nil
             }
@@ -155,6 +165,16 @@ public final class CredentialBook: Sendable {
     }
 
     /// An administrator lifts a lock-out (`credentials.unlock`): as if the right PIN was given.
+    /// A credential's priority, stored first; the caller notifies (`changed`).
+    func setPriority(_ priority: Int, of id: CredentialID) throws {
+        try store.setCredentialPriority(id, priority)
+        contents.withLockedValue { contents in
+            if let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) {
+                contents.credentials[index].priority = priority
+            }
+        }
+    }
+
     func unlock(_ id: CredentialID) {
         pinSucceeded(id)
     }

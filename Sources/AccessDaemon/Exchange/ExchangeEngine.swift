@@ -58,8 +58,8 @@ actor ExchangeEngine {
 
     private func start(_ order: ExchangeOrder) {
         let reader = order.reader.id
-        guard let (presentation, credential, siteKey) = book.presentation(for: order.reader,
-                                                                           aperioEnabled: settings.aperioEnabled) else {
+        guard let (presentation, credential, siteKey) = book.presentation(for: order.reader, aperioEnabled: settings.aperioEnabled,
+                                                                           only: order.credential) else {
             // The controller checked availability; a credential changed meanwhile.
             reports.yield(.exchangeEnded(reader, .failed(.invalidatedCredential), timings: nil))
             return

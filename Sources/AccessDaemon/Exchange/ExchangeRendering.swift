@@ -59,6 +59,6 @@ extension Render {
                                            lockedOut: stored.failedPinAttempts >= pinAttempts,
                                            attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
             registeredAt: stored.registeredAt, lastSyncAt: stored.lastSyncAt,
-            itemCount: items.filter { $0.credentialID == c.id }.count)
+            itemCount: items.filter { $0.credentialID == c.id }.count, priority: stored.priority)
     }
 }

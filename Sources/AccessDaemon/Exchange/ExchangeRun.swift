@@ -26,6 +26,8 @@ struct ExchangeOrder: Sendable {
     var detected: ContinuousClock.Instant?
     /// What started an automatic exchange other than range (`openNext`), for its events.
     var trigger: String? = nil
+    /// The credential a manual request asked to present; nil: the one for the reader's site.
+    var credential: CredentialID? = nil
 }
 
 /// One exchange in progress: the protocol session, the link it runs over, and its phases.

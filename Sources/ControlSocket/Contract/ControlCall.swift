@@ -102,6 +102,12 @@ public enum ControlCalls {
         public static let method = ControlMethod.credentialsSetPin
     }
 
+    public enum CredentialsSetPriority: ControlCall {
+        public typealias Params = PriorityParams
+        public typealias Answer = CredentialInfo
+        public static let method = ControlMethod.credentialsSetPriority
+    }
+
     public enum CredentialsUnlock: ControlCall {
         public typealias Params = CredentialIDParams
         public typealias Answer = CredentialInfo

@@ -25,6 +25,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case credentialsDelete = "credentials.delete"
     case credentialsSetPin = "credentials.setPin"
     case credentialsUnlock = "credentials.unlock"
+    case credentialsSetPriority = "credentials.setPriority"
     case itemsSync = "items.sync"
     case itemsList = "items.list"
 
@@ -48,7 +49,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
              .accessCancel, .actionsList, .actionsPerform,
              .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
-        case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock, .itemsSync,
+        case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock,
+             .credentialsSetPriority, .itemsSync,
              .itemsList:
             .admin
         }

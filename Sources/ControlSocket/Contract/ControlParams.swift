@@ -28,7 +28,13 @@ public struct SubscribeParams: Codable, Sendable, Hashable {
 /// `access.request`, `actions.list`: a reader id (up to eight hex digits).
 public struct ReaderParams: Codable, Sendable, Hashable {
     public var reader: String
-    public init(reader: String) { self.reader = reader }
+    /// The credential to present (its id, or a unique prefix as `accessctl credentials` shows);
+    /// absent: the one held for the reader's site.
+    public var credential: String?
+    public init(reader: String, credential: String? = nil) {
+        self.reader = reader
+        self.credential = credential
+    }
 }
 
 /// `actions.perform`.
@@ -98,6 +104,16 @@ public struct RequestParams: Codable, Sendable, Hashable {
 }
 
 /// `credentials.unlock {id}`: a credential id or a unique prefix.
+/// `credentials.setPriority {id, priority}`.
+public struct PriorityParams: Codable, Sendable, Hashable {
+    public var id: String
+    public var priority: Int
+    public init(id: String, priority: Int) {
+        self.id = id
+        self.priority = priority
+    }
+}
+
 public struct CredentialIDParams: Codable, Sendable, Hashable {
     public var id: String
     public init(id: String) { self.id = id }

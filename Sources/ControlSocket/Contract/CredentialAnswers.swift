@@ -70,9 +70,13 @@ public struct CredentialInfo: Codable, Sendable, Hashable {
     public var registeredAt: Double
     public var lastSyncAt: Double?
     public var itemCount: Int
+    /// Where readers of several sites are in range, a higher priority's reader goes first.
+    public var priority: Int
 
     public init(id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
-                state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int) {
+                state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int,
+                priority: Int = 0) {
+        self.priority = priority
         self.id = id
         self.site = site
         self.siteName = siteName
