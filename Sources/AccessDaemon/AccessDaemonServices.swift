@@ -100,6 +100,7 @@ public final class AccessDaemonServices: Sendable {
                 try await journal.runRetention(maxEvents: retention.0, maxAge: retention.1, clock: clock)
             },
             untilGracefulShutdown { try await sync.run() },
+            untilGracefulShutdown { await SiteWatch(site: site, book: book, sync: sync, clock: clock, logger: logger).run() },
             untilGracefulShutdown { await exchanges.run(commands: commands) },
             untilGracefulShutdown { await access.run(inputs: accessInputs) },
             untilGracefulShutdown { try await discovery.run() },

@@ -163,3 +163,10 @@ public struct SiteErrorAnswer: Codable, Sendable, Equatable {
         error = Body(code: code, message: message, serverTime: serverTime)
     }
 }
+
+/// §4.4 `GET /v1/credentials/<id>/changes?since=<version>&wait=<seconds>`: the credential's
+/// version (opaque), answered as soon as it differs from `since`, or after `wait` seconds.
+public struct ChangesAnswer: Codable, Sendable, Equatable {
+    public var version: String
+    public init(version: String) { self.version = version }
+}

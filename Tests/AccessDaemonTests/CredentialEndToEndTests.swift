@@ -12,10 +12,10 @@ import Testing
 struct CredentialEndToEndTests {
     static let fastSync = "[site]\nsync_interval = 10\nrequest_timeout = 3\n[features]\nenabled = [\"aperio\"]\n"
 
-    private func setUp(config: String = fastSync) async throws -> (DaemonHarness, SiteHarness) {
+    private func setUp(config: String = fastSync, siteArguments: [String] = []) async throws -> (DaemonHarness, SiteHarness) {
         let harness = try await DaemonHarness(config: config)
         let site = try SiteHarness(directory: harness.directory)
-        try await site.serve()
+        try await site.serve(extra: siteArguments)
         try await harness.start()
         return (harness, site)
     }
@@ -188,8 +188,9 @@ struct CredentialEndToEndTests {
     @Test func suspensionRevocationAndItemsFollowTheSite() async throws {
         // No background sync until the revocation: the counts below are those of the syncs
         // the test asks for (on a loaded machine the site commands between two of them took
-        // longer than a 10 s interval, and a background sync took the first item).
-        let (harness, site) = try await setUp(config: Self.slowSync)
+        // longer than a 10 s interval, and a background sync took the first item). Nor the
+        // site's change channel (RevocationLatencyTests), which would sync each change at once.
+        let (harness, site) = try await setUp(config: Self.slowSync, siteArguments: ["--no-changes"])
         defer { site.stop() }
         let client = try harness.connect()
         let id = try await registerAndWaitForItsSync(harness, site)
@@ -238,7 +239,7 @@ struct CredentialEndToEndTests {
 
     /// Syncs asked for at once take turns: each answers, and the one item is counted once.
     @Test func concurrentSyncsTakeTurns() async throws {
-        let (harness, site) = try await setUp(config: Self.slowSync)
+        let (harness, site) = try await setUp(config: Self.slowSync, siteArguments: ["--no-changes"])
         defer { site.stop() }
         let id = try await registerAndWaitForItsSync(harness, site)
         try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
@@ -286,7 +287,8 @@ struct CredentialEndToEndTests {
     }
 
     @Test func siteDownGarbageOrSlowIsReportedAndRetried() async throws {
-        let (harness, site) = try await setUp()
+        // The syncs here are the test's own (the change channel would add its own).
+        let (harness, site) = try await setUp(siteArguments: ["--no-changes"])
         let client = try harness.connect()
         let watcher = try harness.connect()
         _ = try watcher.call("events.subscribe", ["kinds": ["feature.state"]])

@@ -84,6 +84,18 @@ public final class SiteClient: Sendable {
         return try SiteAnswers.itemPage(answer, credential: id)
     }
 
+    /// §4.4: the credential's version, once it differs from `since` or after `wait`.
+    public func changes(of stored: StoredCredential, since: String?, wait: Duration) async throws(SiteError) -> String {
+        let id = stored.credential.id
+        var path = "/v1/credentials/\(id)/changes?wait=\(wait.components.seconds)"
+        if let since { path += "&since=" + (since.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }
+        let answer = try await call(site: try address(of: stored), method: .GET, path: path, body: Nothing?.none,
+                                    signer: signer(stored), answer: ChangesAnswer.self,
+                                    holding: .seconds(wait.components.seconds))
+        guard (1...256).contains(answer.version.utf8.count) else { throw .malformedAnswer("a version is 1 to 256 bytes") }
+        return answer.version
+    }
+
     public func delete(_ stored: StoredCredential) async throws(SiteError) {
         _ = try await call(site: try address(of: stored), method: .DELETE, path: "/v1/credentials/\(stored.credential.id)",
                            body: Nothing?.none, signer: signer(stored), answer: Nothing.self)
@@ -114,7 +126,8 @@ public final class SiteClient: Sendable {
 
     /// One call; when the site says our clock is off, one retry on the site's clock.
     private func call<Body: Encodable, Answer: Decodable & Sendable>(
-        site: SiteAddress, method: HTTPMethod, path: String, body: Body?, signer: Signer?, answer: Answer.Type
+        site: SiteAddress, method: HTTPMethod, path: String, body: Body?, signer: Signer?, answer: Answer.Type,
+        holding: TimeAmount = .zero
     ) async throws(SiteError) -> Answer {
         do {
             try site.checkTransport()
@@ -131,7 +144,7 @@ public final class SiteClient: Sendable {
         var clockOffset: Int64 = 0
         for attempt in 0..<2 {
             let (status, text) = try await exchange(site: site, method: method, path: path, body: bodyBytes,
-                                                    signer: signer, clockOffset: clockOffset)
+                                                    signer: signer, clockOffset: clockOffset, holding: holding)
             switch try SiteAnswers.read(Answer.self, status: status, body: text, firstAttempt: attempt == 0,
                                         now: Int64(Date().timeIntervalSince1970)) {
             case let .answer(answer): return answer
@@ -144,13 +157,15 @@ public final class SiteClient: Sendable {
     /// Head and body within `timeout`, together: AsyncHTTPClient's deadline covers the head,
     /// and a site dribbling its body a byte at a time held a call open past 90 s with a 5 s
     /// timeout (issue #17). Cancelling the call's task cancels the request.
-    private func fetchWithinTimeout(_ request: HTTPClientRequest) async throws -> (Int, ByteBuffer) {
-        try await withThrowingTaskGroup(of: (Int, ByteBuffer)?.self) { group in
-            group.addTask { [http, timeout] in
+    private func fetchWithinTimeout(_ request: HTTPClientRequest, holding: TimeAmount) async throws -> (Int, ByteBuffer) {
+        // A long poll (§4.4) is held by the site on purpose: its wait adds to the timeout.
+        let timeout = self.timeout + holding
+        return try await withThrowingTaskGroup(of: (Int, ByteBuffer)?.self) { group in
+            group.addTask { [http] in
                 let response = try await http.execute(request, timeout: timeout)
                 return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumAnswer))
             }
-            group.addTask { [timeout] in
+            group.addTask {
                 // A moment after the head's deadline, so that a call that never got a
                 // connection fails with the reason (a TLS refusal) rather than a timeout.
                 try await Task.sleep(for: .nanoseconds(timeout.nanoseconds) + .milliseconds(500))
@@ -163,7 +178,7 @@ public final class SiteClient: Sendable {
     }
 
     private func exchange(site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
-                          clockOffset: Int64) async throws(SiteError) -> (Int, Data?) {
+                          clockOffset: Int64, holding: TimeAmount) async throws(SiteError) -> (Int, Data?) {
         let fullPath = site.pathPrefix + path
         var request = HTTPClientRequest(url: site.description + path)
         request.method = method
@@ -186,7 +201,7 @@ public final class SiteClient: Sendable {
         let status: Int
         let buffer: ByteBuffer
         do {
-            (status, buffer) = try await fetchWithinTimeout(request)
+            (status, buffer) = try await fetchWithinTimeout(request, holding: holding)
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout
             || error == .connectTimeout {
             throw .timedOut

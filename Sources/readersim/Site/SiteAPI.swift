@@ -16,6 +16,10 @@ struct SiteRequest: Sendable {
 struct SiteResponse: Sendable {
     var status: Int
     var body: [UInt8]
+    /// A long poll (§4.4) with nothing new yet: the server asks `recheck` again every 250 ms
+    /// until it answers, and sends this response at `waitUntil` if it never does.
+    var waitUntil: Double?
+    var recheck: (@Sendable () -> SiteResponse?)?
 
     static func json(_ status: Int, _ message: some Encodable) -> SiteResponse {
         let encoder = JSONEncoder()
@@ -36,6 +40,8 @@ struct SiteAPI: Sendable {
     let database: SiteDatabase
     /// Items per sync answer before `more` is set.
     var pageSize = 100
+    /// Whether §4.4 (`changes`) is served.
+    var servesChanges = true
 
     func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
         do {
@@ -52,7 +58,7 @@ struct SiteAPI: Sendable {
         case ("POST", 4) where parts[0] == "v1" && parts[1] == "invitations" && parts[3] == "register":
             return try register(codeText: parts[2], body: request.body, now: now)
         case (_, 3) where parts[0] == "v1" && parts[1] == "credentials",
-             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && parts[3] == "items":
+             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && (parts[3] == "items" || parts[3] == "changes" && servesChanges):
             let credential: SiteDatabase.CredentialRow
             switch try authenticate(request, id: parts[2], now: now) {
             case let .success(row): credential = row
@@ -63,6 +69,7 @@ struct SiteAPI: Sendable {
             case ("DELETE", 3):
                 try database.markDeleted(credential.id)
                 return SiteResponse(status: 204, body: [])
+            case ("GET", 4) where parts[3] == "changes": return try changes(credential, target: request.target, now: now)
             case ("GET", 4): return try items(credential, target: request.target)
             default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
@@ -182,6 +189,36 @@ struct SiteAPI: Sendable {
         }
         let next = page.last?.sequence ?? cursor
         return .json(200, ItemPageAnswer(cursor: String(next), items: items, removed: removed, more: changes.count > pageSize))
+    }
+
+    /// §4.4: the version at once when it differs from `since` (or without `since`), else
+    /// when it changes within `wait` seconds, else the same version at the end of the wait.
+    private func changes(_ credential: SiteDatabase.CredentialRow, target: String, now: Double) throws -> SiteResponse {
+        var since: String?
+        var wait = 25.0
+        if let query = target.split(separator: "?", maxSplits: 1).dropFirst().first {
+            for pair in query.split(separator: "&") {
+                if pair.hasPrefix("since=") { since = String(pair.dropFirst("since=".count)).removingPercentEncoding }
+                if pair.hasPrefix("wait=") {
+                    guard let value = Double(pair.dropFirst("wait=".count)), (0...60).contains(value) else {
+                        return .error(400, "request.invalid", "wait is 0 to 60 seconds")
+                    }
+                    wait = value
+                }
+            }
+        }
+        let id = credential.id, database = self.database
+        guard let current = try database.version(of: id) else { return .error(404, "credential.unknown", "no such credential") }
+        var response = SiteResponse.json(200, ChangesAnswer(version: current))
+        guard let since, since == current, wait > 0 else { return response }
+        response.waitUntil = now + wait
+        response.recheck = {
+            guard let version = try? database.version(of: id) else {
+                return .error(404, "credential.unknown", "no such credential")
+            }
+            return version == since ? nil : .json(200, ChangesAnswer(version: version))
+        }
+        return response
     }
 
     // MARK: Helpers

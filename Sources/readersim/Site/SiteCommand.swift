@@ -52,6 +52,7 @@ struct SiteServeCommand: AsyncParsableCommand {
     @Option(help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Misbehave, to test clients: garbage or hang.") var fault: String?
+    @Flag(help: "Serve no change channel (§4.4), as a site of the API before it.") var noChanges = false
 
     func run() async throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -75,7 +76,7 @@ struct SiteServeCommand: AsyncParsableCommand {
         }
         let store = try database.open()
         _ = try store.site()
-        try await SiteHTTPServer(api: SiteAPI(database: store), fault: faultMode).run(host: host, port: port, tls: tls)
+        try await SiteHTTPServer(api: SiteAPI(database: store, servesChanges: !noChanges), fault: faultMode).run(host: host, port: port, tls: tls)
     }
 }
 

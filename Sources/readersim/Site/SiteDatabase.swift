@@ -252,6 +252,18 @@ final class SiteDatabase: Sendable {
         }
     }
 
+    /// What changes when anything a credential's holder syncs changes: its state and its
+    /// items' last change (the `changes` long poll compares it).
+    func version(of credential: CredentialID) throws -> String? {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT state, deleted FROM credential WHERE id = ?",
+                                             arguments: [credential.description]) else { return nil }
+            let items = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM item WHERE credentialID = ?",
+                                           arguments: [credential.description]) ?? 0
+            return "\(row["state"] as String)-\(row["deleted"] as Bool ? 1 : 0)-\(items)"
+        }
+    }
+
     /// Changes for a credential after `cursor`, oldest first.
     func items(for credential: CredentialID, after cursor: Int64, limit: Int) throws -> [Item] {
         try database.read { db in

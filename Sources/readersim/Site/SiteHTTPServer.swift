@@ -98,12 +98,28 @@ private final class SiteHTTPHandler: ChannelInboundHandler, @unchecked Sendable 
             let contextBox = NIOLoopBound(context, eventLoop: loop)
             answer.whenComplete { result in
                 let response = (try? result.get()) ?? .error(500, "site.internal", "the site could not answer")
-                SiteOutput.line(["event": "request", "method": request.method,
-                                 "path": String(request.target.split(separator: "?").first ?? ""),
-                                 "status": response.status])
-                self.respond(context: contextBox.value, response, keepAlive: keepAlive)
+                self.answerWhenReady(response, request: request, loop: loop, context: contextBox, keepAlive: keepAlive)
             }
         }
+    }
+
+    /// A long poll's response waits, re-checked on the thread pool every 250 ms (no thread is
+    /// held meanwhile), until it changes or its time is up.
+    private func answerWhenReady(_ response: SiteResponse, request: SiteRequest, loop: any EventLoop,
+                                 context: NIOLoopBound<ChannelHandlerContext>, keepAlive: Bool) {
+        if let recheck = response.recheck, let until = response.waitUntil, Date().timeIntervalSince1970 < until {
+            loop.scheduleTask(in: .milliseconds(250)) {
+                NIOThreadPool.singleton.runIfActive(eventLoop: loop) { recheck() }.whenComplete { result in
+                    var next = response
+                    if case let .success(changed?) = result { next = changed }
+                    self.answerWhenReady(next, request: request, loop: loop, context: context, keepAlive: keepAlive)
+                }
+            }
+            return
+        }
+        SiteOutput.line(["event": "request", "method": request.method,
+                         "path": String(request.target.split(separator: "?").first ?? ""), "status": response.status])
+        respond(context: context.value, response, keepAlive: keepAlive)
     }
 
     private func respond(context: ChannelHandlerContext, _ response: SiteResponse, keepAlive: Bool) {

@@ -1,0 +1,78 @@
+import AccessCore
+import AccessStore
+import Logging
+
+/// The site's change channel (docs/site-api.md §4.4): one long poll held open per credential,
+/// so that a suspension, a revocation or an item change reaches a connected kiosk in about a
+/// second instead of at the next background sync (`[site] sync_interval`, 15 min by default).
+/// When the version the site reports changes, a sync runs (`SiteSync`), which is what applies
+/// the change: the channel carries no data, only "look now", so a lost or forged answer can do
+/// no more than cause a sync. The background sync stays as the fallback.
+///
+/// Why a long poll rather than server-sent events or a WebSocket: it is one more signed GET
+/// of the API every site already serves, it passes proxies that buffer streams, and each
+/// answer is checked and bounded like every other call. A site without the route (404, 405 or
+/// 501) is left to the background sync, said once in the log.
+struct SiteWatch: Sendable {
+    /// How long the site holds a call with nothing new: short enough that a dead connection
+    /// is noticed, long enough that an idle kiosk makes two calls a minute per credential.
+    static let wait: Duration = .seconds(25)
+    static let retry = (first: Duration.seconds(5), limit: Duration.seconds(300))
+
+    let site: SiteClient
+    let book: CredentialBook
+    let sync: SiteSync
+    let clock: any Clock<Duration>
+    let logger: Logger
+
+    /// Watches every credential held, starting and stopping watches as credentials come and
+    /// go, until cancelled.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            var watched: [CredentialID: Task<Void, Never>] = [:]
+            while !Task.isCancelled {
+                let held = Set(book.credentials.filter { $0.credential.state != .revoked }.map(\.credential.id))
+                for (id, task) in watched where !held.contains(id) {
+                    task.cancel()
+                    watched[id] = nil
+                }
+                for id in held where watched[id] == nil {
+                    let task = Task { await watch(id) }
+                    watched[id] = task
+                    group.addTask { await task.value }
+                }
+                try? await clock.sleep(for: .seconds(1))
+            }
+            for task in watched.values { task.cancel() }
+        }
+    }
+
+    private func watch(_ id: CredentialID) async {
+        var since: String?
+        var delay = Self.retry.first
+        while !Task.isCancelled {
+            guard let stored = book.credential(id), stored.credential.state != .revoked else { return }
+            do {
+                let version = try await site.changes(of: stored, since: since, wait: Self.wait)
+                if let since, version != since {
+                    logger.info("the site reports a change; syncing", metadata: ["credential": "\(id)"])
+                    _ = await sync.syncNow(reason: "site change")
+                }
+                since = version
+                delay = Self.retry.first
+            } catch {
+                // A site of the API before §4.4: no such route (404), or no GET on it (405, 501).
+                if case let .refused(status, _, _) = error, [404, 405, 501].contains(status), book.credential(id) != nil {
+                    logger.notice("the site has no change channel; its changes arrive with the background sync",
+                                  metadata: ["credential": "\(id)"])
+                    return
+                }
+                if Task.isCancelled { return }
+                logger.debug("change channel failed; trying again", metadata: [
+                    "credential": "\(id)", "error": "\(error.code)", "retryInSeconds": "\(delay.components.seconds)"])
+                try? await clock.sleep(for: delay)
+                delay = min(delay * 2, Self.retry.limit)
+            }
+        }
+    }
+}
