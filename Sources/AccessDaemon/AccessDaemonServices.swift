@@ -54,7 +54,8 @@ public final class AccessDaemonServices: Sendable {
             logger.warning("the operator's reader scope cannot be read; the file's applies", metadata: ["error": "\(error)"])
         }
         let journal = try EventJournal(store: store, logger: logger)
-        let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts, logger: logger)
+        let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts,
+                                      maxOffline: configuration.maxOffline.map { Double($0.components.seconds) }, logger: logger)
         var inputs = SdkStateInputs()
         inputs.scanningEnabled = scanning
         book.applyCounts(to: &inputs)

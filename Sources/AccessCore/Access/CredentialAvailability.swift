@@ -16,6 +16,9 @@ public struct CredentialAvailability: Hashable, Sendable {
 
     public func priority(of site: SiteTag) -> Int { priorities[site] ?? 0 }
 
+    /// Sites whose only credential is withheld by the offline limit (`[site] max_offline`).
+    public var offlineSites: Set<SiteTag> = []
+
     public struct Withheld: Hashable, Sendable {
         public var kind: CredentialKind
         public var site: SiteTag
@@ -45,6 +48,7 @@ public struct CredentialAvailability: Hashable, Sendable {
     /// Why nothing can be presented to a reader of `kind` at `site`; nil when something can.
     public func refusal(to kind: ReaderKind, site: SiteTag) -> ManualRefusal? {
         guard !canPresent(to: kind, site: site) else { return nil }
+        if kind == .gallagherStyle, offlineSites.contains(site) { return .credentialOffline(site) }
         let credentialKind: CredentialKind = kind == .gallagherStyle ? .mobile : .aperio
         if let state = withheld[Withheld(kind: credentialKind, site: site)], state != .active {
             return .credentialNotActive(site, state)

@@ -16,6 +16,9 @@ public enum ManualRefusal: Hashable, Sendable {
     case noCredentialForSite(SiteTag)
     /// The credential held for the reader's site is suspended or revoked by the site.
     case credentialNotActive(SiteTag, CredentialState)
+    /// The credential for the reader's site was not synced with its site for longer than
+    /// `[site] max_offline`: withheld until a sync succeeds.
+    case credentialOffline(SiteTag)
     /// This request is already under way.
     case requestInProgress
     /// Another exchange holds this reader.
@@ -27,7 +30,7 @@ public enum ManualRefusal: Hashable, Sendable {
         switch self {
         case .readerNotHeard: .readerUnavailable
         case .manualAccessNotOffered, .actionsNotOffered, .readerDenied, .manualAccessTurnedOff, .noCredentialForSite,
-             .credentialNotActive:
+             .credentialNotActive, .credentialOffline:
             .forbidden
         case .requestInProgress, .readerBusy, .noFreeSlot: .transactionInProgress
         }
@@ -43,6 +46,7 @@ public enum ManualRefusal: Hashable, Sendable {
         case .manualAccessTurnedOff: "manualAccessTurnedOff"
         case .noCredentialForSite: "noCredentialForSite"
         case let .credentialNotActive(_, state): state == .revoked ? "credentialRevoked" : "credentialSuspended"
+        case .credentialOffline: "credentialOffline"
         case .requestInProgress: "requestInProgress"
         case .readerBusy: "readerBusy"
         case .noFreeSlot: "noFreeSlot"

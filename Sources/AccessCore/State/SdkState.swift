@@ -14,6 +14,9 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
     case errorNoSecondFactorSet
     /// Too many wrong PINs: the second factor is locked.
     case secondFactorLockedOut
+    /// A credential's site has not been synced with for longer than `[site] max_offline`: that
+    /// credential is not presented until a sync succeeds (a Linux name: the SDK has none).
+    case errorCredentialsOffline
 
     /// Declaration order: causes first (no bluetoothd hides everything about adapters).
     private var rank: Int {
@@ -25,6 +28,7 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
         case .errorNoCredentials: 4
         case .errorNoSecondFactorSet: 5
         case .secondFactorLockedOut: 6
+        case .errorCredentialsOffline: 7
         }
     }
 
@@ -47,6 +51,8 @@ public struct SdkStateInputs: Hashable, Sendable {
     /// Credentials that require a second factor but have no PIN set.
     public var credentialsMissingSecondFactor = 0
     public var secondFactorLockedOut = false
+    /// Active credentials withheld because their site was not reached for `[site] max_offline`.
+    public var offlineCredentialCount = 0
     /// The operator asked for scanning (`scanning.set`).
     public var scanningEnabled = false
     /// BlueZ confirmed discovery is running (`Discovering` is true).
@@ -79,6 +85,7 @@ public struct SdkState: Hashable, Sendable {
         if inputs.usableCredentialCount == 0 { states.append(.errorNoCredentials) }
         if inputs.credentialsMissingSecondFactor > 0 { states.append(.errorNoSecondFactorSet) }
         if inputs.secondFactorLockedOut { states.append(.secondFactorLockedOut) }
+        if inputs.offlineCredentialCount > 0 { states.append(.errorCredentialsOffline) }
         self.states = states
         let radioReady = !states.contains { $0 < .errorNoCredentials }
         self.isScanning = inputs.scanningEnabled && radioReady && inputs.discoveryRunning

@@ -37,6 +37,10 @@ extension AccessEngine {
             message = state == .revoked
                 ? "the credential for site \(site) is revoked by the site: register a new one (accessctl credentials register)"
                 : "the credential for site \(site) is suspended by the site: it is presented again once the site resumes it"
+        case let .credentialOffline(site):
+            data["site"] = .string(site.description)
+            message = "the credential for site \(site) is withheld: its site has not been reached for longer than [site] max_offline "
+                + "(accessctl diagnose says why); it is presented again after the next successful sync"
         case .requestInProgress:
             message = "this request is already under way"
         case .readerBusy:

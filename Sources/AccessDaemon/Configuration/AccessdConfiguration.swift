@@ -82,6 +82,9 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var deviceName: String? = nil
     /// Wrong PINs in a row before the second factor locks.
     public var pinAttempts = 5
+    /// `[site] max_offline`: seconds without a successful sync after which a credential is not
+    /// presented; nil (0 in the file): no limit.
+    public var maxOffline: Duration? = nil
 
     // [log]
     public var logLevel: LogLevel = .info

@@ -59,7 +59,7 @@ public enum ConfigurationLoader {
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout",
                            "send_timeout"],
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
-                "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts"],
+                "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts", "max_offline"],
                 "log": ["level"],
                 "readers": ["allow", "deny"],
                 "button": ["device", "key"],
@@ -154,6 +154,10 @@ public enum ConfigurationLoader {
                 c.deviceName = name
             }
             c.pinAttempts = try int("site", "pin_attempts", 1...20) ?? c.pinAttempts
+            if let limit = try int("site", "max_offline", 0...31_536_000) {
+                guard limit == 0 || limit >= 60 else { throw fail("site", "max_offline", "max_offline is 0 (no limit) or 60...31536000 seconds") }
+                c.maxOffline = limit == 0 ? nil : .seconds(limit)
+            }
             if let v = try string("log", "level") {
                 guard let level = AccessdConfiguration.LogLevel(rawValue: v) else {
                     throw fail("log", "level", "level must be one of \(AccessdConfiguration.LogLevel.allCases.map(\.rawValue).joined(separator: ", "))")

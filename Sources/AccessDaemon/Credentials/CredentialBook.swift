@@ -11,6 +11,8 @@ public final class CredentialBook: Sendable {
     struct Contents {
         var credentials: [StoredCredential]
         var items: [StoredItem]
+        /// Credentials withheld by the offline limit, as of the last `refreshOffline`.
+        var offline: Set<CredentialID> = []
     }
 
     /// What a second-factor attempt was charged against.
@@ -21,16 +23,21 @@ public final class CredentialBook: Sendable {
 
     let store: AccessStore
     let pinAttempts: Int
+    /// `[site] max_offline` in seconds: an active credential whose site was not synced with
+    /// for longer is not presented (nil: no limit).
+    let maxOffline: Double?
     private let contents: NIOLockedValueBox<Contents>
     private let changedHandler: NIOLockedValueBox<@Sendable () -> Void>
     private let logger: Logger
 
-    init(store: AccessStore, pinAttempts: Int, logger: Logger) throws {
+    init(store: AccessStore, pinAttempts: Int, maxOffline: Double? = nil, logger: Logger) throws {
         self.store = store
         self.pinAttempts = pinAttempts
+        self.maxOffline = maxOffline
         self.logger = logger
         self.contents = NIOLockedValueBox(Contents(credentials: try store.credentials(), items: try store.items()))
         self.changedHandler = NIOLockedValueBox({})
+        _ = refreshOffline(now: Clocks.wall())
     }
 
     /// Called after every change (set once, when the daemon is wired).
@@ -54,16 +61,38 @@ public final class CredentialBook: Sendable {
 
     // MARK: Derived
 
+    /// Recomputes which credentials the offline limit withholds at `now` (the last successful
+    /// sync, else the registration, older than `max_offline`); true when that changed, for
+    /// the caller to notify (`changed`).
+    func refreshOffline(now: Double) -> Bool {
+        guard let maxOffline else { return false }
+        return contents.withLockedValue { contents in
+            let offline = Set(contents.credentials.filter {
+                $0.credential.isUsable && ($0.lastSyncAt ?? $0.registeredAt) < now - maxOffline
+            }.map(\.credential.id))
+            guard offline != contents.offline else { return false }
+            contents.offline = offline
+            return true
+        }
+    }
+
+    var offlineCredentials: Set<CredentialID> { contents.withLockedValue { $0.offline } }
+
     /// Which sites and lock kinds can be presented to, and the SDK state's counts.
     func availability(aperioEnabled: Bool) -> CredentialAvailability {
         contents.withLockedValue { contents in
-            var availability = Credential.availability(of: contents.credentials.map(\.credential))
+            let presentable = contents.credentials.filter { !contents.offline.contains($0.credential.id) }
+            var availability = Credential.availability(of: presentable.map(\.credential))
+            for stored in contents.credentials where contents.offline.contains(stored.credential.id)
+                && !availability.mobileSites.contains(stored.credential.siteTag) {
+                availability.offlineSites.insert(stored.credential.siteTag)
+            }
             for stored in contents.credentials where stored.credential.isUsable && stored.priority != 0 {
                 availability.priorities[stored.credential.siteTag] = stored.priority
             }
             guard aperioEnabled else { return availability }
             for item in contents.items where item.state == .active && item.aperioSecret != nil {
-                if let tag = item.siteTag, let owner = contents.credentials.first(where: {
+                if let tag = item.siteTag, let owner = presentable.first(where: {
                     $0.credential.id == item.credentialID && $0.credential.state == .active
                 }) {
                     availability.aperioSites.insert(tag)
@@ -75,8 +104,10 @@ public final class CredentialBook: Sendable {
     }
 
     func applyCounts(to inputs: inout SdkStateInputs) {
-        let usable = credentials.filter(\.credential.isUsable)
+        let offline = offlineCredentials
+        let usable = credentials.filter { $0.credential.isUsable && !offline.contains($0.credential.id) }
         inputs.usableCredentialCount = usable.count
+        inputs.offlineCredentialCount = offline.count
         inputs.credentialsMissingSecondFactor = usable.filter {
             $0.credential.secondFactorEnabled && $0.credential.sealedSecondFactor == nil
         }.count
@@ -91,7 +122,9 @@ public final class CredentialBook: Sendable {
         -> (CredentialSession.Presentation, CredentialID, P256.Signing.PublicKey)?
     {
         contents.withLockedValue { contents in
-            let credentials = contents.credentials.filter { only == nil || $0.credential.id == only }
+            let credentials = contents.credentials.filter {
+                (only == nil || $0.credential.id == only) && !contents.offline.contains($0.credential.id)
+            }
                 .sorted { $0.priority > $1.priority }
             let active = credentials.filter { $0.credential.isUsable && $0.credential.siteTag == reader.siteTag }
             switch reader.kind {
@@ -228,6 +261,8 @@ public final class CredentialBook: Sendable {
             contents.credentials[index].itemCursor = cursor
             contents.credentials[index].lastSyncAt = now
         }
+        // A sync that reached the site lifts the offline limit at once.
+        if refreshOffline(now: now) { changed() }
     }
 
     /// Reads the items again after a sync changed them.

@@ -72,6 +72,12 @@ actor SiteSync {
     var featureErrors: [String] { features.filter { !$0.value.ok }.keys.sorted() }
 
     private func askIfDue() {
+        // Time passing can withhold a credential (`[site] max_offline`) with nothing else happening.
+        if book.refreshOffline(now: Clocks.wall()) {
+            logger.warning("credentials withheld or back by the offline limit",
+                           metadata: ["withheld": "\(book.offlineCredentials.map(\.description).sorted())"])
+            book.changed()
+        }
         guard !book.credentials.isEmpty, schedule.isDue(at: Clocks.monotonic()) else { return }
         schedule.inProgress = true
         requests.yield(Request(id: waiting.number(), reason: "scheduled"))
