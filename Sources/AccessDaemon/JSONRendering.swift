@@ -36,6 +36,7 @@ extension Render {
     static func item(_ item: StoredItem) -> ItemInfo {
         ItemInfo(id: item.id, credential: item.credentialID.description, type: item.type, name: item.name,
                  state: item.state.rawValue, site: item.siteTag?.description,
-                 data: item.data.flatMap { try? JSONValue.parse($0) })
+                 data: item.data.flatMap { try? JSONValue.parse($0) }, validFrom: item.validFrom, validUntil: item.validUntil,
+                 valid: item.isValid(at: Clocks.wall()))
     }
 }

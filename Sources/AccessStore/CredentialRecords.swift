@@ -45,9 +45,19 @@ public struct StoredItem: Sendable, Hashable {
     public var aperioKey: [UInt8]?
     /// Other items: their `data` object as JSON text.
     public var data: String?
+    /// The validity window (Unix seconds): outside it the item is not presented.
+    public var validFrom: Double?
+    public var validUntil: Double?
+
+    public func isValid(at time: Double) -> Bool {
+        (validFrom.map { time >= $0 } ?? true) && (validUntil.map { time < $0 } ?? true)
+    }
 
     public init(id: String, credentialID: CredentialID, type: String, name: String, state: CredentialState,
-                siteTag: SiteTag? = nil, aperioIdentifier: [UInt8]? = nil, aperioKey: [UInt8]? = nil, data: String? = nil) {
+                siteTag: SiteTag? = nil, aperioIdentifier: [UInt8]? = nil, aperioKey: [UInt8]? = nil, data: String? = nil,
+                validFrom: Double? = nil, validUntil: Double? = nil) {
+        self.validFrom = validFrom
+        self.validUntil = validUntil
         self.id = id
         self.credentialID = credentialID
         self.type = type
@@ -101,6 +111,12 @@ extension AccessStore {
         }
         migrator.registerMigration("v3-credential-priority") { db in
             try db.alter(table: "credential") { t in t.add(column: "priority", .integer).notNull().defaults(to: 0) }
+        }
+        migrator.registerMigration("v4-item-validity") { db in
+            try db.alter(table: "item") { t in
+                t.add(column: "validFrom", .double)
+                t.add(column: "validUntil", .double)
+            }
         }
     }
 
@@ -206,7 +222,8 @@ extension AccessStore {
                     id: row["id"], credentialID: credential, type: row["type"], name: row["name"], state: state,
                     siteTag: (row["siteTag"] as Int64?).map { SiteTag(UInt32(truncatingIfNeeded: $0)) },
                     aperioIdentifier: (row["aperioIdentifier"] as Data?).map(Array.init),
-                    aperioKey: (row["aperioKey"] as Data?).map(Array.init), data: row["data"])
+                    aperioKey: (row["aperioKey"] as Data?).map(Array.init), data: row["data"],
+                    validFrom: row["validFrom"], validUntil: row["validUntil"])
             }
         }
     }
@@ -218,15 +235,17 @@ extension AccessStore {
         try database.write { db in
             for item in upserted {
                 try db.execute(sql: """
-                    INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data,
+                      validFrom, validUntil)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(credentialID, id) DO UPDATE SET type = excluded.type, name = excluded.name,
                       state = excluded.state, siteTag = excluded.siteTag, aperioIdentifier = excluded.aperioIdentifier,
-                      aperioKey = excluded.aperioKey, data = excluded.data
+                      aperioKey = excluded.aperioKey, data = excluded.data, validFrom = excluded.validFrom,
+                      validUntil = excluded.validUntil
                     """, arguments: [
                         credential.description, item.id, item.type, item.name, item.state.rawValue,
                         item.siteTag.map { Int64($0.rawValue) }, item.aperioIdentifier.map { Data($0) },
-                        item.aperioKey.map { Data($0) }, item.data,
+                        item.aperioKey.map { Data($0) }, item.data, item.validFrom, item.validUntil,
                     ])
             }
             for id in removed {

@@ -123,11 +123,18 @@ public struct SiteItemContent: Codable, Sendable, Equatable {
     public var aperio: AperioFields?
     /// Other items: an object accessd keeps and lists as given.
     public var data: JSONValue?
+    /// The validity window (Unix seconds), either end optional: outside it the item is kept
+    /// and listed but not presented.
+    public var validFrom: Int64?
+    public var validUntil: Int64?
 
-    public init(siteTag: String? = nil, aperio: AperioFields? = nil, data: JSONValue? = nil) {
+    public init(siteTag: String? = nil, aperio: AperioFields? = nil, data: JSONValue? = nil, validFrom: Int64? = nil,
+                validUntil: Int64? = nil) {
         self.siteTag = siteTag
         self.aperio = aperio
         self.data = data
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 }
 

@@ -13,6 +13,8 @@ public final class CredentialBook: Sendable {
         var items: [StoredItem]
         /// Credentials withheld by the offline limit, as of the last `refreshOffline`.
         var offline: Set<CredentialID> = []
+        /// Items outside their validity window, as of the last `refreshOffline` (credential, id).
+        var outOfWindow: Set<[String]> = []
     }
 
     /// What a second-factor attempt was charged against.
@@ -64,14 +66,19 @@ public final class CredentialBook: Sendable {
     /// Recomputes which credentials the offline limit withholds at `now` (the last successful
     /// sync, else the registration, older than `max_offline`); true when that changed, for
     /// the caller to notify (`changed`).
+    /// Items' validity windows are followed the same way: an item entering or leaving its
+    /// window changes what can be presented with nothing else happening.
     func refreshOffline(now: Double) -> Bool {
-        guard let maxOffline else { return false }
-        return contents.withLockedValue { contents in
-            let offline = Set(contents.credentials.filter {
-                $0.credential.isUsable && ($0.lastSyncAt ?? $0.registeredAt) < now - maxOffline
-            }.map(\.credential.id))
-            guard offline != contents.offline else { return false }
+        contents.withLockedValue { contents in
+            let offline = maxOffline.map { limit in
+                Set(contents.credentials.filter {
+                    $0.credential.isUsable && ($0.lastSyncAt ?? $0.registeredAt) < now - limit
+                }.map(\.credential.id))
+            } ?? []
+            let outOfWindow = Set(contents.items.filter { !$0.isValid(at: now) }.map { [$0.credentialID.description, $0.id] })
+            guard offline != contents.offline || outOfWindow != contents.outOfWindow else { return false }
             contents.offline = offline
+            contents.outOfWindow = outOfWindow
             return true
         }
     }
@@ -91,7 +98,8 @@ public final class CredentialBook: Sendable {
                 availability.priorities[stored.credential.siteTag] = stored.priority
             }
             guard aperioEnabled else { return availability }
-            for item in contents.items where item.state == .active && item.aperioSecret != nil {
+            for item in contents.items where item.state == .active && item.aperioSecret != nil
+                && !contents.outOfWindow.contains([item.credentialID.description, item.id]) {
                 if let tag = item.siteTag, let owner = presentable.first(where: {
                     $0.credential.id == item.credentialID && $0.credential.state == .active
                 }) {
@@ -136,7 +144,7 @@ public final class CredentialBook: Sendable {
                 // The highest-priority credential holding the lock's item.
                 for owner in credentials where owner.credential.isUsable {
                     for item in contents.items where item.credentialID == owner.credential.id && item.state == .active
-                        && item.siteTag == reader.siteTag {
+                        && item.siteTag == reader.siteTag && item.isValid(at: Clocks.wall()) {
                         guard let secret = item.aperioSecret else { continue }
                         return (.aperio(secret), owner.credential.id, owner.credential.sitePublicKey)
                     }
@@ -270,6 +278,8 @@ public final class CredentialBook: Sendable {
         do {
             let items = try store.items()
             contents.withLockedValue { $0.items = items }
+            // New items' windows count at once (the caller notifies).
+            _ = refreshOffline(now: Clocks.wall())
         } catch {
             logger.error("cannot read the items", metadata: ["error": "\(error)"])
         }

@@ -80,6 +80,15 @@ public enum SiteAnswers {
             throw .malformedAnswer("an item id must be 1 to 128 bytes")
         }
         var stored = StoredItem(id: item.id, credentialID: id, type: item.type, name: item.name, state: item.state)
+        // A window's ends are Unix seconds a clock can show, in order.
+        let times: ClosedRange<Int64> = 0...(1 << 40)
+        if let from = item.content.validFrom, !times.contains(from) { throw .malformedAnswer("an item's validFrom is not a time") }
+        if let until = item.content.validUntil, !times.contains(until) { throw .malformedAnswer("an item's validUntil is not a time") }
+        if let from = item.content.validFrom, let until = item.content.validUntil, until <= from {
+            throw .malformedAnswer("an item's validUntil is not after its validFrom")
+        }
+        stored.validFrom = item.content.validFrom.map(Double.init)
+        stored.validUntil = item.content.validUntil.map(Double.init)
         if item.type == "aperio" {
             guard let aperio = item.content.aperio, let identifier = aperio.identifierBytes, let key = aperio.keyBytes,
                   let tag = item.content.siteTag.flatMap(SiteText.siteTag) else {

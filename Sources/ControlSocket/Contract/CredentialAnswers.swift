@@ -148,7 +148,15 @@ public struct ItemInfo: Codable, Sendable, Hashable {
     public var state: String
     public var site: String?
     public var data: JSONValue?
-    public init(id: String, credential: String, type: String, name: String, state: String, site: String?, data: JSONValue?) {
+    /// The validity window (Unix seconds) and whether now is within it.
+    public var validFrom: Double?
+    public var validUntil: Double?
+    public var valid: Bool
+    public init(id: String, credential: String, type: String, name: String, state: String, site: String?, data: JSONValue?,
+                validFrom: Double? = nil, validUntil: Double? = nil, valid: Bool = true) {
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+        self.valid = valid
         self.id = id
         self.credential = credential
         self.type = type

@@ -177,6 +177,15 @@ struct SiteItemCommand: ParsableCommand {
         @Option(help: "aperio, salto or digitalId.") var type: String
         @Option(help: "A name people recognise (\"Store room lock\").") var name: String
         @Option(help: "Item id; generated when absent.") var id: String?
+        @Option(parsing: .unconditional, help: "Valid from this time (Unix seconds, or +N/-N seconds from now).") var validFrom: String?
+        @Option(parsing: .unconditional, help: "Valid until this time (Unix seconds, or +N/-N seconds from now).") var validUntil: String?
+
+        /// Unix seconds, or seconds from now with a sign.
+        static func time(_ text: String?) throws -> Int64? {
+            guard let text else { return nil }
+            guard let value = Int64(text) else { throw ValidationError("a time is Unix seconds, or +N/-N seconds from now") }
+            return text.hasPrefix("+") || text.hasPrefix("-") ? Int64(Date().timeIntervalSince1970) + value : value
+        }
 
         func run() throws {
             let store = try database.open()
@@ -198,6 +207,8 @@ struct SiteItemCommand: ParsableCommand {
             default:
                 throw ValidationError("--type must be aperio, salto or digitalId")
             }
+            payload.validFrom = try Self.time(validFrom)
+            payload.validUntil = try Self.time(validUntil)
             let itemID = id ?? "\(type)-\(random(6).hexString)"
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
