@@ -40,16 +40,9 @@ struct ItemValidityTests {
 
     /// What can be presented follows the windows as time passes.
     @Test func anAperioItemOutsideItsWindowIsNotPresented() throws {
-        let directory = NSTemporaryDirectory() + "accessd-validity-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try AccessStore(directory: directory)
-        let key = P256.Signing.PrivateKey()
-        let credential = Credential(id: ShellHarness.credentialID, siteTag: ShellHarness.siteTag, cardholderName: "Ada",
-                                    kind: .mobile, state: .active, sitePublicKey: key.publicKey, signingKey: key,
-                                    sealedSecondFactor: nil, secondFactorEnabled: false)
         let now = Date().timeIntervalSince1970
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "S", siteURL: "http://127.0.0.1:9",
-                                                    deviceName: "k", registeredAt: now))
+        let (store, directory) = try ShellHarness.standaloneStore(registeredAt: now)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let lockSite = SiteTag(0x42)
         let item = StoredItem(id: "lock", credentialID: ShellHarness.credentialID, type: "aperio", name: "Lock", state: .active,
                               siteTag: lockSite, aperioIdentifier: Array(repeating: 1, count: 8),

@@ -23,6 +23,17 @@ struct LabEndToEndTests {
         actions = ["1:Open", "2:Lockdown"]
         action_outcomes = ["2:deniedLockdown"]
         """
+    /// A second reader on hci2, for the scenarios with two doors.
+    static let sideDoor = """
+
+        [side]
+        id = "2A02"
+        name = "Side"
+        adapter = "hci2"
+        interval_ms = 100
+        auto_connect_path_loss = 20
+        manual_connect_path_loss = 40
+        """
     /// Readers go stale quickly, so walking away takes seconds, not the default ten.
     static let quickRange = "[range]\nstale_timeout = 3\n"
 
@@ -355,16 +366,7 @@ struct LabEndToEndTests {
     }
 
     @Test(.enabled(if: Lab.controllers >= 3)) func theNearerOfTwoReadersIsChosen() async throws {
-        let lab = try await LabScenario(name: "two", readers: Self.frontDoor + """
-
-            [side]
-            id = "2A02"
-            name = "Side"
-            adapter = "hci2"
-            interval_ms = 100
-            auto_connect_path_loss = 20
-            manual_connect_path_loss = 40
-            """)
+        let lab = try await LabScenario(name: "two", readers: Self.frontDoor + Self.sideDoor)
         defer { lab.tearDown() }
         _ = try lab.register()
         try lab.radio.rssi("hci1", "hci0", -95)
@@ -429,16 +431,7 @@ struct LabEndToEndTests {
     /// still stands there: it is opened at once, over real BlueZ.
     @Test(.enabled(if: Lab.controllers >= 3)) func aDeniedReaderIsLeftClosedBesideAnother() async throws {
         let lab = try await LabScenario(name: "scope", accessdConfig: "[readers]\ndeny = [\"2A01\"]\n",
-                                        readers: Self.frontDoor + """
-
-            [side]
-            id = "2A02"
-            name = "Side"
-            adapter = "hci2"
-            interval_ms = 100
-            auto_connect_path_loss = 20
-            manual_connect_path_loss = 40
-            """)
+                                        readers: Self.frontDoor + Self.sideDoor)
         defer { lab.tearDown() }
         _ = try lab.register()
         try lab.radio.rssi("hci1", "hci0", -95)

@@ -43,16 +43,9 @@ struct OfflineLimitTests {
     /// Time passing alone withholds a credential: synced 59 s ago with a 60 s limit, it is
     /// withheld two seconds later with nothing else happening (SiteSync asks every second).
     @Test func timePassingWithholdsACredential() throws {
-        let directory = NSTemporaryDirectory() + "accessd-offline-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try AccessStore(directory: directory)
-        let key = P256.Signing.PrivateKey()
-        let credential = Credential(id: ShellHarness.credentialID, siteTag: ShellHarness.siteTag, cardholderName: "Ada",
-                                    kind: .mobile, state: .active, sitePublicKey: key.publicKey, signingKey: key,
-                                    sealedSecondFactor: nil, secondFactorEnabled: false)
         let now = Date().timeIntervalSince1970
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "S", siteURL: "http://127.0.0.1:9",
-                                                    deviceName: "k", registeredAt: now - 3600, lastSyncAt: now - 59))
+        let (store, directory) = try ShellHarness.standaloneStore(registeredAt: now - 3600, lastSyncAt: now - 59)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         let book = try CredentialBook(store: store, pinAttempts: 5, maxOffline: 60, logger: .init(label: "offline"))
         #expect(book.offlineCredentials.isEmpty)
         #expect(book.availability(aperioEnabled: false).mobileSites == [ShellHarness.siteTag])

@@ -165,3 +165,19 @@ final class ShellHarness: @unchecked Sendable {
 
     var failedPinAttempts: Int { (try? store.credentials().first?.failedPinAttempts) ?? -1 }
 }
+
+extension ShellHarness {
+    /// A store of its own (no daemon) holding an active credential like the harness's, for
+    /// tests of the credential book alone; the directory to remove afterwards.
+    static func standaloneStore(registeredAt: Double, lastSyncAt: Double? = nil) throws -> (AccessStore, String) {
+        let directory = NSTemporaryDirectory() + "accessd-book-" + UUID().uuidString
+        let store = try AccessStore(directory: directory)
+        let key = P256.Signing.PrivateKey()
+        let credential = Credential(id: credentialID, siteTag: siteTag, cardholderName: "Ada", kind: .mobile, state: .active,
+                                    sitePublicKey: key.publicKey, signingKey: key, sealedSecondFactor: nil,
+                                    secondFactorEnabled: false)
+        try store.insertCredential(StoredCredential(credential: credential, siteName: "S", siteURL: "http://127.0.0.1:9",
+                                                    deviceName: "k", registeredAt: registeredAt, lastSyncAt: lastSyncAt))
+        return (store, directory)
+    }
+}
