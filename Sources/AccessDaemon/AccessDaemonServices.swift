@@ -12,6 +12,7 @@ import ServiceLifecycle
 ///                                       └──── links dropped ───┼──────────────────────────┤
 ///                                                              └──── exchange ends ───────┘
 ///     ControlAPI ──▶ (each service's calls)     SiteSync ◀─requests─ schedule, items.sync
+///                                               SiteWatch, AuditUpload: a task per credential
 ///     EventJournal ◀── every service's events ──▶ subscribers
 ///
 /// Doors are ordered streams: a service hands an input on without waiting, and each input is
@@ -26,6 +27,7 @@ public final class AccessDaemonServices: Sendable {
     let exchanges: ExchangeEngine
     let sync: SiteSync
     let admin: CredentialAdmin
+    let audit: AuditProgress
     let settings: RuntimeSettings
     /// `[features] aperio`: Aperio locks are presented their items.
     let aperioEnabled: Bool
@@ -86,6 +88,8 @@ public final class AccessDaemonServices: Sendable {
         self.access = access
         self.exchanges = exchanges
         self.sync = sync
+        let audit = AuditProgress(enabled: configuration.auditUpload)
+        self.audit = audit
         self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
                                      deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
@@ -106,6 +110,10 @@ public final class AccessDaemonServices: Sendable {
             untilGracefulShutdown { await access.run(inputs: accessInputs) },
             untilGracefulShutdown { try await discovery.run() },
         ]
+        if configuration.auditUpload {
+            let upload = AuditUpload(site: site, book: book, journal: journal, progress: audit, clock: clock, logger: logger)
+            runners.append(untilGracefulShutdown { await upload.run() })
+        }
         if let device = configuration.buttonDevice {
             let button = OpenNextButton(device: device, key: configuration.buttonKey, logger: logger) {
                 accessDoor.yield(.buttonPressed)

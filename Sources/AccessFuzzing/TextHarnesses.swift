@@ -76,7 +76,7 @@ enum SiteAnswerHarness {
 
     static func run(_ bytes: [UInt8]) {
         var input = FuzzInput(bytes)
-        let call = input.byte() % 4
+        let call = input.byte() % 6
         let status = statuses[Int(input.byte()) % statuses.count]
         let firstAttempt = input.byte() & 1 == 0
         let body = input.rest()
@@ -97,6 +97,10 @@ enum SiteAnswerHarness {
                     require(page.items.allSatisfy { $0.data.map { (try? JSONValue.parse($0)) != nil } ?? true },
                             "stored item data is JSON accessd can read back")
                 }
+            case 3:
+                _ = try SiteAnswers.read(ChangesAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
+            case 4:
+                _ = try SiteAnswers.read(AuditUploadAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             default:
                 _ = try SiteAnswers.read(Empty.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             }

@@ -58,6 +58,7 @@ public final class AccessStore: Sendable {
             try db.create(index: "event_time", on: "event", columns: ["time"])
         }
         Self.registerCredentialMigration(&migrator)
+        Self.registerAuditMigration(&migrator)
         try migrator.migrate(database)
         // The WAL and shared-memory files hold recent pages, keys included.
         for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }

@@ -141,6 +141,7 @@ extension AccessStore {
                     c.signingKey?.rawRepresentation ?? Data(), c.sealedSecondFactor.map { Data($0.encoded) },
                     stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor, stored.priority,
                 ])
+            try Self.startAuditCursor(db, credential: c.id.description)
         }
     }
 
@@ -148,6 +149,7 @@ extension AccessStore {
     public func deleteCredential(_ id: CredentialID) throws -> Bool {
         let deleted = try database.write { db in
             try db.execute(sql: "DELETE FROM item WHERE credentialID = ?", arguments: [id.description])
+            try db.execute(sql: "DELETE FROM audit_cursor WHERE credentialID = ?", arguments: [id.description])
             try db.execute(sql: "DELETE FROM credential WHERE id = ?", arguments: [id.description])
             return db.changesCount > 0
         }

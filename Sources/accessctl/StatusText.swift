@@ -29,10 +29,35 @@ enum StatusText {
         row("credentials", status.usableCredentialCount == status.credentialCount
             ? "\(status.credentialCount)"
             : "\(status.usableCredentialCount) usable of \(status.credentialCount) (accessctl credentials list)")
+        if let audit = status.audit { row("audit upload", auditLine(audit)) }
+        for site in status.audit?.sites ?? [] where site.state != .current {
+            lines.append("    " + siteLine(site))
+        }
         row("last event", "\(status.lastSequence)")
         if let level = status.logLevel { row("log level", level) }
         row("configuration", status.configFile ?? "built-in defaults (no file)")
         return lines
+    }
+
+    /// `current`, or how many events wait and where.
+    static func auditLine(_ audit: AuditStatus) -> String {
+        guard audit.enabled else { return "off ([site] audit_upload)" }
+        if audit.sites.isEmpty { return "nothing to send (no credential)" }
+        let failing = audit.sites.filter { $0.state != .current }.count
+        if audit.backlog == 0 && failing == 0 { return "current" }
+        let waiting = "\(audit.backlog) event\(audit.backlog == 1 ? "" : "s") waiting"
+        return failing == 0 ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
+    }
+
+    private static func siteLine(_ site: AuditSiteStatus) -> String {
+        var line = "\(site.site): \(site.backlog) waiting; "
+        switch site.state {
+        case .current: line += "sending"
+        case .failing: line += site.error ?? "failing"
+        case .unsupported: line += "the site takes no audit events (site API §4.5); they stay in the journal"
+        }
+        if let retry = site.retryInSeconds { line += "; again in \(StatusText.duration(Int64(retry)))" }
+        return line
     }
 
     private static func source(_ setBy: String?) -> String? {

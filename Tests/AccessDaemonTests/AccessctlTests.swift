@@ -153,6 +153,7 @@ struct AccessctlTests {
         #expect(lines.contains("  adapter:           none: hci9 is configured ([bluetooth] adapter) and not present"), "\(status.output)")
         #expect(lines.contains("  features:          ok"), "\(status.output)")
         #expect(lines.contains("  log level:         info"), "\(status.output)")
+        #expect(lines.contains("  audit upload:      nothing to send (no credential)"), "\(status.output)")
         #expect(lines.contains("  configuration:     \(harness.configPath)"), "\(status.output)")
 
         let diagnose = try runCommand([Self.accessctl, "diagnose", "--socket", harness.socketPath])

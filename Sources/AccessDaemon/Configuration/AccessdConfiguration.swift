@@ -85,6 +85,9 @@ public struct AccessdConfiguration: Hashable, Sendable {
     /// `[site] max_offline`: seconds without a successful sync after which a credential is not
     /// presented; nil (0 in the file): no limit.
     public var maxOffline: Duration? = nil
+    /// `[site] audit_upload`: access events are uploaded to the site of the credential
+    /// presented (docs/site-api.md §4.5).
+    public var auditUpload = true
 
     // [log]
     public var logLevel: LogLevel = .info

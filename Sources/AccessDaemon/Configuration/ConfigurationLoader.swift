@@ -158,6 +158,7 @@ public enum ConfigurationLoader {
                 guard limit == 0 || limit >= 60 else { throw fail("site", "max_offline", "max_offline is 0 (no limit) or 60...31536000 seconds") }
                 c.maxOffline = limit == 0 ? nil : .seconds(limit)
             }
+            c.auditUpload = try bool("site", "audit_upload") ?? c.auditUpload
             if let v = try string("log", "level") {
                 guard let level = AccessdConfiguration.LogLevel(rawValue: v) else {
                     throw fail("log", "level", "level must be one of \(AccessdConfiguration.LogLevel.allCases.map(\.rawValue).joined(separator: ", "))")

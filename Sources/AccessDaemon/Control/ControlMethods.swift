@@ -100,7 +100,7 @@ extension AccessDaemonServices {
             refusedAdvertisements: engine.refusedAdvertisements, lastSequence: journal.lastSequence,
             uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
-            scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess))
+            scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status)
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

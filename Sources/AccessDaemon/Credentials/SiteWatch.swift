@@ -28,23 +28,7 @@ struct SiteWatch: Sendable {
     /// Watches every credential held, starting and stopping watches as credentials come and
     /// go, until cancelled.
     func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            var watched: [CredentialID: Task<Void, Never>] = [:]
-            while !Task.isCancelled {
-                let held = Set(book.credentials.filter { $0.credential.state != .revoked }.map(\.credential.id))
-                for (id, task) in watched where !held.contains(id) {
-                    task.cancel()
-                    watched[id] = nil
-                }
-                for id in held where watched[id] == nil {
-                    let task = Task { await watch(id) }
-                    watched[id] = task
-                    group.addTask { await task.value }
-                }
-                try? await clock.sleep(for: .seconds(1))
-            }
-            for task in watched.values { task.cancel() }
-        }
+        await PerCredentialTasks.run(book: book, clock: clock) { id in await watch(id) }
     }
 
     private func watch(_ id: CredentialID) async {

@@ -19,6 +19,9 @@ public final class EventJournal: Sendable {
         var subscribers: [ControlClient: Set<String>?] = [:]
         var lastSequence: Int64
         var held = HeldEvents()
+        /// Called when an event of their kinds is journalled (`watch(kinds:)`).
+        var watchers: [Int: (kinds: Set<String>, wake: @Sendable () -> Void)] = [:]
+        var nextWatcher = 0
     }
 
     public struct Subscription: Sendable {
@@ -50,6 +53,7 @@ public final class EventJournal: Sendable {
     }
 
     public func emit(_ kind: String, _ data: JSONValue) {
+        var woken: [@Sendable () -> Void] = []
         let written: [(event: AccessStore.Event, data: JSONValue)] = state.withLockedValue { state in
             let event = HeldEvents.Event(kind: kind, data: data, time: Clocks.wall())
             let pending = state.held.pending + [event]
@@ -72,14 +76,31 @@ public final class EventJournal: Sendable {
             let written = Array(zip(appended, pending.map(\.data)))
             for (event, data) in written { fanOut(event, data: data, to: state.subscribers) }
             state.lastSequence = appended.last?.sequence ?? state.lastSequence
+            woken = state.watchers.values.filter { watcher in appended.contains { watcher.kinds.contains($0.kind) } }.map(\.wake)
             return written
         }
+        for wake in woken { wake() }
         // Outside the lock, and the fields built only when the level is logged (reader
         // sightings, at debug, are most events).
         for (event, data) in written {
             logger.log(level: JournalFields.level(kind: event.kind, data: data), "event \(event.kind)",
                        metadata: JournalFields.metadata(kind: event.kind, sequence: event.sequence, data: data))
         }
+    }
+
+    /// Calls `wake` (outside the journal's lock, so it must not block) after events of
+    /// `kinds` are journalled, until `unwatch`: for services that follow the journal and read
+    /// it themselves, such as the audit upload.
+    func watch(kinds: Set<String>, _ wake: @escaping @Sendable () -> Void) -> Int {
+        state.withLockedValue { state in
+            state.nextWatcher += 1
+            state.watchers[state.nextWatcher] = (kinds, wake)
+            return state.nextWatcher
+        }
+    }
+
+    func unwatch(_ token: Int) {
+        state.withLockedValue { _ = $0.watchers.removeValue(forKey: token) }
     }
 
     private func fanOut(_ event: AccessStore.Event, data: JSONValue, to subscribers: [ControlClient: Set<String>?]) {

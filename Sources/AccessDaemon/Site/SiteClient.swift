@@ -96,6 +96,14 @@ public final class SiteClient: Sendable {
         return answer.version
     }
 
+    /// §4.5: a batch of the credential's access events; the `through` the site has recorded.
+    public func uploadEvents(of stored: StoredCredential, _ batch: AuditUploadRequest) async throws(SiteError) -> Int64 {
+        let answer = try await call(site: try address(of: stored), method: .POST, path: "/v1/credentials/\(stored.credential.id)/events",
+                                    body: batch, signer: signer(stored), answer: AuditUploadAnswer.self)
+        guard answer.through >= 0 else { throw .malformedAnswer("through must be a sequence number") }
+        return answer.through
+    }
+
     public func delete(_ stored: StoredCredential) async throws(SiteError) {
         _ = try await call(site: try address(of: stored), method: .DELETE, path: "/v1/credentials/\(stored.credential.id)",
                            body: Nothing?.none, signer: signer(stored), answer: Nothing.self)

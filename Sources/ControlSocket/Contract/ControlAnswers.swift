@@ -30,12 +30,15 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     /// (`scanning.set` / `automaticAccess.set`, kept across restarts and winning over the file).
     public var scanningSetBy: String?
     public var automaticAccessSetBy: String?
+    /// The upload of access events to the sites.
+    public var audit: AuditStatus?
 
     public init(version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
                 scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
                 readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
                 lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
-                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil) {
+                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil, audit: AuditStatus? = nil) {
+        self.audit = audit
         self.logLevel = logLevel
         self.configFile = configFile
         self.configuredAdapter = configuredAdapter

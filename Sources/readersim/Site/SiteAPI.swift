@@ -42,6 +42,8 @@ struct SiteAPI: Sendable {
     var pageSize = 100
     /// Whether §4.4 (`changes`) is served.
     var servesChanges = true
+    /// Whether §4.5 (`events`) is served.
+    var servesEvents = true
 
     func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
         do {
@@ -58,7 +60,8 @@ struct SiteAPI: Sendable {
         case ("POST", 4) where parts[0] == "v1" && parts[1] == "invitations" && parts[3] == "register":
             return try register(codeText: parts[2], body: request.body, now: now)
         case (_, 3) where parts[0] == "v1" && parts[1] == "credentials",
-             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && (parts[3] == "items" || parts[3] == "changes" && servesChanges):
+             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && (parts[3] == "items" || parts[3] == "changes" && servesChanges
+                                                                                  || parts[3] == "events" && servesEvents):
             let credential: SiteDatabase.CredentialRow
             switch try authenticate(request, id: parts[2], now: now) {
             case let .success(row): credential = row
@@ -70,6 +73,7 @@ struct SiteAPI: Sendable {
                 try database.markDeleted(credential.id)
                 return SiteResponse(status: 204, body: [])
             case ("GET", 4) where parts[3] == "changes": return try changes(credential, target: request.target, now: now)
+            case ("POST", 4) where parts[3] == "events": return try events(credential, body: request.body, now: now)
             case ("GET", 4): return try items(credential, target: request.target)
             default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
@@ -219,6 +223,20 @@ struct SiteAPI: Sendable {
             return version == since ? nil : .json(200, ChangesAnswer(version: version))
         }
         return response
+    }
+
+    /// §4.5: a batch of the holder's access events, stored once each; answers the
+    /// credential's `through`. A revoked credential's events are still taken: they are the
+    /// record of what it did.
+    private func events(_ credential: SiteDatabase.CredentialRow, body: [UInt8], now: Double) throws -> SiteResponse {
+        let request: AuditUploadRequest
+        do {
+            request = try JSONDecoder().decode(AuditUploadRequest.self, from: Data(body))
+        } catch {
+            return .error(400, "request.invalid", "the body must be a batch of events: \(Self.reason(error))")
+        }
+        if let problem = request.problem { return .error(400, "request.invalid", problem) }
+        return .json(200, AuditUploadAnswer(through: try database.recordAudit(credential.id, request, now: now)))
     }
 
     // MARK: Helpers

@@ -13,7 +13,8 @@ struct SiteCommand: AsyncParsableCommand {
         commandName: "site",
         abstract: "Run a simulated site: invitations, credentials, items (docs/site-api.md).",
         subcommands: [SiteInitCommand.self, SiteServeCommand.self, SiteInviteCommand.self, SiteCredentialsCommand.self,
-                      SiteSuspendCommand.self, SiteResumeCommand.self, SiteRevokeCommand.self, SiteItemCommand.self]
+                      SiteSuspendCommand.self, SiteResumeCommand.self, SiteRevokeCommand.self, SiteItemCommand.self,
+                      SiteEventsCommand.self]
     )
 }
 
@@ -53,6 +54,7 @@ struct SiteServeCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Misbehave, to test clients: garbage or hang.") var fault: String?
     @Flag(help: "Serve no change channel (§4.4), as a site of the API before it.") var noChanges = false
+    @Flag(help: "Take no audit events (§4.5), as a site of the API before it.") var noEvents = false
 
     func run() async throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -76,7 +78,7 @@ struct SiteServeCommand: AsyncParsableCommand {
         }
         let store = try database.open()
         _ = try store.site()
-        try await SiteHTTPServer(api: SiteAPI(database: store, servesChanges: !noChanges), fault: faultMode).run(host: host, port: port, tls: tls)
+        try await SiteHTTPServer(api: SiteAPI(database: store, servesChanges: !noChanges, servesEvents: !noEvents), fault: faultMode).run(host: host, port: port, tls: tls)
     }
 }
 

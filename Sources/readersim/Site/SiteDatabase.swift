@@ -46,7 +46,7 @@ final class SiteDatabase: Sendable {
     }
 
     let path: String
-    private let database: DatabasePool
+    let database: DatabasePool
 
     init(path: String) throws {
         self.path = path
@@ -103,6 +103,7 @@ final class SiteDatabase: Sendable {
                 t.column("seenAt", .double).notNull()
             }
         }
+        Self.registerAuditMigration(&migrator)
         try migrator.migrate(database)
     }
 

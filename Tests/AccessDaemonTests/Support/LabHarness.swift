@@ -169,6 +169,12 @@ final class LabDaemon: @unchecked Sendable {
         self.process = nil
         return process.stop(grace: 10)
     }
+
+    /// SIGKILL: no clean stop, nothing flushed that was not committed.
+    func kill() {
+        process?.kill9()
+        process = nil
+    }
 }
 
 /// `readersim readers` with a file of readers; its JSON lines, as a test sees them.

@@ -34,7 +34,7 @@ final class ShellHarness: @unchecked Sendable {
 
     /// `secondFactor`: the credential's second factor is sealed under `pin`.
     init(secondFactor: Bool = false, credentialState: CredentialState = .active, clock: any Clock<Duration> = ContinuousClock(),
-         configure: (inout AccessdConfiguration) -> Void = { _ in }) throws {
+         siteURL: String = "http://127.0.0.1:9", configure: (inout AccessdConfiguration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try AccessStore(directory: directory + "/state")
@@ -51,7 +51,7 @@ final class ShellHarness: @unchecked Sendable {
                                     kind: .mobile, state: credentialState, sitePublicKey: siteKey.publicKey,
                                     signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: secondFactor)
         try store.insertCredential(StoredCredential(credential: credential, siteName: "Head office",
-                                                    siteURL: "http://127.0.0.1:9", deviceName: "kiosk", registeredAt: 0))
+                                                    siteURL: siteURL, deviceName: "kiosk", registeredAt: 0))
         site = try SiteClient(caFile: nil, timeout: .seconds(5))
         var logger = Logger(label: "shell-test")
         logger.logLevel = .critical

@@ -54,6 +54,15 @@ final class SiteHarness: @unchecked Sendable {
         server = nil
     }
 
+    /// SIGKILL: the site's machine lost, mid-answer perhaps.
+    func kill() {
+        server?.kill9()
+        server = nil
+    }
+
+    /// The port it listens on (to serve again where accessd's credentials point).
+    var port: String { url.split(separator: ":").last.map { String($0.prefix { $0.isNumber }) } ?? "0" }
+
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     /// Runs `readersim site ARGS --db DB` and returns its standard output.
