@@ -32,6 +32,23 @@ struct ExchangeEngineTests {
         await shell.stop()
     }
 
+    /// Requests one after another at one reader, as an operator or a script repeats them:
+    /// each is granted. The previous exchange's own Disconnect was reported after the next
+    /// link was up and ended it as a remote close (2 to 6 of 20 failed before the engine
+    /// waited for its disconnection to be reported).
+    @Test func requestsBackToBackAtOneReaderAreEachGranted() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
+        var outcomes: [String] = []
+        for _ in 0..<20 {
+            let result = await shell.call("access.request", ["reader": "2A01"])
+            outcomes.append((try? result.get())?["decision"]?.string ?? result.failureData?["error"]?.string ?? "?")
+        }
+        #expect(outcomes.allSatisfy { $0 == "granted" }, "\(outcomes)")
+        await shell.stop()
+    }
+
     @Test func theLinkDroppedMidExchangeIsARemoteClose() async throws {
         let shell = try ShellHarness()
         try await shell.start()

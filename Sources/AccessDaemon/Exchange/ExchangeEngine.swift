@@ -25,6 +25,9 @@ actor ExchangeEngine {
     /// The last Disconnect of each device: the next Connect to it waits for it (a Connect
     /// racing a Disconnect fails).
     var disconnects: [String: Task<Void, Never>] = [:]
+    /// Disconnections BlueZ reported, per device: a Disconnect is complete for the next
+    /// exchange only once its own report has come through (`disconnectionReported`).
+    var dropsReported: [String: Int] = [:]
     var replayGuard = ChallengeReplayGuard()
     var nextID: UInt64 = 0
 
@@ -150,19 +153,36 @@ actor ExchangeEngine {
                                                  "timings": "\(Render.json(timings).jsonText)"])
         // In the background, so the decision is reported at once.
         let devicePath = run.devicePath, writer = run.writer, previous = disconnects[devicePath]
+        // BlueZ reports the link going down after Disconnect returns, through the event
+        // stream: reported after the next exchange's link was up, it ended that exchange as a
+        // remote close (requests back to back at one reader). So the next Connect waits for
+        // the report too, when there will be one: the link was up and did not drop itself.
+        let reportWillCome = run.phases.connected != nil && outcome != .failed(.remoteClose)
+        let reportedBefore = dropsReported[devicePath, default: 0]
         disconnects[devicePath] = Task { [central] in
             await writer?.value
             await previous?.value
             try? await central.disconnect(device: devicePath, timeout: .seconds(5))
+            if reportWillCome { await self.disconnectionReported(devicePath, after: reportedBefore) }
         }
         reports.yield(.exchangeEnded(reader, outcome, timings: timings, credential: run.credential))
     }
 
     /// BlueZ says the device is gone or disconnected: exchanges whose link was up hear it.
     private func linkDropped(_ devicePath: String) {
+        dropsReported[devicePath, default: 0] += 1
         for (reader, run) in runs where run.devicePath == devicePath && run.writes != nil {
             logger.info("reader dropped the link", metadata: ["reader": "\(reader)"])
             feed(reader, .disconnected)
+        }
+    }
+
+    /// Returns once a disconnection of the device beyond `count` has been reported, or after
+    /// half a second (a Disconnect of a link already gone reports nothing).
+    nonisolated func disconnectionReported(_ devicePath: String, after count: Int) async {
+        for _ in 0..<50 {
+            if await dropsReported[devicePath, default: 0] > count { return }
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
