@@ -214,6 +214,45 @@ struct SystemdLabTests {
             + "tasks: \(try Lab.property("TasksCurrent")), memory (cgroup): \(try Lab.property("MemoryCurrent")) bytes")
     }
 
+    /// The open-next push-button (issue #13, item 2) through the unit's sandbox: as shipped
+    /// the device is hidden (`PrivateDevices=yes`) and the journal says why; with the drop-in
+    /// docs/configuration.md gives, taken from the page verbatim, a press opens the window.
+    @Test func aButtonWorksWithTheDocumentedDropIn() async throws {
+        try await Lab.ensureInstalled()
+        let directory = "/tmp/systemd-button"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let button = try VirtualButton(directory: directory)
+        let config = Lab.baseConfig + "[button]\ndevice = \"\(button.node)\"\n"
+        var cursor = try Lab.cursor()
+        try await Lab.configure(config)
+        try await Lab.waitFor("the journal says the device cannot be opened") {
+            try Lab.journal(since: cursor).contains("button device cannot be opened")
+        }
+
+        let docs = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/configuration.md").path,
+                              encoding: .utf8)
+        let opening = "(`systemctl edit accessd`):\n\n```ini\n"
+        let start = try #require(docs.range(of: opening)?.upperBound, "the drop-in is no longer in docs/configuration.md")
+        let dropIn = String(docs[start..<(docs[start...].range(of: "```")?.lowerBound ?? docs.endIndex)])
+        let dropInFile = "/etc/systemd/system/accessd.service.d/button.conf"
+        try Lab.must("mkdir -p /etc/systemd/system/accessd.service.d && cat > \(dropInFile) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload")
+        defer { _ = try? Lab.sh("rm -f \(dropInFile) && systemctl daemon-reload") }
+        cursor = try Lab.cursor()
+        try await Lab.configure(config)
+        try await Lab.waitFor("button ready") { try Lab.journal(since: cursor).contains("button ready") }
+        let events = try ControlConnection(path: Lab.socket)
+        _ = try events.call("events.subscribe", ["kinds": ["access.nextWindow"]]).get()
+        button.press()
+        let opened = try waitForEvent(events, timeout: .seconds(10)) { $0["params"]?["data"]?["openedBy"] == "button" }
+        let journal = (try? Lab.journal(since: cursor)) ?? ""
+        #expect(opened != nil, "\(journal)")
+
+        try Lab.must("rm -f \(dropInFile) && systemctl daemon-reload")
+        try await Lab.configure(Lab.baseConfig)
+        #expect(try Lab.must("systemd-analyze security --no-pager accessd | tail -1").contains("OK"))
+    }
+
     @Test func anUpgradeKeepsCredentialsSettingsAndSequence() async throws {
         guard let deb = Lab.deb else { return }
         try await Lab.ensureInstalled()
