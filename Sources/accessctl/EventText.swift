@@ -25,6 +25,16 @@ enum EventText {
         case .secondFactorRequired?:
             return "\(reader(data["reader"]?.string, nil)) asks for a PIN: accessctl pin \(data["request"]?.string ?? "?") "
                 + "(\(data["attemptsLeft"]?.int ?? 0) attempts left, \(data["timeoutSeconds"]?.int ?? 0) s)"
+        case .secondFactorAnswered?:
+            let at = reader(data["reader"]?.string, nil)
+            let left = data["attemptsLeft"]?.int ?? 0
+            switch data["result"]?.string {
+            case "accepted"?: return "\(at): PIN accepted (\(data["request"]?.string ?? "?"))"
+            case "wrongPin"?: return "\(at): wrong PIN (\(left) attempt\(left == 1 ? "" : "s") left)"
+            case "lockedOut"?: return "\(at): wrong PIN, the second factor is now locked (accessctl credentials unlock)"
+            case "cancelled"?: return "\(at): PIN prompt declined"
+            default: break
+            }
         case .sdkState?:
             let states = data["states"]?.array?.compactMap(\.string) ?? []
             let features = data["featureErrors"]?.array?.compactMap(\.string) ?? []

@@ -103,6 +103,11 @@ struct ExchangeEngineTests {
         #expect(right["accepted"]?.bool == true)
         #expect(try await answer.value.get()["decision"]?.string == "granted")
         #expect(shell.failedPinAttempts == 0)
+        // What became of each PIN is journalled (and uploaded to the site), never the PIN.
+        let answered = try shell.events("secondFactor.answered")
+        #expect(answered.map { $0["result"] } == ["wrongPin", "accepted"], "\(answered)")
+        #expect(answered.first?["attemptsLeft"] == 4 && answered.first?["credential"] == .string(ShellHarness.credentialID.description))
+        #expect(!(try shell.store.events(after: 0)).contains { $0.data.contains("000000") || $0.data.contains(ShellHarness.pin) })
         await shell.stop()
     }
 
@@ -128,6 +133,8 @@ struct ExchangeEngineTests {
         #expect(checkedWrong == 4, "\(errors)")
         #expect(lockedOut >= 1 && lockedOut + tooLate == 16, "\(errors)")
         #expect(shell.failedPinAttempts == 5)
+        let answered = try shell.events("secondFactor.answered").compactMap { $0["result"]?.string }
+        #expect(answered.filter { $0 == "wrongPin" }.count == 4 && answered.filter { $0 == "lockedOut" }.count == 1, "\(answered)")
         let result = await answer.value
         #expect(result.failureData?["error"]?.string == "secondFactorLockedOut")
         let credentials = try await shell.call("credentials.list").get()

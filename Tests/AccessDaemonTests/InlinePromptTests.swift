@@ -97,6 +97,7 @@ struct InlinePromptTests {
         #expect(shell.failedPinAttempts == 0)
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["error"] == "userCancelled")
+        #expect(try shell.events("secondFactor.answered").map { $0["result"] } == ["cancelled"])
         // Nothing open any more: a second cancel is refused.
         let again = await shell.call("secondFactor.cancel", ["request": "sf-1"])
         #expect(again.failureData?["error"] == "secondFactor.noSuchRequest")

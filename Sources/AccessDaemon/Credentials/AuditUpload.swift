@@ -18,8 +18,9 @@ import SiteContract
 /// once a second to see whether a retry is due.
 struct AuditUpload: Sendable {
     /// What a site is sent: decisions (access and actions, with their outcome, second-factor
-    /// outcomes included) and prompts. Each carries the credential presented.
-    static let kinds: Set<String> = ["access.completed", "secondFactor.required"]
+    /// outcomes included), PIN prompts and what became of each PIN typed. Each carries the
+    /// credential presented.
+    static let kinds: Set<String> = ["access.completed", "secondFactor.required", "secondFactor.answered"]
     static let retry = (first: 1, limit: 300)
     /// A site without the route is asked again this often (seconds): it may be upgraded.
     static let unsupportedRetry = 3600

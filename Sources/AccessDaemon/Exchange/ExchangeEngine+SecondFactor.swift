@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import AccessStore
 import ControlSocket
 import Crypto
@@ -63,6 +64,9 @@ extension ExchangeEngine {
         }
         runs[reader]?.secondFactorRequest = nil
         logger.notice("second-factor prompt cancelled", metadata: ["reader": "\(reader)", "request": "\(request)"])
+        if let credential = runs[reader]?.credential {
+            answered(request, reader: reader, credential: credential, result: "cancelled", attemptsLeft: nil)
+        }
         feed(reader, .secondFactorUnavailable(.userCancelled))
         return .success(CancelAnswer(request: request, cancelled: true))
     }
@@ -106,6 +110,7 @@ extension ExchangeEngine {
         switch result {
         case let .success(key):
             book.pinSucceeded(credential)
+            answered(request, reader: reader, credential: credential, result: "accepted", attemptsLeft: book.pinAttempts)
             guard promptOpen else {
                 return .failure(.failed("secondFactor.noSuchRequest", "prompt \(request) ended before the PIN was checked"))
             }
@@ -114,6 +119,7 @@ extension ExchangeEngine {
             return .success(PinAnswer(request: request, accepted: true))
         case .failure(.wrongPIN) where attemptsLeft == 0:
             logger.warning("second factor locked after wrong PINs", metadata: ["credential": "\(credential)"])
+            answered(request, reader: reader, credential: credential, result: "lockedOut", attemptsLeft: 0)
             if promptOpen {
                 runs[reader]?.secondFactorRequest = nil
                 feed(reader, .secondFactorUnavailable(.secondFactorLockedOut))
@@ -121,10 +127,21 @@ extension ExchangeEngine {
             return .failure(.failed("secondFactorLockedOut", "wrong PIN; the second factor is now locked"))
         case .failure(.wrongPIN):
             let failed = book.credential(credential)?.failedPinAttempts ?? book.pinAttempts
+            answered(request, reader: reader, credential: credential, result: "wrongPin",
+                     attemptsLeft: max(0, book.pinAttempts - failed))
             return .failure(RPCError(code: -32010, message: "wrong PIN",
                                      data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(max(0, book.pinAttempts - failed)))]))
         case let .failure(error):
             return .failure(.invalidParams("pin: \(error)"))
         }
+    }
+
+    /// `secondFactor.answered`: what became of a PIN (or of the prompt), for the audit trail
+    /// the site receives (docs/site-api.md §4.5); the PIN itself is never in it.
+    private func answered(_ request: String, reader: ReaderID, credential: CredentialID, result: String, attemptsLeft: Int?) {
+        var data: [String: JSONValue] = ["request": .string(request), "reader": .string(reader.description),
+                                         "credential": .string(credential.description), "result": .string(result)]
+        if let attemptsLeft { data["attemptsLeft"] = .int(Int64(attemptsLeft)) }
+        journal.emit(EventKind.secondFactorAnswered.rawValue, .object(data))
     }
 }

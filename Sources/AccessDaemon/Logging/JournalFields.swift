@@ -48,6 +48,7 @@ public enum JournalFields {
         case "access.completed", "sdk.state", "credentials.changed", "secondFactor.required": .notice
         case "feature.state": data["state"]?.string == "failed" ? .warning : .notice
         case "events.lost": .warning
+        case "secondFactor.answered": ["wrongPin", "lockedOut"].contains(data["result"]?.string ?? "") ? .warning : .notice
         case "reader.updated": .debug
         default: .info
         }
@@ -60,7 +61,7 @@ public enum JournalFields {
         if let reader = data[readerKey]?.string { metadata["reader"] = "\(reader)" }
         let credentialKey = kind == "credentials.changed" ? "id" : "credential"
         if let credential = data[credentialKey]?.string { metadata["credential"] = "\(credential)" }
-        for key in ["decision", "outcome", "origin", "error", "feature", "state", "reason"] {
+        for key in ["decision", "outcome", "origin", "error", "feature", "state", "reason", "result"] {
             if let value = data[key]?.string { metadata[key] = "\(value)" }
         }
         if let granted = data["granted"]?.bool { metadata["granted"] = "\(granted)" }

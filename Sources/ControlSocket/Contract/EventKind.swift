@@ -10,6 +10,7 @@ public enum EventKind: String, CaseIterable, Sendable {
     case accessCompleted = "access.completed"
     case accessNextWindow = "access.nextWindow"
     case secondFactorRequired = "secondFactor.required"
+    case secondFactorAnswered = "secondFactor.answered"
     case credentialsChanged = "credentials.changed"
     case eventsLost = "events.lost"
     case featureState = "feature.state"
