@@ -42,6 +42,7 @@ enum ControlRequestHarness {
         case .statusGet, .readersList, .readersGetScope, .accessCancel, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList, .secondFactorList:
             _ = try params.decode(NoParams.self)
         case .eventsSubscribe: _ = try params.decode(SubscribeParams.self)
+        case .readersProbe: _ = ReaderID(try params.decode(ProbeParams.self).reader)
         case .scanningSet, .automaticAccessSet: _ = try params.decode(SwitchParams.self)
         case .logSetLevel: _ = try params.decode(LogLevelParams.self)
         case .accessRequest, .actionsList: _ = ReaderID(try params.decode(ReaderParams.self).reader)

@@ -30,7 +30,7 @@ struct AccessctlCommand: ParsableCommand {
             ACCESSD_SOCKET in the environment names the socket when --socket is not given.
             """,
         version: AccessCoreVersion.string,
-        subcommands: [Status.self, Readers.self, Access.self, OpenNext.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
+        subcommands: [Status.self, Readers.self, Probe.self, Access.self, OpenNext.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
                       Credentials.self, Items.self, LogLevel.self, Diagnose.self]
     )
 
@@ -61,6 +61,8 @@ struct GlobalOptions: ParsableArguments {
         if let timeout { return .milliseconds(Int64(max(0.1, timeout) * 1000)) }
         switch method {
         case .accessRequest, .actionsList, .actionsPerform, .secondFactorRespond: return .seconds(60)
+        // Listens up to 60 s before it answers.
+        case .readersProbe: return .seconds(65)
         // A PIN change runs the slow key derivation twice.
         case .credentialsRegister, .credentialsDelete, .itemsSync, .credentialsSetPin: return .seconds(30)
         default: return .seconds(5)

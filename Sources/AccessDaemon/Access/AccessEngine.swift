@@ -59,6 +59,9 @@ actor AccessEngine {
     /// `[access] open_next_expiry`: the window's length when the caller names none.
     var openNextDefaultExpiry: Duration
     let connectEarly: Bool
+    /// `readers.probe` under way.
+    var probes: [UInt64: RunningProbe] = [:]
+    var nextProbe: UInt64 = 0
 
     init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(), door: Door,
          exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
@@ -153,6 +156,7 @@ actor AccessEngine {
         }
         if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
         let id = sighting.advertisement.readerID, observation = sighting.observation
+        probeHeard(id, at: now)
         if let update = observation.update { journal.emit("reader.updated", Render.json(Render.reader(update))) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {
             perform(controller.handle(.presenceHeard(id), at: now))

@@ -28,6 +28,23 @@ extension AccessDaemonServices {
             guard let id = ReaderID(text) else { return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)")) }
             return await self.changeScope(id, nil, client: client)
         }
+        table.on(ControlCalls.ReadersProbe.self) { params, _ in
+            guard let reader = ReaderID(params.reader) else {
+                return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)"))
+            }
+            let seconds = params.seconds ?? 10
+            guard seconds.isFinite, AccessEngine.probeSeconds.contains(seconds) else {
+                return .failure(.invalidParams("seconds is 1 to 60"))
+            }
+            guard let probe = await self.access.startProbe(reader) else {
+                return .failure(.failed("readers.probeBusy", "\(AccessEngine.probeLimit) probes are running; try again when one ends"))
+            }
+            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            guard let answer = await self.access.finishProbe(probe, seconds: seconds) else {
+                return .failure(.failed("readers.probeBusy", "the probe was lost"))
+            }
+            return .success(answer)
+        }
         table.on(ControlCalls.EventsSubscribe.self) { params, client in self.subscribe(client, params) }
         table.on(ControlCalls.EventsUnsubscribe.self) { _, client in
             .success(UnsubscribeAnswer(wasSubscribed: self.journal.unsubscribe(client)))

@@ -7,6 +7,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case readersGetScope = "readers.getScope"
     case readersSetScope = "readers.setScope"
     case readersResetScope = "readers.resetScope"
+    case readersProbe = "readers.probe"
     case eventsSubscribe = "events.subscribe"
     case eventsUnsubscribe = "events.unsubscribe"
     case scanningSet = "scanning.set"
@@ -36,7 +37,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     /// end) flow while it runs, and a subscriber's events are not held up for a minute.
     public var holdsEventsUntilAnswered: Bool {
         switch self {
-        case .accessRequest, .actionsList, .actionsPerform, .credentialsRegister, .credentialsDelete, .itemsSync: false
+        case .accessRequest, .actionsList, .actionsPerform, .credentialsRegister, .credentialsDelete, .itemsSync,
+             .readersProbe: false
         default: true
         }
     }
@@ -44,7 +46,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     /// The least role a client needs to call it.
     public var role: Role {
         switch self {
-        case .statusGet, .readersList, .readersGetScope, .eventsSubscribe, .eventsUnsubscribe: .observer
+        case .statusGet, .readersList, .readersGetScope, .readersProbe, .eventsSubscribe, .eventsUnsubscribe: .observer
         case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .accessNext,
              .accessCancel, .actionsList, .actionsPerform,
              .secondFactorRespond, .secondFactorList, .secondFactorCancel:

@@ -108,9 +108,10 @@ final class ShellHarness: @unchecked Sendable {
     /// auto range 20), attached behind the fake central.
     /// Another reader (`id`, `address`) is heard the same way.
     func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag,
-                          id: ReaderID = readerID, address: String = readerAddress) async throws {
+                          id: ReaderID = readerID, address: String = readerAddress,
+                          flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled]) async throws {
         let advertisement = ReaderAdvertisement(
-            kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: id,
+            kind: .gallagherStyle, flags: flags, readerID: id,
             txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: siteTag)
         for _ in 0..<times {
             let path = await central.advertise(address: address, rssi: rssi,
