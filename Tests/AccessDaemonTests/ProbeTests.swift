@@ -15,8 +15,8 @@ struct ProbeTests {
         let shell = try ShellHarness()
         try await shell.start()
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
-        let probe = Task { await shell.call("readers.probe", ["reader": "2A01", "seconds": 1], role: .observer) }
-        try await Task.sleep(for: .milliseconds(100))
+        // On the engine, so that a loaded machine cannot make the listening end first.
+        let key = try #require(await shell.daemon.access.startProbe(ShellHarness.readerID))
         // Ten advertisements at −66…−75 dBm (transmit power −59: path loss 7…16 dB).
         for index in 0..<10 {
             _ = await shell.central.advertise(address: ShellHarness.readerAddress, rssi: -66 - index, serviceData: [
@@ -25,7 +25,11 @@ struct ProbeTests {
                     txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: ShellHarness.siteTag).serviceData])
             try await Task.sleep(for: .milliseconds(20))
         }
-        let answer = try await probe.value.get()
+        try await shell.waitUntil("ten advertisements probed") {
+            await shell.daemon.access.probes[key]?.probe.samples.count == 10
+        }
+        let probed = try #require(await shell.daemon.access.finishProbe(key, seconds: 1))
+        let answer = try JSONValue(encoding: probed)
         #expect(answer["advertisements"] == 10, "\(answer)")
         #expect(answer["rssi"]?["min"] == -75.0 && answer["rssi"]?["max"] == -66.0, "\(answer)")
         #expect(answer["rawPathLoss"]?["median"] == 11.5, "\(answer)")
@@ -35,6 +39,7 @@ struct ProbeTests {
         let calibration = try #require(answer["calibration"])
         #expect(calibration["manualConnectPathLoss"]?.int == (calibration["autoConnectPathLoss"]?.int ?? 0) + 20)
 
+        // Through the socket's method: listening to a reader that is not heard, and bounds.
         let unheard = try await shell.call("readers.probe", ["reader": "2A02", "seconds": 1], role: .observer).get()
         #expect(unheard["advertisements"] == 0 && unheard["range"] == "unheard")
         let refused = await shell.call("readers.probe", ["reader": "2A01", "seconds": 61], role: .observer)

@@ -59,7 +59,7 @@ public enum ConfigurationLoader {
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout",
                            "send_timeout"],
                 "store": ["state_directory", "journal_max_events", "journal_max_age_days"],
-                "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts", "max_offline"],
+                "site": ["ca_file", "request_timeout", "sync_interval", "device_name", "pin_attempts", "max_offline", "audit_upload"],
                 "log": ["level"],
                 "readers": ["allow", "deny"],
                 "button": ["device", "key"],
