@@ -85,6 +85,62 @@ struct ProtocolVectorTests {
             result: result, actionID: nil, signature: vector("decision.signature"))))
     }
 
+    /// A signed content exact, its signature verifying with `key`, and the message decoding
+    /// to `expected` (issue #14: a denial, a second factor and actions, beyond a grant).
+    private func check(_ name: String, content: [UInt8], key: P256.Signing.PublicKey,
+                       _ expected: ([UInt8]) -> ProtocolMessage) throws {
+        #expect(try vector("\(name).signedContent") == content, "\(name).signedContent")
+        let signature = try vector("\(name).signature")
+        #expect(ProtocolCrypto.verify(signature, over: content, with: key), "\(name).signature")
+        let message = try vector("\(name).message")
+        #expect(try ProtocolMessage(decoding: message) == expected(signature), "\(name).message")
+        #expect(expected(signature).encoded == message, "\(name).message re-encoded")
+    }
+
+    @Test func aDenialMatchesAndVerifies() throws {
+        let denied = AccessResult(decision: .deniedLockdown, mode: .access)
+        try check("decisionDenied", content: SignedContent.decision(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
+            result: denied, actionID: nil), key: Fixtures.siteKey.publicKey) {
+            .decision(.init(result: denied, actionID: nil, signature: $0))
+        }
+    }
+
+    @Test func aSecondFactorExchangeMatchesAndVerifies() throws {
+        let secondNonce = try vector("secondFactorChallenge.nonce")
+        #expect(secondNonce == Array(0x20...0x2F))
+        try check("secondFactorChallenge", content: SignedContent.secondFactorChallenge(
+            nonce: ExchangeHarness.nonce, secondNonce: secondNonce, readerID: Fixtures.readerID,
+            credentialID: Fixtures.credentialID), key: Fixtures.siteKey.publicKey) {
+            .secondFactorChallenge(.init(nonce: secondNonce, signature: $0))
+        }
+        try check("secondFactorResponse", content: SignedContent.secondFactorResponse(
+            secondNonce: secondNonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID),
+            key: Fixtures.secondFactorKey.publicKey) { .secondFactorResponse(signature: $0) }
+    }
+
+    @Test func anActionExchangeMatchesAndVerifies() throws {
+        for (name, operation) in [("enumerate", ExchangeOperation.enumerateActions), ("perform", .performAction(2))] {
+            try check(name, content: SignedContent.response(
+                nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
+                operation: operation), key: Fixtures.credentialKey.publicKey) {
+                .response(.init(credentialID: Fixtures.credentialID, operation: operation, signature: $0))
+            }
+        }
+        let actions = [ReaderAction(id: 1, name: "Open"), ReaderAction(id: 2, name: "Lockdown")]
+        try check("actionList", content: SignedContent.actionList(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
+            body: ProtocolMessage.ActionList(actions: actions, signature: []).actionsBody), key: Fixtures.siteKey.publicKey) {
+            .actionList(.init(actions: actions, signature: $0))
+        }
+        let denied = AccessResult(decision: .deniedLockdown, mode: .access)
+        try check("performDecision", content: SignedContent.decision(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
+            result: denied, actionID: 2), key: Fixtures.siteKey.publicKey) {
+            .decision(.init(result: denied, actionID: 2, signature: $0))
+        }
+    }
+
     @Test func aperioMACIsExact() throws {
         let content = SignedContent.aperio(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
                                            aperioID: Fixtures.aperio.identifier)
