@@ -17,6 +17,27 @@ enum Lab {
     /// Fails the scenario with the reason when the lab's bluetoothd is gone (an earlier
     /// scenario's restart that did not come back, or a kernel BUG in the Bluetooth stack,
     /// which `dmesg` shows), instead of letting it time out on a missing service.
+    /// Removes every device the kiosk's adapter knows, and with it BlueZ's cached GATT
+    /// database of each: a scenario starts from no memory of the last one's readers. A
+    /// reader that readersim registered again with its service at other handles, under the
+    /// same address, otherwise made StartNotify fail ("Failed to register notify session")
+    /// on the stale cache in the next scenario (seen after `theNearerOfTwoReadersIsChosen`).
+    static func forgetDevices(on adapter: String) {
+        guard let listing = try? runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/",
+                                             "org.freedesktop.DBus.ObjectManager.GetManagedObjects"]).output else { return }
+        let prefix = "/org/bluez/\(adapter)/dev_"
+        var devices = Set<String>()
+        for line in listing.split(separator: "\n") {
+            guard let start = line.range(of: "object path \"" + prefix) else { continue }
+            let path = line[line.index(start.lowerBound, offsetBy: "object path \"".count)...].prefix { $0 != "\"" }
+            if !path.dropFirst(prefix.count).contains("/") { devices.insert(String(path)) }
+        }
+        for device in devices {
+            _ = try? runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
+                                 "org.bluez.Adapter1.RemoveDevice", "objpath:" + device])
+        }
+    }
+
     static func requireBluetoothd() throws {
         guard !isRunning("bluetoothd") else { return }
         let kernel = (try? runCommand(["/bin/dmesg"]).output) ?? ""
@@ -258,6 +279,7 @@ final class LabScenario: @unchecked Sendable {
         // Out of range until the scenario says otherwise.
         try radio.send("reset")
         try radio.off("*", "*")
+        Lab.forgetDevices(on: adapter)
         site = try SiteHarness(directory: directory)
         try await site.serve()
         daemon = try LabDaemon(directory: directory + "/accessd",
