@@ -137,6 +137,24 @@ struct AuditUploadTests {
         await site.server.stop()
     }
 
+    /// Decisions made before the site revoked the credential still reach it: they are the
+    /// record of what the credential did (it is no longer presented).
+    @Test func aRevokedCredentialsDecisionsStillGo() async throws {
+        let site = try await EventsSite()
+        site.mode.withLockedValue { $0 = .away }
+        let shell = try await setUp(site)
+        try await access(shell)
+        try await shell.waitUntil("the decision waits") { try await self.audit(shell)["backlog"] == 1 }
+        shell.daemon.book.setState(.revoked, of: ShellHarness.credentialID)
+        site.mode.withLockedValue { $0 = .up }
+        try await shell.waitUntil("the site has it", timeout: .seconds(20)) {
+            site.kept.withLockedValue { $0.events.count } == 1
+        }
+        #expect(site.kept.withLockedValue { $0.events.keys.sorted() } == (try journalled(shell).map(\.sequence)))
+        await shell.stop()
+        await site.server.stop()
+    }
+
     @Test func aSiteWithoutTheRouteIsSaidToTakeNoEvents() async throws {
         let site = try await EventsSite()
         site.mode.withLockedValue { $0 = .withoutRoute }

@@ -38,7 +38,9 @@ struct AuditUpload: Sendable {
     private var store: AccessStore { journal.store }
 
     func run() async {
-        await PerCredentialTasks.run(book: book, clock: clock) { id in await upload(id) }
+        // A revoked credential's decisions still go: they are the record of what it did
+        // until the site revoked it (docs/site-api.md §4.5).
+        await PerCredentialTasks.run(book: book, clock: clock, revokedToo: true) { id in await upload(id) }
     }
 
     /// What one pass did.
@@ -79,7 +81,7 @@ struct AuditUpload: Sendable {
             }
             var waiting = Waiting.idle(seconds: Self.idlePass)
             for await _ in wakes {
-                guard let stored = book.credential(id), stored.credential.state != .revoked else { break }
+                guard let stored = book.credential(id) else { break }
                 let (news, tick) = reasons.withLockedValue { reasons in
                     defer { reasons = (false, false) }
                     return reasons

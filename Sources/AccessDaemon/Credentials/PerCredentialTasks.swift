@@ -1,17 +1,18 @@
 import AccessCore
 import Logging
 
-/// One task per credential held and not revoked, started when the credential appears and
-/// cancelled when it goes or is revoked; the set is checked every second until cancelled.
+/// One task per credential held (and not revoked, unless `revokedToo`), started when the
+/// credential appears and cancelled when it goes (or is revoked); the set is checked every
+/// second until cancelled.
 /// What the site's change channel and the audit upload both need: each credential talks to
 /// its own site, so a site that hangs holds up only its own credential's task.
 enum PerCredentialTasks {
-    static func run(book: CredentialBook, clock: any Clock<Duration>,
+    static func run(book: CredentialBook, clock: any Clock<Duration>, revokedToo: Bool = false,
                     _ body: @escaping @Sendable (CredentialID) async -> Void) async {
         await withTaskGroup(of: Void.self) { group in
             var running: [CredentialID: Task<Void, Never>] = [:]
             while !Task.isCancelled {
-                let held = Set(book.credentials.filter { $0.credential.state != .revoked }.map(\.credential.id))
+                let held = Set(book.credentials.filter { revokedToo || $0.credential.state != .revoked }.map(\.credential.id))
                 for (id, task) in running where !held.contains(id) {
                     task.cancel()
                     running[id] = nil
