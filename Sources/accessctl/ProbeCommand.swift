@@ -137,14 +137,14 @@ enum ProbeText {
         let widest = probe.histogram.map(\.count).max() ?? 1
         for bin in probe.histogram {
             let bar = String(repeating: "#", count: max(1, bin.count * 30 / max(1, widest)))
-            lines.append("    \(String(bin.fromDb).leftPad(4))…\(String(bin.fromDb + 2).leftPad(3)) dB  \(bar) \(bin.count)")
+            lines.append("    \(String(bin.fromDb).leftPadded(to: 4))…\(String(bin.fromDb + 2).leftPadded(to: 3)) dB  \(bar) \(bin.count)")
         }
         return lines
     }
 
     static func trial(_ answer: ExchangeAnswer) -> String {
-        let outcome = answer.outcome == "actionsListed" ? "actions listed (\(answer.actions?.count ?? 0))" : describeOutcome(answer)
-        return answer.outcome == "actionsListed" ? outcome + (answer.timings.map(describeTimings) ?? "") : outcome
+        guard answer.outcome == "actionsListed" else { return describeOutcome(answer) }
+        return "actions listed (\(answer.actions?.count ?? 0))" + (answer.timings.map(describeTimings) ?? "")
     }
 
     static func calibration(_ probe: ProbeAnswer) -> [String] {
@@ -164,15 +164,5 @@ enum ProbeText {
     static func decimal(_ value: Double) -> String {
         let tenths = (value * 10).rounded() / 10
         return tenths == tenths.rounded() ? String(Int(tenths)) + ".0" : String(tenths)
-    }
-}
-
-extension String {
-    fileprivate func padding(_ width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
-    }
-
-    fileprivate func leftPad(_ width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

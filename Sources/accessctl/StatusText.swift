@@ -79,7 +79,8 @@ enum StatusText {
 }
 
 extension String {
-    fileprivate func padding(_ width: Int) -> String {
+    /// Left-aligned in `width` columns, with at least one space after.
+    func padding(_ width: Int) -> String {
         count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 }

@@ -20,6 +20,13 @@ final class AuditProgress: Sendable {
         }
     }
 
+    /// The credential's upload, if it has begun.
+    func status(of id: CredentialID) -> AuditSiteStatus? {
+        entries.withLockedValue { $0[id] }
+    }
+
+    func state(of id: CredentialID) -> AuditSiteStatus.State? { status(of: id)?.state }
+
     func remove(_ id: CredentialID) {
         entries.withLockedValue { _ = $0.removeValue(forKey: id) }
     }

@@ -151,7 +151,7 @@ struct AuditUpload: Sendable {
             acknowledged = try await site.uploadEvents(of: stored, request)
         } catch {
             if case let .refused(status, _, _) = error, [404, 405, 501].contains(status) {
-                if (progress.status.sites.first { $0.site == stored.siteName }?.state) != .unsupported {
+                if progress.state(of: id) != .unsupported {
                     logger.notice("the site takes no audit events; its access events stay in the journal",
                                   metadata: ["credential": "\(id)", "site": "\(stored.siteName)"])
                 }
@@ -194,8 +194,8 @@ struct AuditUpload: Sendable {
 
     private func failed(_ stored: StoredCredential, _ reason: String, transient: Bool) -> Outcome {
         let id = stored.credential.id
-        let state = progress.status.sites.first { $0.site == stored.siteName }
-        if state?.state != .failing || state?.error != reason {
+        let previous = progress.status(of: id)
+        if previous?.state != .failing || previous?.error != reason {
             logger.warning("audit upload failed; the events wait in the journal",
                            metadata: ["credential": "\(id)", "site": "\(stored.siteName)", "error": "\(reason)"])
         }
