@@ -86,8 +86,12 @@ public final class ControlServer: Sendable {
     /// Binds, then serves until the task is cancelled; removes the socket file on the way out.
     /// `onReady` runs once the socket accepts connections.
     public func run(onReady: @Sendable () -> Void = {}) async throws {
+        let stop = ListenerStop()
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
+            .serverChannelInitializer { listener in
+                listener.eventLoop.makeCompletedFuture { try listener.pipeline.syncOperations.addHandler(stop.counter()) }
+            }
             // A client may write its requests and shut its side down (socat, `echo … |`):
             // its answers are still written before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -109,16 +113,25 @@ public final class ControlServer: Sendable {
         onReady()
         logger.info("control socket listening", metadata: ["path": "\(path)"])
 
-        try await withTaskCancellationHandler {
+        // The accept loop is a task of its own, which the stop does not cancel: a cancelled
+        // loop leaves connections NIO accepted untaken, and NIO traps on each (`ListenerStop`).
+        // The stop closes the listener once the loop has them all; then every client, served
+        // or just arrived, is cancelled, which closes its connection.
+        let acceptor = Task {
             try await withThrowingDiscardingTaskGroup { tasks in
                 try await server.executeThenClose { connections in
                     for try await (connection, identity) in connections {
+                        stop.took()
                         tasks.addTask { await self.serve(connection, identity: identity) }
                     }
                 }
+                tasks.cancelAll()
             }
+        }
+        try await withTaskCancellationHandler {
+            try await acceptor.value
         } onCancel: {
-            server.channel.close(promise: nil)
+            Task { await stop.close(server.channel) }
         }
     }
 

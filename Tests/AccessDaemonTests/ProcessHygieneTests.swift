@@ -201,6 +201,25 @@ struct ProcessHygieneTests {
         #expect(harness.log.contains("Program crashed: Aborted"))
     }
 
+    /// Clients connecting as accessd stops (a monitor polling `status.get` during `systemctl
+    /// stop`): connections accepted but not yet served were dropped with the cancelled accept
+    /// loop, and NIO traps on each ("Deinited NIOAsyncWriter without calling finish()",
+    /// swift-nio #2813): accessd crashed on SIGTERM instead of exiting 0.
+    @Test func connectionsArrivingAtTheStopAreClosedWithoutACrash() async throws {
+        let harness = try await DaemonHarness()
+        for round in 1...3 {
+            try await harness.start(environment: ["SWIFT_BACKTRACE": "enable=yes,symbolicate=off"])
+            let daemon = try #require(harness.daemon)
+            // Within the socket's backlog (64): every connect succeeds before accessd accepts it.
+            let clients = try (0..<48).map { _ in try harness.connect() }
+            kill(daemon.pid, SIGTERM)
+            let status = daemon.waitForExit(timeout: .seconds(30))
+            #expect(status == 0, "round \(round): exit \(status.map(String.init) ?? "none")\n\(harness.log.suffix(2000))")
+            #expect(!harness.log.contains("Fatal error"), "round \(round)")
+            withExtendedLifetime(clients) {}
+        }
+    }
+
     private func autoRange(_ harness: DaemonHarness) throws -> Bool? {
         try harness.connect().call("readers.list").get()["readers"]?.array?.first?["isInAutoConnectRange"]?.bool
     }
