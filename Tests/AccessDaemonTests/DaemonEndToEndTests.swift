@@ -335,6 +335,9 @@ struct DaemonEndToEndTests {
         #expect(afterToggle > before)
         harness.kill()
         try await harness.start()
+        // What this start journals (its state, once known) is numbered after what the killed
+        // one wrote; subscribing before it is written would replay only the old events.
+        _ = try await harness.waitForStatus { ($0["lastSequence"]?.int ?? 0) > afterToggle }
         let events = try harness.connect()
         let answer = try events.call("events.subscribe", ["since": 0]).get()
         let sequences = try readNotifications(events, count: answer["replayed"]?.int ?? 0).compactMap { $0["params"]?["seq"]?.int }

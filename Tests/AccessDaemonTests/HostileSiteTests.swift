@@ -45,12 +45,16 @@ struct HostileSiteTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         print("hostile site: 100 pages synced in \(ContinuousClock.now - started)")
-        #expect(itemCalls() == 100)
-        // Every later sync reads one page and stops at the item limit.
+        // The failed sync is retried 5 s later (SyncSchedule.firstRetry); on a loaded machine
+        // that retry has run before this line: then it read one page and stopped at the limit.
+        #expect(itemCalls() == 100 || (itemCalls() == 101 && harness.log.contains("more than 10000 items")),
+                "\(itemCalls()) calls")
+        // Every later sync reads one page and stops at the item limit (the retry, running
+        // between the count and the sync, reads one more).
         for _ in 0..<2 {
             let calls = itemCalls()
             #expect(try sync() == "site.limitExceeded")
-            #expect(itemCalls() == calls + 1, "one page, then the limit")
+            #expect((calls + 1...calls + 2).contains(itemCalls()), "one page, then the limit")
         }
         #expect(try listed() == 10_000, "10,000 kept, nothing past the limit")
         #expect(harness.log.contains("more than 10000 items for one credential"))

@@ -57,8 +57,10 @@ struct ProbeTests {
         let flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled, .actionsEnabled]
         try await shell.readerAdvertises(reader, flags: flags)
         let socket = try await shell.serveSocket()
+        // Until the probe ends: accessctl starting on a loaded machine has taken longer than
+        // a fixed number of advertisements lasted.
         let advertising = Task {
-            for _ in 0..<40 {
+            while !Task.isCancelled {
                 try? await shell.readerAdvertises(reader, rssi: -70, times: 1, flags: flags)
                 try? await Task.sleep(for: .milliseconds(50))
             }
@@ -68,6 +70,7 @@ struct ProbeTests {
                            mergingErrors: true)
         }.value
         advertising.cancel()
+        await advertising.value
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("reader 00002A01"), "\(result.output)")
         #expect(result.output.contains("  advertisements:  "), "\(result.output)")
@@ -80,7 +83,7 @@ struct ProbeTests {
 
         // A reader without actions: no exchange opens nothing, so the trials are skipped, not failed.
         let plainAdvertising = Task {
-            for _ in 0..<40 {
+            while !Task.isCancelled {
                 try? await shell.readerAdvertises(reader, rssi: -70, times: 1)
                 try? await Task.sleep(for: .milliseconds(50))
             }
@@ -89,6 +92,7 @@ struct ProbeTests {
             try runCommand([AccessctlTests.accessctl, "probe", "2A01", "--seconds", "1", "--socket", socket], mergingErrors: true)
         }.value
         plainAdvertising.cancel()
+        await plainAdvertising.value
         #expect(plain.output.contains("    skipped: the reader offers no actions"), "\(plain.output)")
 
         let absent = try await taskOnThreadOfItsOwn {

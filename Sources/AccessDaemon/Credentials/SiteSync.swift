@@ -187,7 +187,7 @@ actor SiteSync {
     /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list
     /// of features in error.
     func setFeature(_ feature: String, ok: Bool, error: String?, message: String? = nil, retryIn: Duration? = nil) {
-        let state = FeatureState(ok: ok, error: error)
+        let state = FeatureState(ok: ok, error: error, message: message)
         guard features[feature] != state else { return }
         features[feature] = state
         var data: [String: JSONValue] = ["feature": .string(feature), "state": .string(ok ? "ok" : "failed")]
