@@ -8,12 +8,15 @@ func describeOutcome(_ answer: ExchangeAnswer) -> String {
     outcomeText(answer) + (answer.timings.map(describeTimings) ?? "")
 }
 
-/// ` in 708 ms (connect 255, services 263, exchange 190)`: the phases reached.
+/// ` in 708 ms (connect 255, services 263, exchange 190; MTU 517)`: the phases reached, and
+/// the link's MTU once known.
 func describeTimings(_ timings: ExchangeTimings) -> String {
     let phases = [("detection", timings.detectionMs), ("connect", timings.connectMs), ("services", timings.resolveMs),
                   ("exchange", timings.exchangeMs)].compactMap { name, ms in ms.map { "\(name) \(Int($0))" } }
     guard let total = timings.totalMs else { return "" }
-    return " in \(Int(total)) ms" + (phases.isEmpty ? "" : " (\(phases.joined(separator: ", ")))")
+    var detail = phases.joined(separator: ", ")
+    if let mtu = timings.mtu { detail += (detail.isEmpty ? "" : "; ") + "MTU \(mtu)" }
+    return " in \(Int(total)) ms" + (detail.isEmpty ? "" : " (\(detail))")
 }
 
 private func outcomeText(_ answer: ExchangeAnswer) -> String {

@@ -21,6 +21,8 @@ struct ExchangeEngineTests {
         let answer = try await shell.call("access.request", ["reader": "2A01"]).get()
         #expect(answer["decision"]?.string == "granted")
         #expect(answer["timings"]?["connectMs"] != nil && answer["timings"]?["connectMs"] != .null)
+        // The MTU BlueZ reports on the control point (the fake central's 185), for the probe (issue #14).
+        #expect(answer["timings"]?["mtu"] == 185)
         // Which credential was presented, as the SDK's AccessResult.credentialId (issue #13).
         #expect(answer["credential"] == .string(ShellHarness.credentialID.description))
         #expect(try shell.events("access.started").count == 1)

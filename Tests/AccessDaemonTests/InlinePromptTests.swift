@@ -51,6 +51,8 @@ struct InlinePromptTests {
         let final = try await waitForText("granted", in: out)
         #expect(!final.contains(ShellHarness.pin), "the PIN was echoed: \(final)")
         #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(20)) }.value == 0)
+        // The screen as docs/operations.md shows it.
+        print("$ accessctl access 2A01\n" + ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").replacingOccurrences(of: "\r", with: ""))
         await shell.stop()
     }
 

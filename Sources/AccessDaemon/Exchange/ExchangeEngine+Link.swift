@@ -64,7 +64,10 @@ extension ExchangeEngine {
                 }
             }
         }
-        if let mtu = characteristic.mtu { feed(reader, .mtuChanged(mtu)) }
+        if let mtu = characteristic.mtu {
+            runs[reader]?.phases.mtu = mtu
+            feed(reader, .mtuChanged(mtu))
+        }
         feed(reader, .connected)
         return runs[reader]?.id == id
     }

@@ -61,6 +61,7 @@ struct ExchangePhases: Sendable {
     var started = ContinuousClock.now
     var connected: ContinuousClock.Instant?
     var resolved: ContinuousClock.Instant?
+    var mtu: Int?
 
     /// Milliseconds per phase: detection (first in-range advertisement → exchange start,
     /// automatic only), connect, service resolution, protocol exchange, and in all.
@@ -72,7 +73,7 @@ struct ExchangePhases: Sendable {
         }
         return ExchangeTimings(detectionMs: ms(detected, started), connectMs: ms(started, connected),
                                resolveMs: ms(connected, resolved), exchangeMs: ms(resolved, end),
-                               totalMs: ms(detected ?? started, end))
+                               totalMs: ms(detected ?? started, end), mtu: mtu)
     }
 }
 

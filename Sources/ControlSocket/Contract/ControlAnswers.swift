@@ -154,18 +154,24 @@ public struct AutomaticAccessAnswer: Codable, Sendable, Hashable {
 }
 
 /// Milliseconds per phase of an exchange (absent: the phase did not happen).
+/// How an exchange went on the air: milliseconds per phase, and the link's ATT MTU.
 public struct ExchangeTimings: Codable, Sendable, Hashable {
     public var detectionMs: Double?
     public var connectMs: Double?
     public var resolveMs: Double?
     public var exchangeMs: Double?
     public var totalMs: Double?
-    public init(detectionMs: Double?, connectMs: Double?, resolveMs: Double?, exchangeMs: Double?, totalMs: Double?) {
+    /// The ATT MTU of the link (BlueZ's `GattCharacteristic1.MTU`), once subscribed: a
+    /// message of more than MTU − 3 bytes goes in several fragments (reader protocol §5).
+    public var mtu: Int?
+    public init(detectionMs: Double?, connectMs: Double?, resolveMs: Double?, exchangeMs: Double?, totalMs: Double?,
+                mtu: Int? = nil) {
         self.detectionMs = detectionMs
         self.connectMs = connectMs
         self.resolveMs = resolveMs
         self.exchangeMs = exchangeMs
         self.totalMs = totalMs
+        self.mtu = mtu
     }
 }
 
