@@ -112,9 +112,12 @@ let package = Package(
         .executableTarget(
             name: "readersim",
             dependencies: [
-                "AccessCore", "AccessJSON", "BlueZ", "ReaderSimulation", "SiteContract",
+                // AccessDaemon: `conformance` registers its credential with accessd's own site client.
+                "AccessCore", "AccessDaemon", "AccessJSON", "BlueZ", "ReaderSimulation", "SiteContract",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

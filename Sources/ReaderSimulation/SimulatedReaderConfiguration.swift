@@ -25,6 +25,13 @@ public struct SimulatedReaderConfiguration: Sendable {
         case wrongKey = "wrong-key"
         /// Advertising stops `fault_delay` seconds after start.
         case silent
+        /// The same challenge nonce at every connection: a recorded response is accepted
+        /// again (a relay replays it).
+        case sameNonce = "same-nonce"
+        /// Never gives up on a holder that stops answering.
+        case noTimeout = "no-timeout"
+        /// Advertises a site tag that is not its site's.
+        case wrongSite = "wrong-site"
     }
 
     public var name: String

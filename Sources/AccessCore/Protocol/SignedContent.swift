@@ -77,6 +77,15 @@ public enum SignedContent {
     }
 }
 
+extension ProtocolMessage.Challenge {
+    /// Whether the site key signed this challenge (§6): what a holder checks before anything
+    /// else, and what `readersim conformance` reports on its own line.
+    public func isSigned(by siteKey: P256.Signing.PublicKey) -> Bool {
+        ProtocolCrypto.verify(signature, over: SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce),
+                              with: siteKey)
+    }
+}
+
 /// Signing and verification with raw (r ‖ s) P-256 ECDSA over SHA-256, and HMAC-SHA256.
 enum ProtocolCrypto {
     static func sign(_ content: [UInt8], with key: P256.Signing.PrivateKey) -> [UInt8] {

@@ -55,7 +55,8 @@ actor SimulatedReader {
     /// Registers with BlueZ and serves until cancelled.
     func run() async throws {
         let siteData = try site.site()
-        let advertisement = configuration.advertisement(siteTag: siteData.tag)
+        let advertised = configuration.fault == .wrongSite ? SiteTag(siteData.tag.rawValue ^ 0x0000_0001) : siteData.tag
+        let advertisement = configuration.advertisement(siteTag: advertised)
         let feed = self.feed
         let peripheral = BlueZPeripheral(
             connection: connection, adapter: "/org/bluez/" + adapter,
@@ -70,7 +71,7 @@ actor SimulatedReader {
         let watcher = try await watchBlueZ()
         defer { watcher.cancel() }
         try await peripheral.register()
-        announced = (siteData.tag, advertisement.serviceData)
+        announced = (advertised, advertisement.serviceData)
         announceAdvertising()
         if configuration.fault == .silent {
             let delay = configuration.faultDelay
@@ -241,7 +242,8 @@ actor SimulatedReader {
             return
         }
         var generator = SystemRandomNumberGenerator()
-        let nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let nonce = configuration.fault == .sameNonce
+            ? Array(repeating: 0x5A, count: 16) : (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let secondNonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         await sessionInput(.connected(nonce: nonce, secondFactorNonce: secondNonce))
     }
@@ -263,6 +265,8 @@ actor SimulatedReader {
                         line("error", ["detail": "cannot notify: \(error)"])
                     }
                 }
+            case .startTimer where configuration.fault == .noTimeout:
+                continue
             case let .startTimer(delay):
                 timer?.cancel()
                 timer = Task {

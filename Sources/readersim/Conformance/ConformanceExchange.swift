@@ -1,0 +1,75 @@
+import AccessCore
+import Crypto
+
+/// A whole exchange as a holder runs it (accessd's own `CredentialSession`), over one link,
+/// with what the holder wrote kept for the replay check.
+struct ConformanceExchange {
+    var outcome: ExchangeOutcome
+    /// The fragments the holder wrote, in order.
+    var written: [[UInt8]]
+    /// The challenge's nonce, when one came.
+    var nonce: [UInt8]?
+
+    /// Runs `operation` with `presentation`, fragmenting what the holder sends for `mtu`.
+    static func run(on link: ConformanceLink, credential: ConformanceCredential, presentation: CredentialSession.Presentation,
+                    operation: ExchangeOperation, mtu: Int,
+                    replayGuard: inout ChallengeReplayGuard) async -> ConformanceExchange {
+        var session = CredentialSession(readerID: credential.readerID, siteTag: credential.siteTag,
+                                        sitePublicKey: credential.siteKey, presentation: presentation,
+                                        operation: operation, mtu: mtu)
+        var written: [[UInt8]] = []
+        var nonce: [UInt8]?
+        var deadline: ContinuousClock.Instant?
+        var pending = session.handle(.connected, replayGuard: &replayGuard)
+        while true {
+            while !pending.isEmpty {
+                let action = pending.removeFirst()
+                switch action {
+                case let .send(fragments):
+                    for fragment in fragments {
+                        written.append(fragment)
+                        do throws(ConformanceFailure) {
+                            try await link.write(fragment)
+                        } catch {
+                            return ConformanceExchange(outcome: .failed(.remoteClose), written: written, nonce: nonce)
+                        }
+                    }
+                case let .startTimer(after):
+                    deadline = ContinuousClock.now + after
+                case .cancelTimer:
+                    deadline = nil
+                case .requestSecondFactor:
+                    // The conformance credential has no second-factor key.
+                    pending += session.handle(.secondFactorUnavailable(.secondFactorRequired), replayGuard: &replayGuard)
+                case let .finish(outcome):
+                    return ConformanceExchange(outcome: outcome, written: written, nonce: nonce)
+                }
+            }
+            let wait = deadline.map { $0 - ContinuousClock.now } ?? .seconds(30)
+            switch await link.receive(within: max(wait, .zero)) {
+            case let .message(message):
+                if case let .challenge(challenge) = message { nonce = challenge.nonce }
+                // The session reassembles by itself: hand it the message again as one fragment.
+                let fragments = Fragmentation.fragments(of: message.encoded, mtu: 1024)
+                pending = fragments.flatMap { session.handle(.fragmentReceived($0), replayGuard: &replayGuard) }
+            case .broken:
+                pending = session.handle(.fragmentReceived([0x00]), replayGuard: &replayGuard)
+            case .dropped:
+                pending = session.handle(.disconnected, replayGuard: &replayGuard)
+            case .nothingWithin:
+                pending = session.handle(.timerFired, replayGuard: &replayGuard)
+            }
+        }
+    }
+}
+
+/// The credential the conformance run registered at the reader's site, and the reader.
+struct ConformanceCredential: Sendable {
+    var readerID: ReaderID
+    var siteTag: SiteTag
+    var siteKey: P256.Signing.PublicKey
+    var id: CredentialID
+    var key: P256.Signing.PrivateKey
+
+    var presentation: CredentialSession.Presentation { .mobile(id, key) }
+}

@@ -1,0 +1,293 @@
+import AccessCore
+import BlueZ
+import Crypto
+
+/// One line of the report: a rule of docs/reader-protocol.md, and whether the reader kept it.
+struct ConformanceResult: Sendable, Encodable {
+    enum Verdict: String, Sendable, Encodable { case pass, fail, skipped }
+    var section: String
+    var check: String
+    var verdict: Verdict
+    var detail: String
+}
+
+/// The checks of docs/reader-protocol.md §11 against one reader on the air, played from the
+/// holder's side through BlueZ. Each check that needs the link opens a connection of its own,
+/// as holders do (one exchange per connection, §6).
+struct ConformanceSuite {
+    let central: BlueZClient
+    let adapter: String
+    let credential: ConformanceCredential
+    var results: [ConformanceResult] = []
+    /// The holder's replay guard across the whole run: a reader that repeats a nonce is caught
+    /// by the holder as well as by the replay check.
+    private var replayGuard = ChallengeReplayGuard()
+
+    init(central: BlueZClient, adapter: String, credential: ConformanceCredential) {
+        self.central = central
+        self.adapter = adapter
+        self.credential = credential
+    }
+
+    /// Every check, in the order they run.
+    static let checks: [(section: String, check: String)] = [
+        ("§2", "advertisement"), ("§2", "site tag"), ("§4", "GATT layout"), ("§6", "challenge"),
+        ("§5", "access at MTU 23"), ("§5", "access at the link's MTU"), ("§6", "replay refused"), ("§6", "actions"),
+        ("§5", "malformed fragment refused"), ("§7", "unknown credential refused"), ("§7", "silent holder timed out"),
+    ]
+
+    mutating func run(listen: Duration) async -> [ConformanceResult] {
+        if let device = await advertisement(listen: listen), await challengeAndLayout(device) {
+            await framing(device)
+            await actions(device)
+            await malformed(device)
+            await unknownCredential(device)
+            await timeout(device)
+        }
+        // What could not run after an earlier failure, said rather than left out.
+        let cause = results.last { $0.verdict == .fail }.map { "\($0.check) failed" } ?? "not reached"
+        for (section, check) in Self.checks where !results.contains(where: { $0.check == check }) {
+            record(section, check, .skipped, cause)
+        }
+        let order = Dictionary(uniqueKeysWithValues: Self.checks.enumerated().map { ($1.check, $0) })
+        return results.sorted { (order[$0.check] ?? 0) < (order[$1.check] ?? 0) }
+    }
+
+    private mutating func record(_ section: String, _ check: String, _ verdict: ConformanceResult.Verdict, _ detail: String) {
+        results.append(ConformanceResult(section: section, check: check, verdict: verdict, detail: detail))
+    }
+
+    // MARK: §2
+
+    /// Listens for the reader's advertisement; its device path when heard.
+    private mutating func advertisement(listen: Duration) async -> String? {
+        let deadline = ContinuousClock.now + listen
+        var heard: (DeviceState, ReaderAdvertisement)?
+        var refused: String?
+        while heard == nil, ContinuousClock.now < deadline {
+            for device in await central.devices.values where device.adapterPath == adapter {
+                guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString] else { continue }
+                do throws(AdvertisementError) {
+                    let parsed = try ReaderAdvertisement(serviceData: payload)
+                    if parsed.readerID == credential.readerID { heard = (device, parsed) }
+                } catch {
+                    // Bytes 3…6 are the reader id (§2): say why its advertisement was refused.
+                    if payload.count >= 7, payload[3..<7].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == credential.readerID.rawValue {
+                        refused = "\(error)"
+                    }
+                }
+            }
+            if heard == nil { try? await Task.sleep(for: .milliseconds(100)) }
+        }
+        guard let (device, advertisement) = heard else {
+            record("§2", "advertisement", .fail, refused.map { "refused: \($0)" }
+                   ?? "reader \(credential.readerID) not heard in \(listen.components.seconds) s")
+            return nil
+        }
+        let name = device.name.map { "name \"\($0)\"" } ?? "no name"
+        record("§2", "advertisement", advertisement.version == 1 ? .pass : .fail,
+               "version \(advertisement.version), \(advertisement.kind), reader \(advertisement.readerID), "
+                   + "tx \(advertisement.txPower) dBm, auto \(advertisement.autoConnectPathLoss) dB, "
+                   + "manual \(advertisement.manualConnectPathLoss) dB, \(name)")
+        record("§2", "site tag", advertisement.siteTag == credential.siteTag ? .pass : .fail,
+               advertisement.siteTag == credential.siteTag
+                   ? "\(advertisement.siteTag), the credential's site"
+                   : "advertises \(advertisement.siteTag), but the credential's site is \(credential.siteTag)")
+        return device.path
+    }
+
+    // MARK: §4, §6
+
+    /// The GATT layout and the challenge; false when nothing further can be checked.
+    private mutating func challengeAndLayout(_ device: String) async -> Bool {
+        let link: ConformanceLink
+        do throws(ConformanceFailure) {
+            link = try await ConformanceLink.open(central, device: device)
+        } catch {
+            record("§4", "GATT layout", .fail, error.description)
+            return false
+        }
+        let flags = Set(link.controlPoint.flags)
+        let writable = flags.contains("write") || flags.contains("write-without-response")
+        record("§4", "GATT layout", writable && flags.contains("notify") ? .pass : .fail,
+               "control point \(link.controlPoint.flags.joined(separator: ", ")); link MTU \(link.mtu)")
+        let received = await link.receive(within: ProtocolTimeouts().step)
+        await link.close()
+        guard case let .message(.challenge(challenge)) = received else {
+            record("§6", "challenge", .fail, "no challenge within 5 s of subscribing: \(describe(received))")
+            return false
+        }
+        var faults: [String] = []
+        if challenge.readerID != credential.readerID { faults.append("names reader \(challenge.readerID)") }
+        if challenge.siteTag != credential.siteTag { faults.append("names site \(challenge.siteTag)") }
+        if !challenge.isSigned(by: credential.siteKey) { faults.append("its signature does not verify with the site key") }
+        record("§6", "challenge", faults.isEmpty ? .pass : .fail,
+               faults.isEmpty ? "reader and site named, signed by the site key" : faults.joined(separator: "; "))
+        return faults.isEmpty
+    }
+
+    // MARK: §5
+
+    /// Access with the holder's fragments at MTU 23 and at the link's MTU; the reader's own
+    /// fragments within its MTU; then the first response replayed on a new connection.
+    private mutating func framing(_ device: String) async {
+        var first: ConformanceExchange?
+        for (label, small) in [("MTU 23", true), ("the link's MTU", false)] {
+            guard let link = await open(device, "§5", "access at \(label)") else { continue }
+            let mtu = small ? ReaderGATT.minimumMTU : link.mtu
+            let exchange = await ConformanceExchange.run(on: link, credential: credential,
+                                                         presentation: credential.presentation, operation: .access,
+                                                         mtu: mtu, replayGuard: &replayGuard)
+            let largest = link.largestFragment
+            await link.close()
+            var detail = "\(describe(exchange.outcome)); holder sent \(exchange.written.count) fragment(s) at MTU \(mtu)"
+            var passed = if case .decided = exchange.outcome { true } else { false }
+            if largest > link.mtu - 3 {
+                passed = false
+                detail += "; the reader sent a \(largest)-byte fragment over a link of MTU \(link.mtu)"
+            }
+            record("§5", "access at \(label)", passed ? .pass : .fail, detail)
+            if first == nil, passed { first = exchange }
+        }
+        guard let first, let oldNonce = first.nonce else {
+            record("§6", "replay refused", .skipped, "needs an access exchange that ended in a decision")
+            return
+        }
+        guard let link = await open(device, "§6", "replay refused") else { return }
+        let challenge = await link.receive(within: ProtocolTimeouts().step)
+        guard case let .message(.challenge(fresh)) = challenge else {
+            await link.close()
+            record("§6", "replay refused", .fail, "no challenge: \(describe(challenge))")
+            return
+        }
+        guard fresh.nonce != oldNonce else {
+            await link.close()
+            record("§6", "replay refused", .fail, "the challenge repeats the last connection's nonce")
+            return
+        }
+        // The response recorded on the first connection, as a relay would replay it.
+        var sent = true
+        for fragment in first.written {
+            do throws(ConformanceFailure) { try await link.write(fragment) } catch { sent = false }
+        }
+        let answer = await link.receive(within: ProtocolTimeouts().step)
+        await link.close()
+        switch answer {
+        case .message(.error(.badSignature)), .message(.error(.replay)):
+            record("§6", "replay refused", .pass, "a recorded response: \(describe(answer))")
+        case .dropped where sent:
+            record("§6", "replay refused", .pass, "a recorded response: the reader dropped the link")
+        default:
+            record("§6", "replay refused", .fail, "a recorded response got \(describe(answer)), not error badSignature")
+        }
+    }
+
+    /// Enumerate: an action list the site signed, or error `unsupportedOperation`.
+    private mutating func actions(_ device: String) async {
+        guard let link = await open(device, "§6", "actions") else { return }
+        let exchange = await ConformanceExchange.run(on: link, credential: credential, presentation: credential.presentation,
+                                                     operation: .enumerateActions, mtu: link.mtu, replayGuard: &replayGuard)
+        await link.close()
+        switch exchange.outcome {
+        case let .actionsListed(list):
+            record("§6", "actions", .pass, "\(list.count) action(s) listed, signed by the site key")
+        case .failed(.operationNotOffered):
+            record("§6", "actions", .pass, "no actions: error unsupportedOperation")
+        default:
+            record("§6", "actions", .fail, describe(exchange.outcome))
+        }
+    }
+
+    // MARK: §7
+
+    /// A first fragment with a non-zero index (§5 refuses it): error `malformed`.
+    private mutating func malformed(_ device: String) async {
+        guard let link = await open(device, "§5", "malformed fragment refused") else { return }
+        guard case .message(.challenge) = await link.receive(within: ProtocolTimeouts().step) else {
+            await link.close()
+            record("§5", "malformed fragment refused", .skipped, "no challenge")
+            return
+        }
+        let sent = (try? await link.write([0x81, 0x00, 0x10])) != nil
+        let answer = await link.receive(within: ProtocolTimeouts().step)
+        await link.close()
+        if case .message(.error(.malformed)) = answer {
+            record("§5", "malformed fragment refused", .pass, "first fragment with index 1: error malformed")
+        } else {
+            record("§5", "malformed fragment refused", .fail,
+                   "first fragment with index 1\(sent ? "" : " (write failed)"): \(describe(answer)), not error malformed")
+        }
+    }
+
+    /// A credential the site never issued: error `unknownCredential`.
+    private mutating func unknownCredential(_ device: String) async {
+        guard let link = await open(device, "§7", "unknown credential refused") else { return }
+        let bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        guard let id = CredentialID(bytes: bytes) else { return }
+        let stranger = CredentialSession.Presentation.mobile(id, P256.Signing.PrivateKey())
+        let exchange = await ConformanceExchange.run(on: link, credential: credential, presentation: stranger,
+                                                     operation: .access, mtu: link.mtu, replayGuard: &replayGuard)
+        await link.close()
+        if case .failed(.invalidatedCredential) = exchange.outcome {
+            record("§7", "unknown credential refused", .pass, "error unknownCredential")
+        } else {
+            record("§7", "unknown credential refused", .fail, "\(describe(exchange.outcome)), not error unknownCredential")
+        }
+    }
+
+    /// A holder that never answers the challenge: error `timeout` (or the link dropped) within 5 s.
+    private mutating func timeout(_ device: String) async {
+        guard let link = await open(device, "§7", "silent holder timed out") else { return }
+        guard case .message(.challenge) = await link.receive(within: ProtocolTimeouts().step) else {
+            await link.close()
+            record("§7", "silent holder timed out", .skipped, "no challenge")
+            return
+        }
+        let started = ContinuousClock.now
+        // 5 s, and 2 s for the air and the scheduler.
+        let answer = await link.receive(within: ProtocolTimeouts().step + .seconds(2))
+        let waited = ContinuousClock.now - started
+        await link.close()
+        let seconds = Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+        let after = "after \((seconds * 10).rounded() / 10) s"
+        switch answer {
+        case .message(.error(.timeout)): record("§7", "silent holder timed out", .pass, "error timeout \(after)")
+        case .dropped: record("§7", "silent holder timed out", .pass, "the link dropped \(after)")
+        case .nothingWithin: record("§7", "silent holder timed out", .fail, "nothing \(after), not error timeout")
+        default: record("§7", "silent holder timed out", .fail, "\(describe(answer)) \(after), not error timeout")
+        }
+    }
+
+    // MARK: Helpers
+
+    private mutating func open(_ device: String, _ section: String, _ check: String) async -> ConformanceLink? {
+        do throws(ConformanceFailure) {
+            return try await ConformanceLink.open(central, device: device)
+        } catch {
+            record(section, check, .fail, error.description)
+            return nil
+        }
+    }
+
+    private func describe(_ received: ConformanceLink.Received) -> String {
+        switch received {
+        case let .message(.error(code)): "error \(code)"
+        case let .message(message): "message type 0x\(String(message.typeCode, radix: 16))"
+        case let .broken(error): "a frame that breaks §5/§6 (\(error))"
+        case .dropped: "the link dropped"
+        case let .nothingWithin(timeout): "nothing within \(timeout.components.seconds) s"
+        }
+    }
+
+    private func describe(_ outcome: ExchangeOutcome) -> String {
+        switch outcome {
+        case let .decided(result): "decision \(result.decision) (\(result.mode))"
+        case let .actionsListed(list): "\(list.count) action(s) listed"
+        case let .actionPerformed(id, result): "action \(id): \(result.decision)"
+        case .failed(.badReaderSignature):
+            "the holder refused the reader (a signature that does not verify, another reader or site named, or a nonce seen before)"
+        case .failed(.remoteClose): "the reader dropped the link"
+        case let .failed(failure): "failed: \(failure)"
+        }
+    }
+}

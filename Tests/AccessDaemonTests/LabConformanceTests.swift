@@ -1,0 +1,57 @@
+import AccessJSON
+import BlueZTestSupport
+import Foundation
+import Testing
+
+/// `readersim conformance` through real BlueZ (issue #14, item 3): readersim's reader keeps
+/// every rule it checks, and each of readersim's faults is caught by the check it breaks.
+extension LabEndToEndTests {
+    @Test func theConformanceSuitePassesReadersimAndCatchesEachFault() async throws {
+        let lab = try await LabScenario(name: "conformance", readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        // The holder on hci1 is the conformance run here, not accessd.
+        _ = lab.daemon.stop()
+        try lab.radio.rssi("hci1", "hci0", -60, sigma: 1)
+
+        let good = try conformance(lab)
+        print("$ readersim conformance --reader 2A01 --invitation … --adapter hci1\n\(good.output)")
+        #expect(good.status == 0, "\(good.output)\(good.errors)")
+        for check in ["advertisement", "site tag", "GATT layout", "challenge", "access at MTU 23", "access at the link's MTU",
+                      "replay refused", "actions", "malformed fragment refused", "unknown credential refused",
+                      "silent holder timed out"] {
+            #expect(verdict(of: check, in: good.output) == "PASS", "\(check): \(good.output)")
+        }
+
+        // Each fault, and the check that must catch it.
+        let faults: [(fault: String, caughtBy: String)] = [
+            ("wrong-key", "challenge"), ("malformed", "challenge"), ("late", "challenge"),
+            ("same-nonce", "replay refused"), ("no-timeout", "silent holder timed out"), ("wrong-site", "site tag"),
+            ("drop", "access at MTU 23"), ("silent", "advertisement"),
+        ]
+        for (fault, caughtBy) in faults {
+            lab.readers.stop()
+            // `late`: 6 s, past the 5 s a holder waits; `silent`: stops advertising at once.
+            let delay = fault == "silent" ? 0 : 6
+            try await lab.readers.start(siteDatabase: lab.site.database,
+                                        readers: Self.frontDoor + "\nfault = \"\(fault)\"\nfault_delay = \(delay)\n")
+            let run = try conformance(lab, listen: fault == "silent" ? 5 : 10)
+            print("fault \(fault):\n\(run.output)")
+            #expect(run.status == 1, "fault \(fault): \(run.output)\(run.errors)")
+            #expect(verdict(of: caughtBy, in: run.output) == "FAIL", "fault \(fault) not caught by '\(caughtBy)': \(run.output)")
+        }
+    }
+
+    private func conformance(_ lab: LabScenario, listen: Int = 10) throws -> CommandResult {
+        let invitation = try lab.site.invite("Conformance").url
+        return try runCommand([SiteHarness.readersimPath, "conformance", "--reader", "2A01", "--invitation", invitation,
+                               "--adapter", "hci1", "--listen", String(listen)], timeout: .seconds(180))
+    }
+
+    /// PASS, FAIL or SKIP on the line of `check`.
+    private func verdict(of check: String, in output: String) -> String? {
+        output.split(separator: "\n").first { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return fields.count > 2 && line.contains("  \(check)  ")
+        }.map { String($0.prefix(4)) }
+    }
+}
