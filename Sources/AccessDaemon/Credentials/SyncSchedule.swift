@@ -32,10 +32,10 @@ struct SyncSchedule: Sendable {
     }
 }
 
-/// A feature's state as the SDK's feature-state delegate reports it.
-/// What `feature.state` last said of a feature. The message is part of it: the same error
-/// code can have another cause at the next attempt (a site restarting: its kept-alive
-/// connection closed, then nothing listening), and `diagnose` reads the newest one.
+/// A feature's state as the SDK's feature-state delegate reports it, and as `feature.state`
+/// last said it. The message is part of it: the same error code can have another cause at
+/// the next attempt (a site restarting: its kept-alive connection closed, then nothing
+/// listening), and `diagnose` reads the newest one.
 struct FeatureState: Hashable, Sendable {
     var ok: Bool
     var error: String?

@@ -153,8 +153,8 @@ public struct AutomaticAccessAnswer: Codable, Sendable, Hashable {
     public init(automaticAccessEnabled: Bool) { self.automaticAccessEnabled = automaticAccessEnabled }
 }
 
-/// Milliseconds per phase of an exchange (absent: the phase did not happen).
-/// How an exchange went on the air: milliseconds per phase, and the link's ATT MTU.
+/// How an exchange went on the air: milliseconds per phase (absent: the phase did not
+/// happen), and the link's ATT MTU.
 public struct ExchangeTimings: Codable, Sendable, Hashable {
     public var detectionMs: Double?
     public var connectMs: Double?

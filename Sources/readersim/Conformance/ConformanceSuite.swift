@@ -153,13 +153,7 @@ struct ConformanceSuite {
             record("§6", "replay refused", .skipped, "needs an access exchange that ended in a decision")
             return
         }
-        guard let link = await open(device, "§6", "replay refused") else { return }
-        let challenge = await link.receive(within: ProtocolTimeouts().step)
-        guard case let .message(.challenge(fresh)) = challenge else {
-            await link.close()
-            record("§6", "replay refused", .fail, "no challenge: \(describe(challenge))")
-            return
-        }
+        guard let (link, fresh) = await openAtChallenge(device, "§6", "replay refused") else { return }
         guard fresh.nonce != oldNonce else {
             await link.close()
             record("§6", "replay refused", .fail, "the challenge repeats the last connection's nonce")
@@ -202,12 +196,7 @@ struct ConformanceSuite {
 
     /// A first fragment with a non-zero index (§5 refuses it): error `malformed`.
     private mutating func malformed(_ device: String) async {
-        guard let link = await open(device, "§5", "malformed fragment refused") else { return }
-        guard case .message(.challenge) = await link.receive(within: ProtocolTimeouts().step) else {
-            await link.close()
-            record("§5", "malformed fragment refused", .skipped, "no challenge")
-            return
-        }
+        guard let (link, _) = await openAtChallenge(device, "§5", "malformed fragment refused") else { return }
         let sent = (try? await link.write([0x81, 0x00, 0x10])) != nil
         let answer = await link.receive(within: ProtocolTimeouts().step)
         await link.close()
@@ -237,12 +226,7 @@ struct ConformanceSuite {
 
     /// A holder that never answers the challenge: error `timeout` (or the link dropped) within 5 s.
     private mutating func timeout(_ device: String) async {
-        guard let link = await open(device, "§7", "silent holder timed out") else { return }
-        guard case .message(.challenge) = await link.receive(within: ProtocolTimeouts().step) else {
-            await link.close()
-            record("§7", "silent holder timed out", .skipped, "no challenge")
-            return
-        }
+        guard let (link, _) = await openAtChallenge(device, "§7", "silent holder timed out") else { return }
         let started = ContinuousClock.now
         // 5 s, and 2 s for the air and the scheduler.
         let answer = await link.receive(within: ProtocolTimeouts().step + .seconds(2))
@@ -267,6 +251,20 @@ struct ConformanceSuite {
             record(section, check, .fail, error.description)
             return nil
         }
+    }
+
+    /// A new connection and the reader's challenge on it; nil, with the check recorded as
+    /// failed (no link) or skipped (no challenge: the challenge check says why), otherwise.
+    private mutating func openAtChallenge(_ device: String, _ section: String,
+                                          _ check: String) async -> (ConformanceLink, ProtocolMessage.Challenge)? {
+        guard let link = await open(device, section, check) else { return nil }
+        let received = await link.receive(within: ProtocolTimeouts().step)
+        guard case let .message(.challenge(challenge)) = received else {
+            await link.close()
+            record(section, check, .skipped, "no challenge: \(describe(received))")
+            return nil
+        }
+        return (link, challenge)
     }
 
     private func describe(_ received: ConformanceLink.Received) -> String {
