@@ -7,10 +7,9 @@ struct ConformanceExchange {
     var outcome: ExchangeOutcome
     /// The fragments the holder wrote, in order.
     var written: [[UInt8]]
-    /// The challenge's nonce, when one came.
-    var nonce: [UInt8]?
 
     /// Runs `operation` with `presentation`, fragmenting what the holder sends for `mtu`.
+    /// The reader's fragments go to the session as they came: it reassembles and judges them.
     static func run(on link: ConformanceLink, credential: ConformanceCredential, presentation: CredentialSession.Presentation,
                     operation: ExchangeOperation, mtu: Int,
                     replayGuard: inout ChallengeReplayGuard) async -> ConformanceExchange {
@@ -18,7 +17,6 @@ struct ConformanceExchange {
                                         sitePublicKey: credential.siteKey, presentation: presentation,
                                         operation: operation, mtu: mtu)
         var written: [[UInt8]] = []
-        var nonce: [UInt8]?
         var deadline: ContinuousClock.Instant?
         var pending = session.handle(.connected, replayGuard: &replayGuard)
         while true {
@@ -31,7 +29,7 @@ struct ConformanceExchange {
                         do throws(ConformanceFailure) {
                             try await link.write(fragment)
                         } catch {
-                            return ConformanceExchange(outcome: .failed(.remoteClose), written: written, nonce: nonce)
+                            return ConformanceExchange(outcome: .failed(.remoteClose), written: written)
                         }
                     }
                 case let .startTimer(after):
@@ -42,21 +40,15 @@ struct ConformanceExchange {
                     // The conformance credential has no second-factor key.
                     pending += session.handle(.secondFactorUnavailable(.secondFactorRequired), replayGuard: &replayGuard)
                 case let .finish(outcome):
-                    return ConformanceExchange(outcome: outcome, written: written, nonce: nonce)
+                    return ConformanceExchange(outcome: outcome, written: written)
                 }
             }
-            let wait = deadline.map { $0 - ContinuousClock.now } ?? .seconds(30)
-            switch await link.receive(within: max(wait, .zero)) {
-            case let .message(message):
-                if case let .challenge(challenge) = message { nonce = challenge.nonce }
-                // The session reassembles by itself: hand it the message again as one fragment.
-                let fragments = Fragmentation.fragments(of: message.encoded, mtu: 1024)
-                pending = fragments.flatMap { session.handle(.fragmentReceived($0), replayGuard: &replayGuard) }
-            case .broken:
-                pending = session.handle(.fragmentReceived([0x00]), replayGuard: &replayGuard)
+            switch await link.nextFragment(by: deadline ?? ContinuousClock.now + .seconds(30)) {
+            case let .fragment(fragment):
+                pending = session.handle(.fragmentReceived(fragment), replayGuard: &replayGuard)
             case .dropped:
                 pending = session.handle(.disconnected, replayGuard: &replayGuard)
-            case .nothingWithin:
+            case .nothingBy:
                 pending = session.handle(.timerFired, replayGuard: &replayGuard)
             }
         }

@@ -75,36 +75,48 @@ final class ConformanceLink: Sendable {
     /// The largest fragment the reader sent so far.
     var largestFragment: Int { inbox.withLockedValue { $0.largest } }
 
-    /// The next whole message, reassembled from the reader's fragments.
-    func receive(within timeout: Duration) async -> Received {
-        let deadline = ContinuousClock.now + timeout
-        var reassembler = FrameReassembler()
+    /// What the next wait for a fragment found.
+    enum Arrival: Sendable {
+        case fragment([UInt8])
+        case dropped
+        case nothingBy
+    }
+
+    /// The next fragment the reader notified, as it came.
+    func nextFragment(by deadline: ContinuousClock.Instant) async -> Arrival {
         while true {
             let (fragment, ended) = inbox.withLockedValue { inbox -> ([UInt8]?, Bool) in
                 inbox.fragments.isEmpty ? (nil, inbox.ended) : (inbox.fragments.removeFirst(), false)
             }
-            if let fragment {
-                do throws(ProtocolError) {
-                    guard let bytes = try reassembler.feed(fragment) else { continue }
-                    return .message(try ProtocolMessage(decoding: bytes))
-                } catch {
-                    return .broken(error)
-                }
-            }
+            if let fragment { return .fragment(fragment) }
             // The notifications end when the control point goes; a link dropped under a
             // device BlueZ keeps shows as the device no longer connected.
             let connected = await central.devices[device]?.connected ?? false
             if ended || !connected { return .dropped }
-            guard ContinuousClock.now < deadline else { return .nothingWithin(timeout) }
+            guard ContinuousClock.now < deadline else { return .nothingBy }
             // Polled, not awaited: the notifications are pumped by a task of their own, and a
             // few milliseconds are nothing against the protocol's 5 s steps.
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
 
-    /// Writes one message in fragments for `mtu` (the holder chooses how small).
-    func send(_ message: ProtocolMessage, mtu: Int) async throws(ConformanceFailure) {
-        for fragment in Fragmentation.fragments(of: message.encoded, mtu: mtu) { try await write(fragment) }
+    /// The next whole message, reassembled from the reader's fragments.
+    func receive(within timeout: Duration) async -> Received {
+        let deadline = ContinuousClock.now + timeout
+        var reassembler = FrameReassembler()
+        while true {
+            switch await nextFragment(by: deadline) {
+            case let .fragment(fragment):
+                do throws(ProtocolError) {
+                    guard let bytes = try reassembler.feed(fragment) else { continue }
+                    return .message(try ProtocolMessage(decoding: bytes))
+                } catch {
+                    return .broken(error)
+                }
+            case .dropped: return .dropped
+            case .nothingBy: return .nothingWithin(timeout)
+            }
+        }
     }
 
     /// Writes one fragment as it is, well formed or not.
