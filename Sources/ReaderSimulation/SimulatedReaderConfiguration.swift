@@ -69,9 +69,14 @@ public struct SimulatedReaderConfiguration: Sendable {
     }
 }
 
-/// The whole file: where the site's data is, and the readers.
+/// The whole file: the site the readers are provisioned by, and the readers.
 public struct SimulatedReadersFile: Sendable {
-    public var siteDatabase: String
+    /// The site API's base URL (docs/site-api.md §7).
+    public var siteURL: SiteAddress
+    /// The reader controller's private key (PEM), enrolled at the site.
+    public var keyFile: String
+    /// CAs to trust for an `https://` site instead of the system's.
+    public var caFile: String?
     public var readers: [SimulatedReaderConfiguration]
 
     public struct Failure: Error, CustomStringConvertible {
@@ -109,13 +114,31 @@ public struct SimulatedReadersFile: Sendable {
             throw Failure(file: file, line: stray.value.line, reason: "\(stray.key) must be inside [site] or a reader's section")
         }
         guard let site = document.sections["site"] else {
-            throw Failure(file: file, line: nil, reason: "a [site] section with db = \"FILE\" is required")
+            throw Failure(file: file, line: nil, reason: "a [site] section with url and key is required")
         }
-        for (key, entry) in site where key != "db" {
-            throw Failure(file: file, line: entry.line, reason: "unknown key '\(key)' in [site] (known: db)")
+        for (key, entry) in site where !["url", "key", "ca_file"].contains(key) {
+            throw Failure(file: file, line: entry.line, reason: "unknown key '\(key)' in [site] (known: url, key, ca_file)")
         }
-        guard case let .string(database)? = site["db"]?.value else {
-            throw Failure(file: file, line: document.sectionLines["site"], reason: "[site] db must name the site's database file")
+        guard case let .string(urlText)? = site["url"]?.value else {
+            throw Failure(file: file, line: document.sectionLines["site"], reason: "[site] url must be the site's URL")
+        }
+        let siteURL: SiteAddress
+        do {
+            siteURL = try SiteAddress.parseHost(urlText)
+            try siteURL.checkTransport()
+        } catch {
+            throw Failure(file: file, line: site["url"]?.line, reason: "[site] url: \(error)")
+        }
+        guard case let .string(keyFile)? = site["key"]?.value, !keyFile.isEmpty else {
+            throw Failure(file: file, line: site["key"]?.line ?? document.sectionLines["site"],
+                          reason: "[site] key must name the reader controller's key file (readersim reader-key)")
+        }
+        var caFile: String?
+        if let entry = site["ca_file"] {
+            guard case let .string(path) = entry.value, !path.isEmpty else {
+                throw Failure(file: file, line: entry.line, reason: "[site] ca_file must name a PEM file")
+            }
+            caFile = path
         }
         var readers: [SimulatedReaderConfiguration] = []
         for name in document.sections.keys.filter({ $0 != "site" }).sorted(by: {
@@ -128,7 +151,7 @@ public struct SimulatedReadersFile: Sendable {
         for reader in readers where !ids.insert(reader.id).inserted {
             throw Failure(file: file, line: document.sectionLines[reader.name], reason: "reader id \(reader.id) is used twice")
         }
-        return SimulatedReadersFile(siteDatabase: database, readers: readers)
+        return SimulatedReadersFile(siteURL: siteURL, keyFile: keyFile, caFile: caFile, readers: readers)
     }
 
     private static func reader(_ name: String, _ keys: [String: ConfigurationSyntax.Entry], line: Int?,

@@ -166,9 +166,16 @@ final class LabBench: @unchecked Sendable {
         site = try ChildProcess([readersim, "site", "serve", "--db", siteDatabase, "--listen", "127.0.0.1:0"],
                                 output: directory + "/site.out")
         siteURL = try await waitForLine(directory + "/site.out") { $0["url"] as? String }
+        // The reader controller's key, enrolled at the site (docs/site-api.md §7).
+        let keyFile = directory + "/reader.key"
+        let made = try run([readersim, "reader-key", keyFile])
+        guard let key = (try JSONSerialization.jsonObject(with: Data(made.utf8)) as? [String: Any])?["publicKey"] as? String
+        else { throw ValidationError("readersim reader-key printed no key") }
+        _ = try run([readersim, "site", "reader", "add", "--db", siteDatabase, "--name", "bench", "--public-key", key])
         try """
             [site]
-            db = "\(siteDatabase)"
+            url = "\(siteURL)"
+            key = "\(keyFile)"
             [front]
             id = "2A01"
             adapter = "hci0"
@@ -193,6 +200,10 @@ final class LabBench: @unchecked Sendable {
         let client = try ControlConnection(path: socketPath)
         let url = try invitation()
         _ = try client.call("credentials.register", ["url": .string(url)]).get()
+        // The reader has the credential once the site's next page says so.
+        _ = try await waitForLine(directory + "/readers.out") {
+            $0["event"] as? String == "provisioned" && ($0["credentials"] as? Int ?? 0) >= 1 ? true : nil
+        }
         let events = try ControlConnection(path: socketPath)
         _ = try events.call("events.subscribe", ["kinds": ["access.completed", "reader.unavailable"]]).get()
         self.events = events

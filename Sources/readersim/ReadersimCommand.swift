@@ -7,7 +7,8 @@ struct ReadersimCommand: AsyncParsableCommand {
         commandName: "readersim",
         abstract: "Simulated Bluetooth LE readers and the site that issues credentials.",
         version: AccessCoreVersion.string,
-        subcommands: [ReadersCommand.self, AdvertisementCommand.self, SiteCommand.self, ConformanceCommand.self]
+        subcommands: [ReadersCommand.self, ReaderKeyCommand.self, AdvertisementCommand.self, SiteCommand.self,
+                      ConformanceCommand.self]
     )
 }
 

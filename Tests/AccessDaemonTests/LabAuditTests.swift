@@ -11,7 +11,7 @@ extension LabEndToEndTests {
     @Test func auditEventsSurviveKillsOfTheSiteAndAccessd() async throws {
         let lab = try await LabScenario(name: "audit", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }
-        let credential = try lab.register()
+        let credential = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -60)
         _ = try await lab.waitForReader("00002A01")
         func access() throws { _ = try lab.manual("access.request", ["reader": "2A01"]) }

@@ -32,7 +32,7 @@ extension LabEndToEndTests {
             lab.readers.stop()
             // `late`: 6 s, past the 5 s a holder waits; `silent`: stops advertising at once.
             let delay = fault == "silent" ? 0 : 6
-            try await lab.readers.start(siteDatabase: lab.site.database,
+            try await lab.readers.start(site: lab.site,
                                         readers: Self.frontDoor + "\nfault = \"\(fault)\"\nfault_delay = \(delay)\n")
             let run = try conformance(lab, listen: fault == "silent" ? 5 : 10)
             print("fault \(fault):\n\(run.output)")

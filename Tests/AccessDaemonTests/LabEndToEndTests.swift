@@ -64,7 +64,7 @@ struct LabEndToEndTests {
     @Test func walkingUpGrantsOncePerApproach() async throws {
         let lab = try await LabScenario(name: "approach", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         for approach in 1...2 {
             try lab.radio.ramp("hci1", "hci0", from: -100, to: -60, seconds: 3, sigma: 1)
@@ -92,7 +92,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "early", accessdConfig: Self.quickRange + "[access]\nconnect_early = true\n",
                                         readers: Self.frontDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -90)  // manual range, not auto
         let early = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
@@ -122,7 +122,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "silent-early", accessdConfig: "[access]\nconnect_early = true\n",
                                         readers: Self.frontDoor + "\npresence = false\n")
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -90)
         let deadline = ContinuousClock.now + .seconds(30)
@@ -139,7 +139,7 @@ struct LabEndToEndTests {
     @Test func noiseAroundTheThresholdDoesNotFlap() async throws {
         let lab = try await LabScenario(name: "noise", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         // Hovering at the auto-connect threshold (path loss 20 = -79 dBm) with 3 dB of noise.
         try lab.radio.rssi("hci1", "hci0", -79, sigma: 3)
@@ -151,7 +151,7 @@ struct LabEndToEndTests {
     @Test func manualAccessActionsAndDenial() async throws {
         let lab = try await LabScenario(name: "manual", readers: Self.frontDoor)
         defer { lab.tearDown() }
-        let credential = try lab.register()
+        let credential = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)  // heard, beyond auto range, within manual range
         _ = try await lab.waitForReader("00002A01")
 
@@ -182,7 +182,7 @@ struct LabEndToEndTests {
     @Test func deniedWithTheReadersDecisionCode() async throws {
         let lab = try await LabScenario(name: "deny", readers: Self.frontDoor + "\ndecision = \"deny:deniedZoneTime\"\n")
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
         let answer = try lab.manual("access.request", ["reader": "2A01"]).get()
@@ -198,7 +198,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "pin", accessdConfig: Self.quickRange,
                                         readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
-        _ = try lab.register(secondFactor: true, pin: "482916")
+        _ = try await lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
         let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
@@ -257,7 +257,7 @@ struct LabEndToEndTests {
     /// prompt offers `attempts`.
     private func openPrompt(_ lab: LabScenario, attempts: Int64) async throws
         -> (request: Task<Result<JSONValue, RPCError>, any Error>, id: String) {
-        _ = try lab.register(secondFactor: true, pin: "482916")
+        _ = try await lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
         let request = taskOnThreadOfItsOwn { try lab.daemon.call("access.request", ["reader": "2A01"]) }
@@ -313,8 +313,10 @@ struct LabEndToEndTests {
             name: "aperio", accessdConfig: "[features]\nenabled = [\"aperio\"]\n",
             readers: "[lock]\nid = \"A9E1\"\nname = \"Store\"\nkind = \"aperio\"\nadapter = \"hci0\"\n")
         defer { lab.tearDown() }
-        let credential = try lab.register()
+        let credential = try await lab.register()
+        let provisioned = lab.readers.provisionedCount
         try lab.site.run(["item", "add", "--credential", credential, "--type", "aperio", "--name", "Store room", "--id", "lock-1"])
+        try await lab.readers.waitForProvisioning(beyond: provisioned)
         _ = try lab.daemon.call("items.sync").get()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("0000A9E1")
@@ -330,7 +332,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "drop", accessdConfig: Self.quickRange,
                                         readers: Self.frontDoor + "\nfault = \"drop\"\n")
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
         guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
@@ -352,7 +354,7 @@ struct LabEndToEndTests {
     @Test func spoofedReaderIsRefused() async throws {
         let lab = try await LabScenario(name: "spoof", readers: Self.frontDoor + "\nfault = \"wrong-key\"\n")
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
         guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
@@ -368,7 +370,7 @@ struct LabEndToEndTests {
     @Test(.enabled(if: Lab.controllers >= 3)) func theNearerOfTwoReadersIsChosen() async throws {
         let lab = try await LabScenario(name: "two", readers: Self.frontDoor + Self.sideDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -95)
         try lab.radio.rssi("hci1", "hci2", -95)
         _ = try await lab.waitForReader("00002A01")
@@ -397,7 +399,7 @@ struct LabEndToEndTests {
             + "[access]\nconnect_early = true\n[button]\ndevice = \"\(button.node)\"\nkey = \"KEY_ENTER\"\n",
                                         readers: Self.frontDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -89)  // path loss 30: manual range, not auto
         _ = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
@@ -433,7 +435,7 @@ struct LabEndToEndTests {
         let lab = try await LabScenario(name: "scope", accessdConfig: "[readers]\ndeny = [\"2A01\"]\n",
                                         readers: Self.frontDoor + Self.sideDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -95)
         try lab.radio.rssi("hci1", "hci2", -95)
         _ = try await lab.waitForReader("00002A01")

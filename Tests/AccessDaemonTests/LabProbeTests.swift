@@ -10,7 +10,7 @@ extension LabEndToEndTests {
     @Test func aProbeMeasuresTheReaderAndCalibrates() async throws {
         let lab = try await LabScenario(name: "probe", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }
-        _ = try lab.register()
+        _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -66, sigma: 1)
         _ = try await lab.waitForReader("00002A01")
 

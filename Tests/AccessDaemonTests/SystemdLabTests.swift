@@ -62,13 +62,15 @@ struct SystemdLabTests {
         try await site.serve()
         defer { site.stop() }
         let readers = LabReaders(directory: directory)
-        try await readers.startWithRetry(siteDatabase: site.database, readers: LabEndToEndTests.frontDoor)
+        try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
         defer { readers.stop() }
         try radio.rssi("hci1", "hci0", -60)
         let invitation = try site.invite("Grace").url
+        let provisioned = readers.provisionedCount
         // The packaged accessctl, as root (an admin), over the packaged unit's socket.
         let register = try Lab.sh("accessctl credentials register '\(invitation)' --no-pin")
         #expect(register.status == 0, "\(register.output)")
+        try await readers.waitForProvisioning(beyond: provisioned)
         try await Lab.waitFor("the reader heard") {
             try Lab.call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
         }

@@ -109,16 +109,33 @@ public final class SiteClient: Sendable {
                            body: Nothing?.none, signer: signer(stored), answer: Nothing.self)
     }
 
+    /// §7, a reader controller's call (readersim's readers use it, so that the reader side
+    /// has the same bounds, timeout and clock retry as accessd's): one page of the
+    /// credential and Aperio changes after `cursor`, held up to `wait` when there are none.
+    public func provisioning(site: SiteAddress, readerKey: P256.Signing.PrivateKey, cursor: String,
+                             wait: Duration) async throws(SiteError) -> ValidatedProvisioningPage {
+        let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
+        let answer = try await call(
+            site: site, method: .GET, path: "/v1/readers/provisioning?cursor=\(escaped)&wait=\(wait.components.seconds)",
+            body: Nothing?.none, signer: Signer(principal: .reader(ReaderKeyID(publicKey: readerKey.publicKey)), key: readerKey),
+            answer: ProvisioningPage.self, holding: .seconds(wait.components.seconds))
+        do {
+            return try answer.validated()
+        } catch {
+            throw .malformedAnswer(error.description)
+        }
+    }
+
     // MARK: Transport
 
     private struct Signer {
-        var id: CredentialID
+        var principal: SiteRequestAuthorization.Principal
         var key: P256.Signing.PrivateKey
     }
 
     private func signer(_ stored: StoredCredential) throws(SiteError) -> Signer {
         guard let key = stored.credential.signingKey else { throw .malformedAnswer("the credential has no key") }
-        return Signer(id: stored.credential.id, key: key)
+        return Signer(principal: .credential(stored.credential.id), key: key)
     }
 
     private func address(of stored: StoredCredential) throws(SiteError) -> SiteAddress {
@@ -202,7 +219,7 @@ public final class SiteClient: Sendable {
             let nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let authorization = SiteRequestAuthorization.sign(
                 method: method.rawValue, pathAndQuery: fullPath, body: bodyBytes,
-                time: Int64(Date().timeIntervalSince1970) + clockOffset, nonce: nonce, credentialID: signer.id,
+                time: Int64(Date().timeIntervalSince1970) + clockOffset, nonce: nonce, principal: signer.principal,
                 key: signer.key)
             request.headers.add(name: "Authorization", value: authorization.headerValue)
         }

@@ -1,4 +1,5 @@
 import AccessCore
+import AccessDaemon
 import ArgumentParser
 import BlueZ
 import Foundation
@@ -43,10 +44,33 @@ struct ReadersCommand: AsyncParsableCommand {
             print("\(config): OK, \(file.readers.count) reader(s)")
             return
         }
-        let site = try SiteDatabase(path: file.siteDatabase)
+        let key = try ReaderKeyCommand.load(file.keyFile)
+        let client = try SiteClient(caFile: file.caFile, timeout: .seconds(15))
+        let provisioning = ReaderProvisioningSync(client: client, site: file.siteURL, key: key) { event, fields in
+            var object = fields
+            object["event"] = event
+            SiteOutput.line(object)
+        }
+        // The readers advertise the site's tag and sign with its key: nothing to do before
+        // the site has answered once. A site still starting gets 30 s.
+        var attempt = 0
+        while true {
+            do {
+                try await provisioning.catchUp()
+                break
+            } catch {
+                attempt += 1
+                guard attempt < 30, case .unreachable = error else {
+                    await client.shutdown()
+                    throw ValidationError("the site did not provision this reader controller: \(error)")
+                }
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
         let connection = try DBusConnection(address: bus == "system" ? nil : bus)
         let readers = file.readers.map {
-            SimulatedReader(configuration: $0, adapter: $0.adapter ?? adapter, site: site, connection: connection)
+            SimulatedReader(configuration: $0, adapter: $0.adapter ?? adapter, provisioning: provisioning,
+                            connection: connection)
         }
         // SIGTERM/SIGINT: unregister cleanly, so bluetoothd stops advertising at once.
         let stop = await UnixSignalsSequence(trapping: .sigterm, .sigint)
@@ -54,6 +78,7 @@ struct ReadersCommand: AsyncParsableCommand {
             for reader in readers {
                 group.addTask { try await reader.run() }
             }
+            group.addTask { await provisioning.follow() }
             group.addTask {
                 for await _ in stop { return }
             }
@@ -67,5 +92,6 @@ struct ReadersCommand: AsyncParsableCommand {
             while !group.isEmpty { _ = try? await group.next() }
         }
         connection.close()
+        await client.shutdown()
     }
 }

@@ -24,7 +24,7 @@ actor SimulatedReader {
 
     let configuration: SimulatedReaderConfiguration
     let adapter: String
-    let site: SiteDatabase
+    let provisioning: ReaderProvisioningSync
     private let connection: DBusConnection
     private var peripheral: BlueZPeripheral?
     private var session: ReaderSession?
@@ -35,10 +35,11 @@ actor SimulatedReader {
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
 
-    init(configuration: SimulatedReaderConfiguration, adapter: String, site: SiteDatabase, connection: DBusConnection) {
+    init(configuration: SimulatedReaderConfiguration, adapter: String, provisioning: ReaderProvisioningSync,
+         connection: DBusConnection) {
         self.configuration = configuration
         self.adapter = adapter
-        self.site = site
+        self.provisioning = provisioning
         self.connection = connection
         // The bus thread hands calls over in order; one consumer keeps that order.
         (inputs, feed) = AsyncStream<Input>.makeStream()
@@ -54,7 +55,7 @@ actor SimulatedReader {
 
     /// Registers with BlueZ and serves until cancelled.
     func run() async throws {
-        let siteData = try site.site()
+        guard let siteData = provisioning.current.site else { throw ReaderProvisioningSync.NotProvisioned() }
         let advertised = configuration.fault == .wrongSite ? SiteTag(siteData.tag.rawValue ^ 0x0000_0001) : siteData.tag
         let advertisement = configuration.advertisement(siteTag: advertised)
         let feed = self.feed
@@ -230,8 +231,8 @@ actor SimulatedReader {
     /// A central subscribed: a fresh session with the site's current data.
     private func beginSession() async {
         timer?.cancel()
-        guard let data = try? siteConfiguration() else {
-            line("error", ["detail": "cannot read the site database"])
+        guard let data = siteConfiguration() else {
+            line("error", ["detail": "not provisioned by the site"])
             return
         }
         session = ReaderSession(configuration: data)

@@ -59,6 +59,8 @@ struct SiteAPI: Sendable {
         switch (request.method, parts.count) {
         case ("POST", 4) where parts[0] == "v1" && parts[1] == "invitations" && parts[3] == "register":
             return try register(codeText: parts[2], body: request.body, now: now)
+        case ("GET", 3) where parts[0] == "v1" && parts[1] == "readers" && parts[2] == "provisioning":
+            return try provisioning(request, now: now)
         case (_, 3) where parts[0] == "v1" && parts[1] == "credentials",
              (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && (parts[3] == "items" || parts[3] == "changes" && servesChanges
                                                                                   || parts[3] == "events" && servesEvents):
@@ -78,7 +80,8 @@ struct SiteAPI: Sendable {
             default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
         default:
-            if parts.first == "v1" && (parts.count == 3 || parts.count == 4) && ["invitations", "credentials"].contains(parts[1]) {
+            if parts.first == "v1" && (parts.count == 3 || parts.count == 4) && ["invitations", "credentials"].contains(parts[1])
+                || parts == ["v1", "readers", "provisioning"] {
                 return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
             return .error(404, "route.unknown", "no such resource: \(pathOnly)")
@@ -141,8 +144,8 @@ struct SiteAPI: Sendable {
               let authorization = SiteRequestAuthorization(headerValue: header) else {
             return .failure(.error(401, "auth.missing", "an ACR1 Authorization header is required"))
         }
-        guard authorization.credentialID.description == id.lowercased(),
-              let credential = try database.credential(authorization.credentialID), !credential.deleted,
+        guard let signer = authorization.credentialID, signer.description == id.lowercased(),
+              let credential = try database.credential(signer), !credential.deleted,
               authorization.verifies(method: request.method, pathAndQuery: request.target, body: request.body,
                                      key: credential.publicKey)
         else {
@@ -151,14 +154,19 @@ struct SiteAPI: Sendable {
             }
             return .failure(.error(401, "auth.invalid", "unknown credential or bad signature"))
         }
+        if let refusal = try freshness(authorization, now: now) { return .failure(refusal) }
+        return .success(credential)
+    }
+
+    /// The time window and the nonce, the same for every signer (§4).
+    func freshness(_ authorization: SiteRequestAuthorization, now: Double) throws -> SiteResponse? {
         guard abs(Double(authorization.time) - now) <= Double(SiteRequestAuthorization.allowedSkew) else {
-            return .failure(.error(401, "auth.expired", "the request time is too far from the site's clock",
-                                   serverTime: Int64(now)))
+            return .error(401, "auth.expired", "the request time is too far from the site's clock", serverTime: Int64(now))
         }
         guard try database.admitNonce(authorization.nonce, now: now) else {
-            return .failure(.error(401, "auth.replayed", "the request was already made"))
+            return .error(401, "auth.replayed", "the request was already made")
         }
-        return .success(credential)
+        return nil
     }
 
     private func status(_ credential: SiteDatabase.CredentialRow) -> SiteResponse {

@@ -7,14 +7,14 @@ import NIOSSL
 import SiteContract
 
 /// `readersim site …`: a site that issues credentials (docs/site-api.md), kept in one SQLite
-/// file that the simulated readers read too.
+/// file; its readers get their keys and credentials through the site API (§7).
 struct SiteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "site",
         abstract: "Run a simulated site: invitations, credentials, items (docs/site-api.md).",
         subcommands: [SiteInitCommand.self, SiteServeCommand.self, SiteInviteCommand.self, SiteCredentialsCommand.self,
                       SiteSuspendCommand.self, SiteResumeCommand.self, SiteRevokeCommand.self, SiteItemCommand.self,
-                      SiteEventsCommand.self]
+                      SiteEventsCommand.self, SiteReaderCommand.self]
     )
 }
 

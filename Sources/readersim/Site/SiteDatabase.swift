@@ -104,6 +104,7 @@ final class SiteDatabase: Sendable {
             }
         }
         Self.registerAuditMigration(&migrator)
+        Self.registerReaderMigration(&migrator)
         try migrator.migrate(database)
     }
 
@@ -159,10 +160,12 @@ final class SiteDatabase: Sendable {
                                            publicKey: publicKey, secondFactorKey: secondFactorKey,
                                            secondFactor: row["secondFactor"], state: .active, deleted: false)
             try db.execute(sql: """
-                INSERT INTO credential(id, cardholder, deviceName, publicKey, secondFactorKey, secondFactor, state, createdAt)
-                VALUES (?, ?, ?, ?, ?, ?, 'active', ?)
+                INSERT INTO credential(id, cardholder, deviceName, publicKey, secondFactorKey, secondFactor, state, createdAt,
+                                       sequence)
+                VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)
                 """, arguments: [id.description, credential.cardholder, deviceName, publicKey.x963Representation,
-                                 secondFactorKey?.x963Representation, credential.secondFactor, now])
+                                 secondFactorKey?.x963Representation, credential.secondFactor, now,
+                                 try Self.nextSequence(db)])
             try db.execute(sql: "UPDATE invitation SET usedAt = ?, credentialID = ? WHERE code = ?",
                            arguments: [now, id.description, code.canonical])
             return .success(credential)
@@ -191,7 +194,7 @@ final class SiteDatabase: Sendable {
         return matches.count == 1 ? matches[0] : nil
     }
 
-    private static func credential(from row: Row) -> CredentialRow? {
+    static func credential(from row: Row) -> CredentialRow? {
         guard let id = CredentialID(row["id"] as String),
               let publicKey = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data),
               let state = CredentialState(rawValue: row["state"])
@@ -204,20 +207,23 @@ final class SiteDatabase: Sendable {
 
     func setState(_ id: CredentialID, _ state: CredentialState) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET state = ? WHERE id = ?", arguments: [state.rawValue, id.description])
+            // A new sequence: readers learn the change from their next provisioning call (§7).
+            try db.execute(sql: "UPDATE credential SET state = ?, sequence = ? WHERE id = ?",
+                           arguments: [state.rawValue, try Self.nextSequence(db), id.description])
         }
     }
 
     func markDeleted(_ id: CredentialID) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET deleted = 1, state = 'revoked' WHERE id = ?",
-                           arguments: [id.description])
+            try db.execute(sql: "UPDATE credential SET deleted = 1, state = 'revoked', sequence = ? WHERE id = ?",
+                           arguments: [try Self.nextSequence(db), id.description])
         }
     }
 
     // MARK: Items
 
-    private static func nextSequence(_ db: Database) throws -> Int64 {
+    /// The change counter that orders item changes and, for readers (§7), credential changes.
+    static func nextSequence(_ db: Database) throws -> Int64 {
         try db.execute(sql: """
             INSERT INTO counter(name, value) VALUES ('item', 1) ON CONFLICT(name) DO UPDATE SET value = value + 1
             """)
@@ -280,7 +286,7 @@ final class SiteDatabase: Sendable {
         }
     }
 
-    private static func item(from row: Row) -> Item? {
+    static func item(from row: Row) -> Item? {
         guard let credential = CredentialID(row["credentialID"] as String) else { return nil }
         return Item(id: row["id"], credentialID: credential,
              type: row["type"], name: row["name"], state: CredentialState(rawValue: row["state"]) ?? .revoked,

@@ -210,10 +210,10 @@ final class LabReaders: @unchecked Sendable {
 
     /// Starts readersim, again up to twice if it exits at once (bluetoothd not yet back on
     /// the bus after a restart).
-    func startWithRetry(siteDatabase: String, readers: String) async throws {
+    func startWithRetry(site: SiteHarness, readers: String) async throws {
         for attempt in 1...3 {
             do {
-                try await start(siteDatabase: siteDatabase, readers: readers)
+                try await start(site: site, readers: readers)
                 return
             } catch where attempt < 3 {
                 print("readersim did not come up (attempt \(attempt)): \(error)")
@@ -222,8 +222,16 @@ final class LabReaders: @unchecked Sendable {
         }
     }
 
-    func start(siteDatabase: String, readers: String) async throws {
-        try "[site]\ndb = \"\(siteDatabase)\"\n\n\(readers)".write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
+    /// Provisioned as a third-party reader would be (docs/site-api.md §7): its own key,
+    /// enrolled at the site, then the site API.
+    func start(site: SiteHarness, readers: String) async throws {
+        let keyFile = directory + "/reader.key"
+        if !FileManager.default.fileExists(atPath: keyFile) {
+            let made = try JSONValue.parse(try runCommand([SiteHarness.readersimPath, "reader-key", keyFile]).output)
+            try site.run(["reader", "add", "--name", "lab readers", "--public-key", made["publicKey"]?.string ?? ""])
+        }
+        try "[site]\nurl = \"\(site.url)\"\nkey = \"\(keyFile)\"\n\n\(readers)"
+            .write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: outputPath)
         let process = try ChildProcess([SiteHarness.readersimPath, "readers", "--config", directory + "/readers.toml"],
                                        output: outputPath)
@@ -242,6 +250,17 @@ final class LabReaders: @unchecked Sendable {
     var lines: [JSONValue] {
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+    }
+
+    /// How many provisioning pages changed what the readers know so far.
+    var provisionedCount: Int { lines.filter { $0["event"] == "provisioned" }.count }
+
+    /// Waits until a provisioning page after the `count`th has arrived: a change at the site
+    /// (a registration, an item) has reached the readers.
+    func waitForProvisioning(beyond count: Int) async throws {
+        try await waitForLines(timeout: .seconds(15)) { lines in
+            lines.filter { $0["event"] == "provisioned" }.count > count
+        }
     }
 
     /// Exchanges the readers reported, oldest first.
@@ -288,15 +307,18 @@ final class LabScenario: @unchecked Sendable {
         events = try daemon.connect()
         _ = try events.call("events.subscribe", [:])
         readers = LabReaders(directory: directory)
-        try await readers.start(siteDatabase: site.database, readers: readerConfig)
+        try await readers.start(site: site, readers: readerConfig)
     }
 
     /// Registers a fresh invitation (optionally with a PIN); returns the credential id.
-    func register(name: String = "Ada", secondFactor: Bool = false, pin: String? = nil) throws -> String {
+    /// Returns once the readers have it too (docs/site-api.md §7).
+    func register(name: String = "Ada", secondFactor: Bool = false, pin: String? = nil) async throws -> String {
+        let provisioned = readers.provisionedCount
         var params: [String: JSONValue] = ["url": .string(try site.invite(name, secondFactor: secondFactor).url)]
         if let pin { params["pin"] = .string(pin) }
         let answer = try daemon.call("credentials.register", .object(params)).get()
         guard let id = answer["id"]?.string else { throw TestEnvironmentError("registration gave no id") }
+        try await readers.waitForProvisioning(beyond: provisioned)
         return id
     }
 

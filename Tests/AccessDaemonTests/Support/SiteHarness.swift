@@ -70,7 +70,7 @@ final class SiteHarness: @unchecked Sendable {
     func run(_ arguments: [String]) throws -> String {
         let (command, rest) = (arguments[0], Array(arguments.dropFirst()))
         let result = try runCommand([Self.readersimPath, "site"]
-            + (command == "item" ? [command, rest[0], "--db", database] + rest.dropFirst() : [command, "--db", database] + rest))
+            + (["item", "reader"].contains(command) ? [command, rest[0], "--db", database] + rest.dropFirst() : [command, "--db", database] + rest))
         guard result.status == 0 else {
             throw TestEnvironmentError("readersim site \(arguments.joined(separator: " ")) failed: \(result.errors)")
         }

@@ -1,0 +1,183 @@
+import AccessCore
+import Crypto
+
+// §7 reader provisioning: what a reader controller gets from its site, page by page.
+// Text on the wire as everywhere in this API; `ProvisioningPage.validated()` turns a page
+// into the core's types or says which field is wrong.
+
+/// §7 `GET /v1/readers/provisioning?cursor=<cursor>&wait=<seconds>`.
+public struct ProvisioningPage: Codable, Sendable, Equatable {
+    public var site: ProvisionedSite
+    /// Opaque: the next call's `cursor`.
+    public var cursor: String
+    /// Credentials added or changed since the cursor (a state change included).
+    public var credentials: [ProvisionedCredential]
+    /// Aperio lock credentials added or changed since the cursor.
+    public var aperio: [ProvisionedAperio]
+    public var removed: ProvisioningRemovals
+    /// The site cut the answer: call again at once with the new cursor.
+    public var more: Bool
+
+    public init(site: ProvisionedSite, cursor: String, credentials: [ProvisionedCredential], aperio: [ProvisionedAperio],
+                removed: ProvisioningRemovals, more: Bool) {
+        self.site = site
+        self.cursor = cursor
+        self.credentials = credentials
+        self.aperio = aperio
+        self.removed = removed
+        self.more = more
+    }
+}
+
+/// The site as a reader needs it: its private signing key included, since a reader signs
+/// challenges and decisions for the site (reader protocol §1).
+public struct ProvisionedSite: Codable, Sendable, Equatable {
+    public var name: String
+    /// 8 lower-case hex digits.
+    public var tag: String
+    /// Base64 X9.63 P-256 public key.
+    public var publicKey: String
+    /// Base64 of the 32-byte P-256 private scalar. A secret: a reader keeps it like its own key.
+    public var signingKey: String
+
+    public init(name: String, tag: String, publicKey: String, signingKey: String) {
+        self.name = name
+        self.tag = tag
+        self.publicKey = publicKey
+        self.signingKey = signingKey
+    }
+}
+
+public struct ProvisionedCredential: Codable, Sendable, Equatable {
+    public var id: String
+    public var publicKey: String
+    public var secondFactorKey: String?
+    public var state: CredentialState
+
+    public init(id: String, publicKey: String, secondFactorKey: String?, state: CredentialState) {
+        self.id = id
+        self.publicKey = publicKey
+        self.secondFactorKey = secondFactorKey
+        self.state = state
+    }
+}
+
+public struct ProvisionedAperio: Codable, Sendable, Equatable {
+    /// The item's id (site API §4.2).
+    public var id: String
+    /// The credential the item was pushed to: the item is usable only while that is active.
+    public var credential: String
+    public var state: CredentialState
+    /// 8 bytes, hex.
+    public var identifier: String
+    /// 32 bytes, base64: the HMAC key shared with the lock.
+    public var key: String
+
+    public init(id: String, credential: String, state: CredentialState, identifier: String, key: String) {
+        self.id = id
+        self.credential = credential
+        self.state = state
+        self.identifier = identifier
+        self.key = key
+    }
+}
+
+public struct ProvisioningRemovals: Codable, Sendable, Equatable {
+    public var credentials: [String]
+    public var aperio: [String]
+
+    public init(credentials: [String] = [], aperio: [String] = []) {
+        self.credentials = credentials
+        self.aperio = aperio
+    }
+}
+
+/// A page in the core's types.
+public struct ValidatedProvisioningPage: Sendable {
+    public struct Site: Sendable {
+        public var name: String
+        public var tag: SiteTag
+        public var signingKey: P256.Signing.PrivateKey
+    }
+
+    public struct Credential: Sendable {
+        public var id: CredentialID
+        public var publicKey: P256.Signing.PublicKey
+        public var secondFactorKey: P256.Signing.PublicKey?
+        public var state: CredentialState
+    }
+
+    public struct Aperio: Sendable {
+        public var id: String
+        public var credential: CredentialID
+        public var state: CredentialState
+        public var secret: AperioSecret
+    }
+
+    public var site: Site
+    public var cursor: String
+    public var credentials: [Credential]
+    public var aperio: [Aperio]
+    public var removedCredentials: [CredentialID]
+    public var removedAperio: [String]
+    public var more: Bool
+}
+
+/// Why a provisioning page was refused: the field, in words.
+public struct ProvisioningPageError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+extension ProvisioningPage {
+    /// At most this many records (changed and removed together) in one page.
+    public static let maximumRecords = 500
+
+    /// The page in the core's types; refuses the whole page on one bad field, so a reader
+    /// never applies half a page and moves its cursor past the rest.
+    public func validated() throws(ProvisioningPageError) -> ValidatedProvisioningPage {
+        func fail(_ text: String) -> ProvisioningPageError { ProvisioningPageError(description: text) }
+        guard credentials.count + aperio.count + removed.credentials.count + removed.aperio.count <= Self.maximumRecords
+        else { throw fail("more than \(Self.maximumRecords) records in one page") }
+        guard !cursor.isEmpty, cursor.utf8.count <= 256 else { throw fail("cursor must be 1 to 256 bytes") }
+        guard let tag = SiteText.siteTag(site.tag) else { throw fail("site.tag must be 8 hex digits") }
+        guard let scalar = Base64.decode(site.signingKey), scalar.count == 32,
+              let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: scalar)
+        else { throw fail("site.signingKey must be a base64 32-byte P-256 private key") }
+        guard SiteText.publicKey(site.publicKey)?.x963Representation == signingKey.publicKey.x963Representation
+        else { throw fail("site.publicKey is not the public half of site.signingKey") }
+        var validCredentials: [ValidatedProvisioningPage.Credential] = []
+        for (index, record) in credentials.enumerated() {
+            guard let id = CredentialID(record.id) else { throw fail("credentials[\(index)].id is not a credential id") }
+            guard let key = SiteText.publicKey(record.publicKey) else {
+                throw fail("credentials[\(index)].publicKey must be a base64 X9.63 P-256 public key")
+            }
+            var secondFactor: P256.Signing.PublicKey?
+            if let text = record.secondFactorKey {
+                guard let parsed = SiteText.publicKey(text) else {
+                    throw fail("credentials[\(index)].secondFactorKey must be a base64 X9.63 P-256 public key")
+                }
+                secondFactor = parsed
+            }
+            validCredentials.append(.init(id: id, publicKey: key, secondFactorKey: secondFactor, state: record.state))
+        }
+        var validAperio: [ValidatedProvisioningPage.Aperio] = []
+        for (index, record) in aperio.enumerated() {
+            guard !record.id.isEmpty, record.id.utf8.count <= 128 else { throw fail("aperio[\(index)].id must be 1 to 128 bytes") }
+            guard let owner = CredentialID(record.credential) else {
+                throw fail("aperio[\(index)].credential is not a credential id")
+            }
+            guard let secret = AperioFields(identifier: record.identifier, key: record.key).secret else {
+                throw fail("aperio[\(index)] needs identifier (8 bytes hex) and key (32 bytes base64)")
+            }
+            validAperio.append(.init(id: record.id, credential: owner, state: record.state, secret: secret))
+        }
+        var removedCredentials: [CredentialID] = []
+        for (index, text) in removed.credentials.enumerated() {
+            guard let id = CredentialID(text) else { throw fail("removed.credentials[\(index)] is not a credential id") }
+            removedCredentials.append(id)
+        }
+        return ValidatedProvisioningPage(
+            site: .init(name: site.name, tag: tag, signingKey: signingKey), cursor: cursor, credentials: validCredentials,
+            aperio: validAperio, removedCredentials: removedCredentials, removedAperio: removed.aperio, more: more)
+    }
+}

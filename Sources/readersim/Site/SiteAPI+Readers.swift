@@ -1,0 +1,74 @@
+import AccessCore
+import Foundation
+import SiteContract
+
+/// §7 reader provisioning: a page of the credential and Aperio changes after the reader's
+/// cursor, with the site's signing key, to an enrolled reader controller only.
+extension SiteAPI {
+    func provisioning(_ request: SiteRequest, now: Double) throws -> SiteResponse {
+        guard let header = request.headers["authorization"],
+              let authorization = SiteRequestAuthorization(headerValue: header) else {
+            return .error(401, "auth.missing", "an ACR1 Authorization header is required")
+        }
+        guard let keyID = authorization.readerKeyID, let reader = try database.reader(keyID), !reader.removed,
+              authorization.verifies(method: request.method, pathAndQuery: request.target, body: request.body,
+                                     key: reader.publicKey)
+        else { return .error(401, "auth.invalid", "unknown reader key or bad signature") }
+        if let refusal = try freshness(authorization, now: now) { return refusal }
+
+        var cursor: Int64 = 0
+        var wait = 0.0
+        if let query = request.target.split(separator: "?", maxSplits: 1).dropFirst().first {
+            for pair in query.split(separator: "&") {
+                if pair.hasPrefix("cursor=") {
+                    guard let value = Int64(pair.dropFirst("cursor=".count)), value >= 0 else {
+                        return .error(400, "request.invalid", "cursor must be a value a previous page returned, or 0")
+                    }
+                    cursor = value
+                } else if pair.hasPrefix("wait=") {
+                    guard let value = Double(pair.dropFirst("wait=".count)), (0...60).contains(value) else {
+                        return .error(400, "request.invalid", "wait is 0 to 60 seconds")
+                    }
+                    wait = value
+                }
+            }
+        }
+        let database = self.database, pageSize = self.pageSize, after = cursor, holds = wait > 0
+        let site = try database.site()
+        let siteFields = ProvisionedSite(name: site.name, tag: site.tag.description,
+                                         publicKey: SiteText.base64(site.key.publicKey),
+                                         signingKey: Base64.encode(Array(site.key.rawRepresentation)))
+        @Sendable func page() throws -> SiteResponse? {
+            let changes = try database.readerChanges(after: after, limit: pageSize + 1)
+            let taken = changes.prefix(pageSize)
+            var answer = ProvisioningPage(site: siteFields, cursor: String(taken.last?.sequence ?? after), credentials: [],
+                                          aperio: [], removed: ProvisioningRemovals(), more: changes.count > pageSize)
+            for change in taken {
+                switch change {
+                case let .credential(row, _) where row.deleted:
+                    answer.removed.credentials.append(row.id.description)
+                case let .credential(row, _):
+                    answer.credentials.append(ProvisionedCredential(
+                        id: row.id.description, publicKey: SiteText.base64(row.publicKey),
+                        secondFactorKey: row.secondFactorKey.map(SiteText.base64), state: row.state))
+                case let .aperio(item) where item.removed:
+                    answer.removed.aperio.append(item.id)
+                case let .aperio(item):
+                    guard let content = try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8)),
+                          let fields = content.aperio else { continue }
+                    answer.aperio.append(ProvisionedAperio(id: item.id, credential: item.credentialID.description,
+                                                           state: item.state, identifier: fields.identifier,
+                                                           key: fields.key))
+                }
+            }
+            return taken.isEmpty && holds ? nil : .json(200, answer)
+        }
+        if let answer = try page() { return answer }
+        // Nothing new: hold the call (like §4.4) until a change or the end of the wait.
+        var response = SiteResponse.json(200, ProvisioningPage(site: siteFields, cursor: String(cursor), credentials: [],
+                                                               aperio: [], removed: ProvisioningRemovals(), more: false))
+        response.waitUntil = now + wait
+        response.recheck = { (try? page()) ?? nil }
+        return response
+    }
+}
