@@ -77,7 +77,7 @@ enum SiteAnswerHarness {
 
     static func run(_ bytes: [UInt8]) {
         var input = FuzzInput(bytes)
-        let call = input.byte() % 6
+        let call = input.byte() % 7
         let status = statuses[Int(input.byte()) % statuses.count]
         let firstAttempt = input.byte() & 1 == 0
         let body = input.rest()
@@ -102,6 +102,18 @@ enum SiteAnswerHarness {
                 _ = try SiteAnswers.read(ChangesAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             case 4:
                 _ = try SiteAnswers.read(AuditUploadAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
+            case 5:
+                // A reader controller's provisioning page (site API §7): validated whole, then applied.
+                if case let .answer(answer) = try SiteAnswers.read(ProvisioningPage.self, status: status, body: data,
+                                                                   firstAttempt: firstAttempt, now: now) {
+                    do {
+                        var state = ReaderProvisioningState()
+                        state.apply(try answer.validated())
+                        require(state.aperioRecords.count == state.aperio.count, "every Aperio item has a record")
+                    } catch {
+                        require(!error.description.isEmpty, "a refused page says why")
+                    }
+                }
             default:
                 _ = try SiteAnswers.read(Empty.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             }

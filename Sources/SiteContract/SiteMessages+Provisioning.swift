@@ -33,7 +33,7 @@ public struct ProvisioningPage: Codable, Sendable, Equatable {
 /// challenges and decisions for the site (reader protocol §1).
 public struct ProvisionedSite: Codable, Sendable, Equatable {
     public var name: String
-    /// 8 lower-case hex digits.
+    /// 8 hex digits (either case).
     public var tag: String
     /// Base64 X9.63 P-256 public key.
     public var publicKey: String

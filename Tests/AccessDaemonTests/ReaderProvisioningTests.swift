@@ -92,9 +92,11 @@ struct ReaderProvisioningTests {
             async let held = client.provisioning(site: address, readerKey: readerKey, cursor: cursor, wait: .seconds(20))
             try await Task.sleep(for: .milliseconds(500))
             try site.run(["revoke", id.description])
+            let revoked = ContinuousClock.now
             let page = try await held
             let waited = ContinuousClock.now - started
             #expect(waited < .seconds(5), "the held call answered after \(waited)")
+            print("revocation → held provisioning call answered: \(ContinuousClock.now - revoked)")
             state.apply(page)
             #expect(state.credentials[id]?.state == .revoked)
             // The lock credential is only as good as its owner.
@@ -120,6 +122,77 @@ struct ReaderProvisioningTests {
             }
             let listed = try site.run(["reader", "list"])
             #expect(listed.contains("\"removed\":true"))
+        }
+    }
+
+    /// docs/site-api.md §7.5, line by line: the key id, the signed content, a signature made
+    /// by another implementation, the header, and the page applied to an empty store.
+    @Test func theDocumentedVectorHolds() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/site-api.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let block = try #require(text.components(separatedBy: "```provisioning-vectors\n").dropFirst().first?
+            .components(separatedBy: "```").first)
+        var vectors: [String: String] = [:]
+        for line in block.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            try #require(parts.count == 2, "bad vector line \(line)")
+            vectors[parts[0]] = parts[1]
+        }
+        func value(_ name: String) throws -> String { try #require(vectors[name], "missing vector \(name)") }
+        func hex(_ name: String) throws -> [UInt8] { try #require([UInt8](hexString: try value(name)), "bad hex in \(name)") }
+
+        let key = try P256.Signing.PrivateKey(rawRepresentation: try hex("reader.privateKey"))
+        #expect(Array(key.publicKey.x963Representation) == (try hex("reader.publicKey")))
+        #expect(ReaderKeyID(publicKey: key.publicKey).description == (try value("reader.keyID")))
+        let time = try #require(Int64(try value("request.time")))
+        let content = SiteRequestAuthorization.signedContent(
+            principal: .reader(ReaderKeyID(publicKey: key.publicKey)), method: try value("request.method"),
+            pathAndQuery: try value("request.target"), time: time, nonce: try hex("request.nonce"), body: [])
+        #expect(content == (try hex("request.signedContent")))
+        let header = try #require(SiteRequestAuthorization(headerValue: try value("request.header")))
+        #expect(header.readerKeyID == ReaderKeyID(publicKey: key.publicKey))
+        #expect(header.signature == (try hex("request.signature")))
+        #expect(header.verifies(method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
+                                key: key.publicKey))
+        // The same signature as a holder's (credential=…) does not verify: another first line.
+        let asHolder = SiteRequestAuthorization(principal: .credential(CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!),
+                                                time: time, nonce: header.nonce, signature: header.signature)
+        #expect(!asHolder.verifies(method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
+                                   key: key.publicKey))
+
+        let page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(try value("page").utf8)).validated()
+        var state = ReaderProvisioningState()
+        state.apply(page)
+        #expect(state.cursor == "42")
+        #expect(state.site?.tag == SiteTag(0x5117_E001))
+        let credential = try #require(state.credentials[CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!])
+        #expect(credential.state == .active && credential.secondFactorKey != nil)
+        #expect(state.aperioRecords.map(\.state) == [.active])
+        #expect(state.aperio["lock-1"]?.secret.identifier == [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07, 0x18])
+    }
+
+    /// A page is taken whole or not at all: one bad field refuses it, naming the field.
+    @Test(arguments: [
+        ("\"identifier\":\"a1b2c3d4e5f60718\"", "\"identifier\":\"a1b2\"", "aperio[0] needs identifier"),
+        ("\"tag\":\"5117E001\"", "\"tag\":\"51x7\"", "site.tag"),
+        ("\"signingKey\":\"ya+p", "\"signingKey\":\"yb+p", "public half"),
+        ("\"cursor\":\"42\"", "\"cursor\":\"\"", "cursor must be"),
+        ("[\"4b1f0d3e-9a57-4c1e-8d2b-6f0a9c3e7b21\"]", "[\"not-an-id\"]", "removed.credentials[0]"),
+    ])
+    func aBadFieldRefusesTheWholePage(original: String, replacement: String, reason: String) throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/site-api.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("page: ") })
+        let json = String(line.dropFirst("page: ".count))
+        #expect(json.contains(original))
+        let page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(json.replacingOccurrences(of: original, with: replacement).utf8))
+        do {
+            _ = try page.validated()
+            Issue.record("a page with a bad field was taken")
+        } catch {
+            #expect(error.description.contains(reason), "\(error)")
         }
     }
 }

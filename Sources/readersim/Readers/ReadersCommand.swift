@@ -2,6 +2,7 @@ import AccessCore
 import AccessDaemon
 import ArgumentParser
 import BlueZ
+import Crypto
 import Foundation
 import ReaderSimulation
 import UnixSignals
@@ -46,6 +47,17 @@ struct ReadersCommand: AsyncParsableCommand {
         }
         let key = try ReaderKeyCommand.load(file.keyFile)
         let client = try SiteClient(caFile: file.caFile, timeout: .seconds(15))
+        // AsyncHTTPClient must be shut down on every path, a failure included.
+        do {
+            try await serve(file, key: key, client: client)
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+        await client.shutdown()
+    }
+
+    private func serve(_ file: SimulatedReadersFile, key: P256.Signing.PrivateKey, client: SiteClient) async throws {
         let provisioning = ReaderProvisioningSync(client: client, site: file.siteURL, key: key) { event, fields in
             var object = fields
             object["event"] = event
@@ -61,7 +73,6 @@ struct ReadersCommand: AsyncParsableCommand {
             } catch {
                 attempt += 1
                 guard attempt < 30, case .unreachable = error else {
-                    await client.shutdown()
                     throw ValidationError("the site did not provision this reader controller: \(error)")
                 }
                 try await Task.sleep(for: .seconds(1))
@@ -92,6 +103,5 @@ struct ReadersCommand: AsyncParsableCommand {
             while !group.isEmpty { _ = try? await group.next() }
         }
         connection.close()
-        await client.shutdown()
     }
 }
