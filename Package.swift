@@ -29,6 +29,13 @@ let package = Package(
     ],
     targets: [
         // System libraries the C shim wraps (docs/bluez.md: pkg-config names dbus-1 and bluez).
+        // The MQTT broker project's own client library, for the fleet bridge (docs/fleet.md).
+        .systemLibrary(
+            name: "CMosquitto",
+            path: "Sources/CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
         .systemLibrary(
             name: "CDBus",
             path: "Sources/CDBus",
@@ -86,7 +93,7 @@ let package = Package(
         .target(
             name: "AccessDaemon",
             dependencies: [
-                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "ControlSocket", "CSystemd", "SiteContract",
+                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "CMosquitto", "ControlSocket", "CSystemd", "SiteContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -28,6 +28,8 @@ public final class AccessDaemonServices: Sendable {
     let sync: SiteSync
     let admin: CredentialAdmin
     let audit: AuditProgress
+    /// The MQTT bridge's progress; nil when `[mqtt]` is not configured.
+    let mqtt: MQTTProgress?
     let settings: RuntimeSettings
     /// `[features] aperio`: Aperio locks are presented their items.
     let aperioEnabled: Bool
@@ -90,6 +92,15 @@ public final class AccessDaemonServices: Sendable {
         self.sync = sync
         let audit = AuditProgress(enabled: configuration.auditUpload)
         self.audit = audit
+        var bridge: MQTTBridge?
+        if let mqtt = configuration.mqtt {
+            let device = mqtt.clientID ?? MQTTConfiguration.defaultDevice()
+            let progress = MQTTProgress(broker: "\(mqtt.tls ? "mqtts" : "mqtt")://\(mqtt.host):\(mqtt.port)",
+                                        topic: "\(mqtt.topicPrefix)/\(device)")
+            bridge = MQTTBridge(configuration: mqtt, device: device, journal: journal, sdkState: sdk, progress: progress,
+                                logger: logger)
+        }
+        self.mqtt = bridge?.progress
         self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
                                      deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
@@ -113,6 +124,11 @@ public final class AccessDaemonServices: Sendable {
         if configuration.auditUpload {
             let upload = AuditUpload(site: site, book: book, journal: journal, progress: audit, clock: clock, logger: logger)
             runners.append(untilGracefulShutdown { await upload.run() })
+        }
+        if let bridge {
+            // First in, so stopped last: events journalled while the others stop still go out,
+            // and `offline` is the last thing the broker hears.
+            runners.insert(untilGracefulShutdown { await bridge.run() }, at: 0)
         }
         if let device = configuration.buttonDevice {
             let button = OpenNextButton(device: device, key: configuration.buttonKey, logger: logger) {

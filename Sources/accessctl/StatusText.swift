@@ -33,6 +33,7 @@ enum StatusText {
         for site in status.audit?.sites ?? [] where site.state != .current {
             lines.append("    " + siteLine(site))
         }
+        if let mqtt = status.mqtt { row("mqtt", mqttLine(mqtt)) }
         row("last event", "\(status.lastSequence)")
         if let level = status.logLevel { row("log level", level) }
         row("configuration", status.configFile ?? "built-in defaults (no file)")
@@ -47,6 +48,16 @@ enum StatusText {
         if audit.backlog == 0 && failing == 0 { return "current" }
         let waiting = "\(audit.backlog) event\(audit.backlog == 1 ? "" : "s") waiting"
         return failing == 0 ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
+    }
+
+    /// `connected to mqtt://broker:1883 as accessd/kiosk-1, current`, or why not and what waits.
+    static func mqttLine(_ mqtt: MQTTStatus) -> String {
+        let waiting = mqtt.backlog == 0 ? "current" : "\(mqtt.backlog) event\(mqtt.backlog == 1 ? "" : "s") waiting"
+        switch mqtt.state {
+        case .connected: return "connected to \(mqtt.broker) as \(mqtt.topic), \(waiting)"
+        case .connecting: return "connecting to \(mqtt.broker) (\(mqtt.error ?? "starting")), \(waiting)"
+        case .failing: return "failing: \(mqtt.error ?? "the broker refused us") (\(mqtt.broker)), \(waiting)"
+        }
     }
 
     private static func siteLine(_ site: AuditSiteStatus) -> String {

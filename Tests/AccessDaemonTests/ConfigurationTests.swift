@@ -40,6 +40,14 @@ struct ConfigurationTests {
             journal_max_age_days = 2
             [log]
             level = "debug"
+            [mqtt]
+            url = "mqtts://[fd00::1]:8884"
+            topic_prefix = "site/a"
+            client_id = "kiosk-1"
+            username = "kiosk-1"
+            password_file = "/etc/accessd/mqtt-password"
+            ca_file = "/etc/accessd/ca.pem"
+            qos = 0
             """, file: "t.toml")
         #expect(c.adapter == "hci1")
         #expect(!c.scanningOnStart)
@@ -51,6 +59,11 @@ struct ConfigurationTests {
         #expect(c.socketPath == "/tmp/a.sock")
         #expect(c.journalMaxAge == .seconds(2 * 86400))
         #expect(c.logLevel == .debug)
+        #expect(c.mqtt == MQTTConfiguration(host: "fd00::1", port: 8884, tls: true, topicPrefix: "site/a", clientID: "kiosk-1",
+                                            username: "kiosk-1", passwordFile: "/etc/accessd/mqtt-password",
+                                            caFile: "/etc/accessd/ca.pem", qos: 0))
+        #expect(try ConfigurationLoader.parse("[mqtt]\nurl = \"mqtt://broker\"\n", file: "t").mqtt?.port == 1883)
+        #expect(try ConfigurationLoader.parse("", file: "t").mqtt == nil)
     }
 
     @Test(arguments: [
@@ -68,6 +81,16 @@ struct ConfigurationTests {
         ("scanning = true\n", 1, "unknown section or key 'scanning'"),
         ("[log]\n\"level\" = \"info\"\n", 2, "quoted keys are not supported"),
         ("[prompts]\nsecond_factor = \"open\n", 2, "unterminated string"),
+        ("[mqtt]\nusername = \"k\"\n", 2, "[mqtt] needs url"),
+        ("[mqtt]\nurl = \"http://broker\"\n", 2, "url must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"),
+        ("[mqtt]\nurl = \"mqtt://broker:0\"\n", 2, "the port must be 1 to 65535"),
+        ("[mqtt]\nurl = \"mqtt://user@broker\"\n", 2, "no path, no user@"),
+        ("[mqtt]\nurl = \"mqtt://b\"\ntopic_prefix = \"a/#\"\n", 3, "topic_prefix must be printable ASCII without spaces, + or #"),
+        ("[mqtt]\nurl = \"mqtt://b\"\nclient_id = \"a/b\"\n", 3, "client_id must not contain /"),
+        ("[mqtt]\nurl = \"mqtt://b\"\npassword_file = \"/p\"\n", 3, "password_file needs username"),
+        ("[mqtt]\nurl = \"mqtt://b\"\nca_file = \"/ca.pem\"\n", 2, "need an mqtts:// url"),
+        ("[mqtt]\nurl = \"mqtts://b\"\ncert_file = \"/c.pem\"\n", 3, "cert_file and key_file go together"),
+        ("[mqtt]\nurl = \"mqtt://b\"\nqos = 2\n", 3, "qos must be within 0...1"),
     ])
     func badFilesNameTheLineAndTheReason(_ c: (String, Int, String)) {
         do {

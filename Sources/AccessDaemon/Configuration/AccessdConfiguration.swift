@@ -92,6 +92,9 @@ public struct AccessdConfiguration: Hashable, Sendable {
     // [log]
     public var logLevel: LogLevel = .info
 
+    /// `[mqtt]`: the fleet bridge (docs/fleet.md); nil: off.
+    public var mqtt: MQTTConfiguration? = nil
+
     public static let supportedFeatures: Set<String> = ["aperio", "salto", "digitalId"]
 
     public init() {}

@@ -63,6 +63,8 @@ public enum ConfigurationLoader {
                 "log": ["level"],
                 "readers": ["allow", "deny"],
                 "button": ["device", "key"],
+                "mqtt": ["url", "topic_prefix", "client_id", "username", "password_file", "ca_file", "cert_file", "key_file",
+                         "qos"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
                 throw ConfigurationError(file: file, line: stray.value.line,
@@ -178,7 +180,54 @@ public enum ConfigurationLoader {
                 c.buttonKey = code
             }
             c.readerRules = try readerRules()
+            c.mqtt = try mqtt()
             return c
+        }
+
+        /// `[mqtt]`: nil unless `url` is set (docs/fleet.md).
+        func mqtt() throws(ConfigurationError) -> MQTTConfiguration? {
+            guard let url = try string("mqtt", "url") else {
+                if let key = document.sections["mqtt"]?.keys.sorted().first {
+                    throw fail("mqtt", key, "[mqtt] needs url = \"mqtt://HOST:PORT\" for its other settings to apply")
+                }
+                return nil
+            }
+            let parsed: (host: String, port: Int32, tls: Bool)
+            switch MQTTConfiguration.parseURL(url) {
+            case let .success(value): parsed = value
+            case let .failure(problem): throw fail("mqtt", "url", problem.reason)
+            }
+            var m = MQTTConfiguration(host: parsed.host, port: parsed.port, tls: parsed.tls)
+            if let prefix = try string("mqtt", "topic_prefix") {
+                if let problem = MQTTConfiguration.topicLevelProblem(prefix, allowingSlash: true) {
+                    throw fail("mqtt", "topic_prefix", "topic_prefix \(problem)")
+                }
+                m.topicPrefix = prefix
+            }
+            if let id = try string("mqtt", "client_id") {
+                if let problem = MQTTConfiguration.topicLevelProblem(id, allowingSlash: false) {
+                    throw fail("mqtt", "client_id", "client_id \(problem)")
+                }
+                m.clientID = id
+            }
+            m.username = try string("mqtt", "username")
+            for (key, path) in [("password_file", \MQTTConfiguration.passwordFile), ("ca_file", \.caFile),
+                                ("cert_file", \.certFile), ("key_file", \.keyFile)] {
+                guard let file = try string("mqtt", key) else { continue }
+                guard file.hasPrefix("/") else { throw fail("mqtt", key, "\(key) must be an absolute path") }
+                m[keyPath: path] = file
+            }
+            if m.passwordFile != nil && m.username == nil {
+                throw fail("mqtt", "password_file", "password_file needs username")
+            }
+            if (m.certFile == nil) != (m.keyFile == nil) {
+                throw fail("mqtt", m.certFile == nil ? "key_file" : "cert_file", "cert_file and key_file go together")
+            }
+            if (m.caFile != nil || m.certFile != nil) && !m.tls {
+                throw fail("mqtt", "url", "ca_file, cert_file and key_file need an mqtts:// url")
+            }
+            m.qos = Int32(try int("mqtt", "qos", 0...1) ?? 1)
+            return m
         }
 
         static let readerTablePrefix = "reader."

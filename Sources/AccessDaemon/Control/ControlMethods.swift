@@ -117,7 +117,8 @@ extension AccessDaemonServices {
             refusedAdvertisements: engine.refusedAdvertisements, lastSequence: journal.lastSequence,
             uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
-            scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status)
+            scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status,
+            mqtt: mqtt?.status)
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

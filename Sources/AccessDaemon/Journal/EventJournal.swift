@@ -20,7 +20,7 @@ public final class EventJournal: Sendable {
         var lastSequence: Int64
         var held = HeldEvents()
         /// Called when an event of their kinds is journalled (`watch(kinds:)`).
-        var watchers: [Int: (kinds: Set<String>, wake: @Sendable () -> Void)] = [:]
+        var watchers: [Int: (kinds: Set<String>?, wake: @Sendable () -> Void)] = [:]
         var nextWatcher = 0
     }
 
@@ -76,7 +76,9 @@ public final class EventJournal: Sendable {
             let written = Array(zip(appended, pending.map(\.data)))
             for (event, data) in written { fanOut(event, data: data, to: state.subscribers) }
             state.lastSequence = appended.last?.sequence ?? state.lastSequence
-            woken = state.watchers.values.filter { watcher in appended.contains { watcher.kinds.contains($0.kind) } }.map(\.wake)
+            woken = state.watchers.values.filter { watcher in
+                appended.contains { watcher.kinds?.contains($0.kind) ?? true }
+            }.map(\.wake)
             return written
         }
         for wake in woken { wake() }
@@ -89,9 +91,9 @@ public final class EventJournal: Sendable {
     }
 
     /// Calls `wake` (outside the journal's lock, so it must not block) after events of
-    /// `kinds` are journalled, until `unwatch`: for services that follow the journal and read
-    /// it themselves, such as the audit upload.
-    func watch(kinds: Set<String>, _ wake: @escaping @Sendable () -> Void) -> Int {
+    /// `kinds` (every kind when nil) are journalled, until `unwatch`: for services that follow
+    /// the journal and read it themselves, such as the audit upload and the MQTT bridge.
+    func watch(kinds: Set<String>?, _ wake: @escaping @Sendable () -> Void) -> Int {
         state.withLockedValue { state in
             state.nextWatcher += 1
             state.watchers[state.nextWatcher] = (kinds, wake)

@@ -32,13 +32,17 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     public var automaticAccessSetBy: String?
     /// The upload of access events to the sites.
     public var audit: AuditStatus?
+    /// The MQTT bridge; absent when `[mqtt]` is not configured.
+    public var mqtt: MQTTStatus?
 
     public init(version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
                 scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
                 readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
                 lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
-                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil, audit: AuditStatus? = nil) {
+                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil, audit: AuditStatus? = nil,
+                mqtt: MQTTStatus? = nil) {
         self.audit = audit
+        self.mqtt = mqtt
         self.logLevel = logLevel
         self.configFile = configFile
         self.configuredAdapter = configuredAdapter

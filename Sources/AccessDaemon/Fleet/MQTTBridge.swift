@@ -1,0 +1,321 @@
+import AccessCore
+import AccessJSON
+import AccessStore
+import Foundation
+import ControlSocket
+import Logging
+import NIOConcurrencyHelpers
+
+/// The fleet bridge (docs/fleet.md): every journal event to an MQTT broker, in order, QoS 1,
+/// from a cursor kept in the state database that moves only over events the broker has
+/// acknowledged (PUBACK), so that a broker restart, a network loss or a kill of accessd
+/// loses nothing: after any of them the bridge publishes again from the cursor (at least
+/// once; a consumer deduplicates by `seq`). While the broker is away the events wait in the
+/// journal, bounded by its retention; what retention removes unsent is announced on
+/// `events/events.dropped`, never skipped silently. Beside the events: a retained `status`
+/// (`online`, and `offline` by the broker's last will when accessd dies, or by accessd on a
+/// clean stop) and a retained `state` (the SDK state).
+struct MQTTBridge: Sendable {
+    /// Messages handed to libmosquitto and not yet acknowledged, at most.
+    static let window = 100
+    static let cursorKey = "mqtt.cursor"
+
+    let configuration: MQTTConfiguration
+    let device: String
+    let journal: EventJournal
+    let sdkState: SdkStatePublisher
+    let progress: MQTTProgress
+    let logger: Logger
+
+    private var store: AccessStore { journal.store }
+    var topic: String { "\(configuration.topicPrefix)/\(device)" }
+
+    private enum Input: Sendable {
+        /// An event of the `generation`th client: those of a client given up are ignored.
+        case mqtt(MosquittoClient.Event, generation: Int)
+        case journalled
+        case tick
+    }
+
+    /// What the bridge has handed over and what came back, for one connection.
+    private struct Flight {
+        /// Message id → journal sequence, for events not yet acknowledged.
+        var pending: [Int32: Int64] = [:]
+        /// Sequences in publish order, acknowledged or not; the cursor moves over the acknowledged front.
+        var order: [Int64] = []
+        var acknowledged: Set<Int64> = []
+        /// The last sequence handed over on this connection.
+        var published: Int64
+    }
+
+    /// A connection that got no CONNACK in this time, or lost its link and did not get it
+    /// back, is started over with a new client (libmosquitto's thread may have given up).
+    static let patience: Duration = .seconds(60)
+    static let firstAnswer: Duration = .seconds(15)
+
+    func run() async {
+        let settings: MosquittoClient.Settings
+        do {
+            settings = try self.settings()
+        } catch {
+            // The rest of accessd goes on; status.get says why the bridge does not.
+            logger.error("the MQTT bridge cannot start", metadata: ["error": "\(error)"])
+            progress.update { $0.state = .failing; $0.error = "\(error)" }
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+        var cursor: Int64
+        if let saved = (try? store.setting(Self.cursorKey)).flatMap({ $0.flatMap { Int64($0) } }) {
+            cursor = saved
+        } else {
+            // First start with a broker: from now on (the journal before is history).
+            cursor = journal.lastSequence
+            try? store.setSetting(Self.cursorKey, String(cursor))
+        }
+        progress.update { $0.through = cursor; $0.backlog = max(0, journal.lastSequence - cursor) }
+
+        let (inputs, feed) = AsyncStream<Input>.makeStream()
+        let wakePending = NIOLockedValueBox(false)
+        let token = journal.watch(kinds: nil) {
+            // One wake is enough however many events came: the bridge reads them all.
+            if wakePending.withLockedValue({ pending in defer { pending = true }; return !pending }) { feed.yield(.journalled) }
+        }
+        defer { journal.unwatch(token) }
+        let ticks = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                feed.yield(.tick)
+            }
+        }
+        defer { ticks.cancel() }
+        var iterator = inputs.makeAsyncIterator()
+        var delay = 1
+        var generation = 0
+        while !Task.isCancelled {
+            generation += 1
+            let client: MosquittoClient
+            do {
+                client = try MosquittoClient(settings)
+            } catch {
+                progress.update { $0.state = .failing; $0.error = "\(error)" }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 30)
+                continue
+            }
+            if let failure = await client.connect() {
+                // The first connection of a client (broker down, DNS, TCP refused).
+                report("cannot reach the broker: \(failure)", state: .connecting, cursor: cursor)
+                client.close()
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 30)
+                continue
+            }
+            let forward = Task { [generation] in
+                for await event in client.events { feed.yield(.mqtt(event, generation: generation)) }
+            }
+            let ended = await session(client, generation: generation, inputs: &iterator, wakePending: wakePending,
+                                      cursor: &cursor)
+            forward.cancel()
+            client.close()
+            switch ended {
+            case .stopped:
+                return
+            case let .failed(reason, connected):
+                report(reason, state: .failing, cursor: cursor)
+                if connected { delay = 1 }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 30)
+            }
+        }
+    }
+
+    private enum SessionEnd {
+        case stopped
+        /// The client is given up: `connected` when it had been connected (the delay starts over).
+        case failed(String, connected: Bool)
+    }
+
+    /// One client's life: publishes while connected, follows acknowledgements, and ends when
+    /// the task is cancelled (after `offline`) or when the client will not get through.
+    private func session(_ client: MosquittoClient, generation: Int, inputs: inout AsyncStream<Input>.Iterator,
+                         wakePending: NIOLockedValueBox<Bool>, cursor: inout Int64) async -> SessionEnd {
+        var flight: Flight?
+        var everConnected = false
+        var lastRefusal: String?
+        var lastError: String?
+        // Since when the client has waited for a CONNACK (at start, or after the link went).
+        var waitingSince: ContinuousClock.Instant? = .now
+        while let input = await inputs.next() {
+            if case let .mqtt(_, from) = input, from != generation { continue }
+            switch input {
+            case .journalled:
+                wakePending.withLockedValue { $0 = false }
+                progress.update { $0.backlog = max(0, journal.lastSequence - cursor) }
+            case .tick:
+                if let since = waitingSince, ContinuousClock.now - since > (everConnected ? Self.patience : Self.firstAnswer) {
+                    return .failed(lastError.map { "no answer from the broker: \($0)" } ?? "no answer from the broker",
+                                   connected: everConnected)
+                }
+            case .mqtt(.connected(0, _), _):
+                logger.notice("connected to the MQTT broker", metadata: ["broker": "\(progress.status.broker)", "from": "\(cursor)"])
+                everConnected = true
+                waitingSince = nil
+                lastRefusal = nil
+                lastError = nil
+                progress.update { $0.state = .connected; $0.error = nil }
+                publishRetained(client, "status", Self.online)
+                publishRetained(client, "state", Render.sdkState(sdkState.current))
+                // Everything after the cursor again: what was in flight on a lost link may not have arrived.
+                flight = Flight(published: cursor)
+            case let .mqtt(.connected(_, reason), _):
+                if lastRefusal != reason {
+                    logger.warning("the MQTT broker refused the connection; trying again", metadata: ["reason": "\(reason)"])
+                }
+                lastRefusal = reason
+                flight = nil
+                progress.update { $0.state = .failing; $0.error = "the broker refused the connection: \(reason)" }
+            case let .mqtt(.disconnected(code, reason), _):
+                if flight != nil {
+                    logger.warning("the link to the MQTT broker went; events wait in the journal",
+                                   metadata: ["reason": "\(reason)", "code": "\(code)"])
+                    waitingSince = .now
+                }
+                flight = nil
+                progress.update { status in
+                    if status.state != .failing { status.state = .connecting }
+                    if status.error == nil || status.state == .connecting { status.error = "the link went: \(reason)" }
+                }
+            case let .mqtt(.error(text), _):
+                lastError = text
+                if flight == nil {
+                    // Not connected: a TLS refusal ends libmosquitto's retries; start over now.
+                    logger.warning("the MQTT client failed; starting over", metadata: ["error": "\(text)"])
+                    return .failed("the client failed: \(text)", connected: everConnected)
+                }
+            case let .mqtt(.published(messageID), _):
+                guard var current = flight, let sequence = current.pending.removeValue(forKey: messageID) else { continue }
+                current.acknowledged.insert(sequence)
+                var moved = cursor
+                while let first = current.order.first, current.acknowledged.contains(first) {
+                    current.order.removeFirst()
+                    current.acknowledged.remove(first)
+                    moved = first
+                }
+                flight = current
+                if moved > cursor {
+                    cursor = moved
+                    do {
+                        try store.setSetting(Self.cursorKey, String(cursor))
+                    } catch {
+                        logger.warning("the MQTT cursor cannot be saved; events may be sent again", metadata: ["error": "\(error)"])
+                    }
+                    let through = cursor
+                    progress.update {
+                        $0.through = through
+                        $0.backlog = max(0, journal.lastSequence - through)
+                        $0.lastAcknowledgedAt = Clocks.wall()
+                    }
+                }
+            }
+            if var current = flight {
+                pump(client, &current)
+                flight = current
+            }
+        }
+        // Stopping (the task was cancelled): `offline` then a clean DISCONNECT, in that order
+        // on the wire, so the broker keeps `offline` and sends no will.
+        if flight != nil { publishRetained(client, "status", Self.offline) }
+        return .stopped
+    }
+
+    private func report(_ reason: String, state: MQTTStatus.State, cursor: Int64) {
+        progress.update { status in
+            if status.error != reason {
+                logger.warning("the MQTT bridge is not connected; trying again", metadata: ["reason": "\(reason)"])
+            }
+            status.state = state
+            status.error = reason
+            status.backlog = max(0, journal.lastSequence - cursor)
+        }
+    }
+
+    static let online: JSONValue = .object(["status": "online", "version": .string(AccessDaemon.version)])
+    static let offline: JSONValue = .object(["status": "offline"])
+
+    /// Hands libmosquitto the events after the last one handed over, up to the window.
+    private func pump(_ client: MosquittoClient, _ flight: inout Flight) {
+        while flight.pending.count < Self.window {
+            let events: [AccessStore.Event]
+            do {
+                if let oldest = try store.firstSequence(), oldest > flight.published + 1 {
+                    announceDropped(client, from: flight.published + 1, to: oldest - 1)
+                    flight.published = oldest - 1
+                }
+                events = try store.events(after: flight.published, limit: Self.window - flight.pending.count)
+            } catch {
+                logger.warning("the journal cannot be read for MQTT", metadata: ["error": "\(error)"])
+                return
+            }
+            guard !events.isEmpty else { return }
+            for event in events {
+                let data = (try? JSONValue.parse(event.data)) ?? .null
+                let payload = JSONValue.object([
+                    "seq": .int(event.sequence), "time": .double(event.time), "kind": .string(event.kind),
+                    "data": EventJournal.redactedForObservers(event.kind, data) ?? data,
+                ])
+                do {
+                    let id = try client.publish(topic: "\(topic)/events/\(event.kind)", payload: Array(payload.jsonText.utf8),
+                                                qos: configuration.qos, retain: false)
+                    flight.pending[id] = event.sequence
+                    flight.order.append(event.sequence)
+                    flight.published = event.sequence
+                } catch {
+                    // The link is going: the disconnect that follows restarts from the cursor.
+                    logger.debug("an MQTT publish was refused", metadata: ["error": "\(error)"])
+                    return
+                }
+                if event.kind == "sdk.state" { publishRetained(client, "state", data) }
+            }
+        }
+    }
+
+    private func announceDropped(_ client: MosquittoClient, from: Int64, to: Int64) {
+        logger.warning("journal events removed by retention before the MQTT broker had them; announced",
+                       metadata: ["from": "\(from)", "to": "\(to)"])
+        let notice = JSONValue.object(["kind": "events.dropped", "from": .int(from), "to": .int(to),
+                                       "time": .double(Clocks.wall())])
+        _ = try? client.publish(topic: "\(topic)/events/events.dropped", payload: Array(notice.jsonText.utf8), qos: 1,
+                                retain: false)
+    }
+
+    private func publishRetained(_ client: MosquittoClient, _ leaf: String, _ value: JSONValue) {
+        _ = try? client.publish(topic: "\(topic)/\(leaf)", payload: Array(value.jsonText.utf8), qos: 1, retain: true)
+    }
+
+    /// libmosquitto's settings: the password read now, from a file only accessd may read.
+    private func settings() throws -> MosquittoClient.Settings {
+        var settings = MosquittoClient.Settings(host: configuration.host, port: configuration.port, clientID: device)
+        settings.username = configuration.username
+        if let file = configuration.passwordFile {
+            var info = stat()
+            guard stat(file, &info) == 0 else {
+                throw MosquittoClient.Failure(description: "[mqtt] password_file \(file): \(String(cString: strerror(errno)))")
+            }
+            guard info.st_mode & 0o007 == 0 else {
+                throw MosquittoClient.Failure(description: "[mqtt] password_file \(file) is readable by others: chmod 0600 or 0640")
+            }
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw MosquittoClient.Failure(description: "[mqtt] password_file \(file) cannot be read")
+            }
+            settings.password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        }
+        if configuration.tls {
+            // No ca_file: the system's CAs (libmosquitto wants a file or a directory).
+            settings.caFile = configuration.caFile ?? "/etc/ssl/certs/ca-certificates.crt"
+            settings.certFile = configuration.certFile
+            settings.keyFile = configuration.keyFile
+        }
+        settings.will = (topic: "\(topic)/status", payload: Array(Self.offline.jsonText.utf8))
+        return settings
+    }
+}

@@ -1,0 +1,166 @@
+import CMosquitto
+import Foundation
+import NIOConcurrencyHelpers
+
+/// libmosquitto (the Eclipse Mosquitto project's own client, Debian's libmosquitto1) behind
+/// a small Swift face: one handle, its network thread (`mosquitto_loop_start`, which
+/// reconnects a link that went, 1 s doubling to 30 s), and its callbacks turned into an
+/// `AsyncStream`. The first connection is the caller's to retry (`connect()`): libmosquitto
+/// 2.0's thread does not retry a first attempt that failed (measured: a broker started 3 s
+/// after accessd was never reached).
+/// Why libmosquitto rather than an MQTT client written here: the broker's own library
+/// speaks MQTT 3.1.1 and 5, TLS and the session rules as the broker expects them, and is
+/// packaged for the kiosks this runs on; accessd writes only the bridge's logic (`MQTTBridge`).
+final class MosquittoClient: Sendable {
+    enum Event: Sendable, Equatable {
+        /// CONNACK: `code` 0 is accepted, else the broker's refusal (`reason`).
+        case connected(code: Int32, reason: String)
+        /// The link went; `code` 0 when we asked.
+        case disconnected(code: Int32, reason: String)
+        /// The broker acknowledged a QoS 1 message (PUBACK), or a QoS 0 one was written.
+        case published(messageID: Int32)
+        /// libmosquitto logged an error (a TLS verification failure among them, after which
+        /// its thread gives up without a callback: the caller starts over).
+        case error(String)
+    }
+
+    struct Settings: Sendable {
+        var host: String
+        var port: Int32
+        var clientID: String
+        var keepAlive: Int32 = 30
+        var username: String?
+        var password: String?
+        var caFile: String?
+        var certFile: String?
+        var keyFile: String?
+        var will: (topic: String, payload: [UInt8])?
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Where the C callbacks find the stream (passed as libmosquitto's `obj`).
+    private final class Sink: Sendable {
+        let continuation: AsyncStream<Event>.Continuation
+        /// The last error libmosquitto logged: the detail behind "A TLS error occurred."
+        let lastError = NIOLockedValueBox<String?>(nil)
+        init(_ continuation: AsyncStream<Event>.Continuation) { self.continuation = continuation }
+    }
+
+    private static let initialized: Bool = {
+        mosquitto_lib_init()
+        return true
+    }()
+
+    // libmosquitto's handle is safe to use from any thread once its loop runs in its own
+    // (publish and disconnect are documented thread-safe with mosquitto_loop_start).
+    nonisolated(unsafe) private let handle: OpaquePointer
+    private let sink: Sink
+    private let settings: Settings
+    private let started = NIOLockedValueBox(false)
+    let events: AsyncStream<Event>
+
+    init(_ settings: Settings) throws(Failure) {
+        _ = Self.initialized
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        events = stream
+        sink = Sink(continuation)
+        self.settings = settings
+        guard let handle = mosquitto_new(settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque()) else {
+            throw Failure(description: "libmosquitto could not make a client: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        mosquitto_reconnect_delay_set(handle, 1, 30, true)
+        mosquitto_connect_callback_set(handle) { _, object, code in
+            guard let object else { return }
+            let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            sink.continuation.yield(.connected(code: code, reason: String(cString: mosquitto_connack_string(code))))
+        }
+        mosquitto_disconnect_callback_set(handle) { _, object, code in
+            guard let object else { return }
+            let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            sink.continuation.yield(.disconnected(code: code, reason: String(cString: mosquitto_strerror(code))))
+        }
+        mosquitto_publish_callback_set(handle) { _, object, messageID in
+            guard let object else { return }
+            Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue().continuation.yield(.published(messageID: messageID))
+        }
+        mosquitto_log_callback_set(handle) { _, object, level, text in
+            guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
+            let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            let message = String(cString: text)
+            sink.lastError.withLockedValue { $0 = message }
+            sink.continuation.yield(.error(message))
+        }
+        do {
+            if let username = settings.username {
+                try check(mosquitto_username_pw_set(handle, username, settings.password), "the username")
+            }
+            if settings.caFile != nil || settings.certFile != nil {
+                try check(mosquitto_tls_set(handle, settings.caFile, nil, settings.certFile, settings.keyFile, nil), "TLS")
+            }
+            if let will = settings.will {
+                try check(will.payload.withUnsafeBytes {
+                    mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, true)
+                }, "the last will")
+            }
+        } catch {
+            mosquitto_destroy(handle)
+            throw error
+        }
+    }
+
+    /// One attempt at the first connection (TCP, and TLS's handshake starts), off the
+    /// caller's thread since it blocks; on success the network thread takes over, CONNACK
+    /// included. The reason when it failed.
+    func connect() async -> String? {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { [self] in
+                let code = mosquitto_connect_async(handle, settings.host, settings.port, settings.keepAlive)
+                guard code == MOSQ_ERR_SUCCESS.rawValue else {
+                    var reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno))
+                        : String(cString: mosquitto_strerror(code))
+                    if let detail = sink.lastError.withLockedValue({ $0 }) { reason += " (\(detail))" }
+                    continuation.resume(returning: reason)
+                    return
+                }
+                let loop = mosquitto_loop_start(handle)
+                started.withLockedValue { $0 = loop == MOSQ_ERR_SUCCESS.rawValue }
+                continuation.resume(returning: loop == MOSQ_ERR_SUCCESS.rawValue ? nil
+                    : "libmosquitto's network thread: \(String(cString: mosquitto_strerror(loop)))")
+            }
+        }
+    }
+
+    private func check(_ code: Int32, _ what: String) throws(Failure) {
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            throw Failure(description: "libmosquitto refused \(what): \(String(cString: mosquitto_strerror(code)))")
+        }
+    }
+
+    /// Queues a message; its id comes back in `.published` when the broker has it (QoS 1).
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(Failure) -> Int32 {
+        var messageID: Int32 = 0
+        let code = payload.withUnsafeBytes {
+            mosquitto_publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
+        }
+        try check(code, "a message to \(topic)")
+        return messageID
+    }
+
+    /// A clean DISCONNECT (no last will), then the thread ends and the handle goes.
+    func close() {
+        if started.withLockedValue({ $0 }) {
+            mosquitto_disconnect(handle)
+            mosquitto_loop_stop(handle, false)
+        }
+        sink.continuation.finish()
+    }
+
+    deinit {
+        mosquitto_destroy(handle)
+    }
+}

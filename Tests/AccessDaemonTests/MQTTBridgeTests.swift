@@ -1,0 +1,216 @@
+import AccessJSON
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+import SuiteTraits
+import Testing
+
+/// The fleet bridge (docs/fleet.md) against Debian's real `mosquitto` and `mosquitto_sub`:
+/// events in order with their sequence, nothing lost across a broker restart or a kill of
+/// accessd while the broker is away, the last will on SIGKILL, `offline` on a clean stop,
+/// and a broker that refuses the credentials seen in `status` without a busy loop.
+@Suite(.threadOfItsOwn)
+struct MQTTBridgeTests {
+    static let device = "kiosk-test"
+
+    private func config(_ broker: MosquittoBroker, extra: String = "") -> String {
+        "[mqtt]\nurl = \"mqtt://127.0.0.1:\(broker.port)\"\nclient_id = \"\(Self.device)\"\n\(extra)"
+    }
+
+    /// Journals events by switching scanning off and on (each switch is an `sdk.state`).
+    private func makeEvents(_ harness: DaemonHarness, switches: Int) throws {
+        let control = try harness.connect()
+        for index in 0..<switches {
+            _ = try control.call("scanning.set", ["enabled": .bool(index % 2 == 1)]).get()
+        }
+    }
+
+    private func lastSequence(_ harness: DaemonHarness) throws -> Int64 {
+        try harness.connect().call("status.get").get()["lastSequence"]?.int ?? -1
+    }
+
+    /// The sequences the subscriber got on `events/…`, in arrival order.
+    private func received(_ path: String) -> [Int64] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line -> Int64? in
+            guard line.hasPrefix("accessd/\(Self.device)/events/"), let space = line.firstIndex(of: " ") else { return nil }
+            return (try? JSONValue.parse(String(line[line.index(after: space)...])))?["seq"]?.int
+        }
+    }
+
+    /// Waits until the subscriber holds every sequence in `range`; returns what it got.
+    @discardableResult
+    private func waitForAll(_ range: ClosedRange<Int64>, in path: String, harness: DaemonHarness) async throws -> [Int64] {
+        for _ in 0..<750 {
+            let got = received(path)
+            if Set(range).isSubset(of: Set(got)) { return got }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let got = received(path)
+        throw TestEnvironmentError("missing \(Set(range).subtracting(got).sorted()); got \(got)\n\(harness.log)")
+    }
+
+    private func mqttState(_ status: JSONValue) -> String? { status["mqtt"]?["state"]?.string }
+
+    @Test func eventsArriveInOrderAndNothingIsLostAcrossABrokerRestart() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker")
+        try await broker.start()
+        defer { broker.stop() }
+        let output = harness.directory + "/sub.out"
+        let subscriber = try broker.subscribe("accessd/#", id: "sub-order", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try harness.writeConfig(config(broker))
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        let first = try lastSequence(harness) + 1
+        try makeEvents(harness, switches: 20)
+        var last = try lastSequence(harness)
+        let got = try await waitForAll(first...last, in: output, harness: harness)
+        // In order: each sequence's first arrival after the one before it.
+        let firsts = got.filter { (first...last).contains($0) }.reduce(into: [Int64]()) { if !$0.contains($1) { $0.append($1) } }
+        #expect(firsts == Array(first...last))
+        // The payload is the event as the socket sends it.
+        let line = try #require(((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            .first { $0.contains("/events/sdk.state ") })
+        let event = try JSONValue.parse(String(line[line.index(after: line.firstIndex(of: " ")!)...]))
+        #expect(event["kind"] == "sdk.state" && event["data"]?["isScanning"] != nil && event["time"] != nil)
+        #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
+        #expect(try broker.retained("accessd/\(Self.device)/state").contains("isScanning"))
+
+        // The broker goes mid-stream; events go on being journalled; it comes back.
+        broker.stop()
+        _ = try await harness.waitForStatus { mqttState($0) == "connecting" }
+        // Nothing journalled from here on can have reached the broker.
+        let whileAway = try lastSequence(harness) + 1
+        try makeEvents(harness, switches: 10)
+        last = try lastSequence(harness)
+        let waiting = try await harness.waitForStatus { ($0["mqtt"]?["backlog"]?.int ?? 0) >= last - whileAway + 1 }
+        #expect(waiting["mqtt"]?["through"]?.int ?? .max < whileAway)
+        try await broker.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["mqtt"]?["backlog"] == 0 }
+        try await waitForAll(first...last, in: output, harness: harness)
+    }
+
+    @Test func aKillWhileTheBrokerIsAwayResumesFromTheCursor() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker")
+        try await broker.start()
+        defer { broker.stop() }
+        let output = harness.directory + "/sub.out"
+        let subscriber = try broker.subscribe("accessd/#", id: "sub-kill", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try harness.writeConfig(config(broker))
+        try await harness.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        let first = try lastSequence(harness) + 1
+        try makeEvents(harness, switches: 4)
+        _ = try await harness.waitForStatus { $0["mqtt"]?["backlog"] == 0 }
+        broker.stop()
+        _ = try await harness.waitForStatus { mqttState($0) == "connecting" }
+        try makeEvents(harness, switches: 6)
+        let beforeKill = try lastSequence(harness)
+        harness.kill()
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let status = try harness.connect().call("status.get").get()
+        #expect((status["mqtt"]?["through"]?.int ?? .max) < beforeKill, "the cursor moved over events the broker never had")
+        try await broker.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["mqtt"]?["backlog"] == 0 }
+        try await waitForAll(first...beforeKill, in: output, harness: harness)
+    }
+
+    @Test func theLastWillSaysOfflineOnSIGKILLAndAStopSaysItToo() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker")
+        try await broker.start()
+        defer { broker.stop() }
+        try harness.writeConfig(config(broker))
+        try await harness.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
+        harness.kill()
+        var status = ""
+        for _ in 0..<50 {
+            status = try broker.retained("accessd/\(Self.device)/status")
+            if status.contains("offline") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(status == "{\"status\":\"offline\"}", "after SIGKILL the retained status is \(status)")
+        #expect(broker.log.contains("\(Self.device)"))
+
+        try await harness.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
+        #expect(harness.stop() == 0)
+        #expect(try broker.retained("accessd/\(Self.device)/status") == "{\"status\":\"offline\"}")
+        // A clean stop sends no will: the broker logs the client's own disconnect.
+        #expect(broker.log.contains("Client \(Self.device) disconnected."), "\(broker.log)")
+    }
+
+    @Test func aBrokerThatRefusesTheCredentialsIsShownAndRetriedWithoutABusyLoop() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker", users: ["kiosk": "right"])
+        try await broker.start()
+        defer { broker.stop() }
+        let passwordFile = harness.directory + "/mqtt-password"
+        try "wrong\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        try harness.writeConfig(config(broker, extra: "username = \"kiosk\"\npassword_file = \"\(passwordFile)\"\n"))
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let status = try await harness.waitForStatus { mqttState($0) == "failing" }
+        let error = status["mqtt"]?["error"]?.string ?? ""
+        #expect(error.contains("not authorised") || error.contains("not authorized"), "\(error)")
+        let text = try runCommand([AccessctlTests.accessctl, "--socket", harness.socketPath, "status"]).output
+        #expect(text.contains("mqtt:") && text.contains("failing"), "\(text)")
+        // Retried with a growing delay: over 6 s, a handful of attempts, not hundreds.
+        let before = broker.log.components(separatedBy: "New client connected").count
+        try await Task.sleep(for: .seconds(6))
+        let attempts = broker.log.components(separatedBy: "New client connected").count - before
+        #expect(attempts <= 5, "\(attempts) connection attempts in 6 s")
+        #expect(harness.daemon?.isRunning == true)
+
+        // The right password (a restart reads it again): connected.
+        _ = harness.stop()
+        try "right\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        try await harness.start()
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+    }
+
+    @Test func aPasswordFileOthersCanReadIsRefused() async throws {
+        let harness = try await DaemonHarness()
+        let passwordFile = harness.directory + "/mqtt-password"
+        try "x\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o644)
+        try harness.writeConfig("[mqtt]\nurl = \"mqtt://127.0.0.1:1\"\nusername = \"k\"\npassword_file = \"\(passwordFile)\"\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let status = try await harness.waitForStatus { mqttState($0) == "failing" }
+        #expect(status["mqtt"]?["error"]?.string?.contains("readable by others") == true)
+    }
+
+    @Test func aTLSBrokerIsReachedWithItsCAAndRefusedWithout() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker", tls: true)
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        // Without the broker's CA (the system's CAs do not know it): refused, and said so.
+        try harness.writeConfig("[mqtt]\nurl = \"mqtts://127.0.0.1:\(broker.port)\"\nclient_id = \"\(Self.device)\"\n")
+        try await harness.start()
+        let refused = try await harness.waitForStatus { $0["mqtt"]?["error"] != nil }
+        #expect(mqttState(refused) != "connected")
+        let reason = refused["mqtt"]?["error"]?.string ?? ""
+        #expect(reason.contains("certificate verify failed"), "\(reason)")
+        _ = harness.stop()
+        try harness.writeConfig(config(broker, extra: "ca_file = \"\(pki.caCertificate)\"\n")
+            .replacingOccurrences(of: "mqtt://", with: "mqtts://"))
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
+    }
+}

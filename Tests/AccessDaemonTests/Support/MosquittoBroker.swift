@@ -1,0 +1,110 @@
+import BlueZTestSupport
+import Foundation
+
+/// Debian's real `mosquitto` broker on loopback, on a port of its own, with persistence (so a
+/// durable subscriber's session survives a restart) and optionally a password file.
+final class MosquittoBroker: @unchecked Sendable {
+    let directory: String
+    let port: Int
+    /// Serve TLS only, with this CA's server certificate for 127.0.0.1.
+    let pki: TestPKI?
+    private(set) var process: ChildProcess?
+
+    /// `users`: name → password; then anonymous clients are refused.
+    init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
+        self.directory = directory
+        pki = tls ? try TestPKI(directory: directory + "/pki") : nil
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        var config = """
+            listener \(port) 127.0.0.1
+            user root
+            persistence true
+            persistence_location \(directory)/
+            log_dest file \(directory)/mosquitto.log
+            log_type all
+            connection_messages true
+
+            """
+        if let pki {
+            config += "cafile \(pki.caCertificate)\ncertfile \(pki.serverCertificate)\nkeyfile \(pki.serverKey)\n"
+        }
+        if users.isEmpty {
+            config += "allow_anonymous true\n"
+        } else {
+            let passwords = directory + "/passwords"
+            _ = FileManager.default.createFile(atPath: passwords, contents: Data())
+            for (name, password) in users {
+                let result = try runCommand(["/usr/bin/mosquitto_passwd", "-b", passwords, name, password], mergingErrors: true)
+                guard result.status == 0 else { throw TestEnvironmentError("mosquitto_passwd: \(result.output)") }
+            }
+            config += "allow_anonymous false\npassword_file \(passwords)\n"
+        }
+        try config.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+    }
+
+    func start() async throws {
+        let process = try ChildProcess(["/usr/sbin/mosquitto", "-c", directory + "/mosquitto.conf"],
+                                       output: directory + "/mosquitto.out")
+        self.process = process
+        for _ in 0..<250 {
+            if Self.accepts(port) { return }
+            guard process.isRunning else {
+                throw TestEnvironmentError("mosquitto exited: \((try? String(contentsOfFile: directory + "/mosquitto.out", encoding: .utf8)) ?? "")")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestEnvironmentError("mosquitto did not listen on \(port)")
+    }
+
+    /// SIGTERM: the broker saves its sessions and stops.
+    func stop() {
+        _ = process?.stop(grace: 5)
+        process = nil
+    }
+
+    var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
+
+    /// A subscriber with a durable session (`-c -i`): what it missed while away it gets on
+    /// return. Prints `topic payload` per message.
+    func subscribe(_ filter: String, id: String, output: String) throws -> ChildProcess {
+        try ChildProcess(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-t", filter,
+                          "-F", "%t %p"] + tlsArguments, output: output)
+    }
+
+    /// The retained message on `topic`, read by a one-shot subscriber.
+    func retained(_ topic: String) throws -> String {
+        let result = try runCommand(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "3",
+                                     "--retained-only"] + tlsArguments, timeout: .seconds(10))
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private var tlsArguments: [String] { pki.map { ["--cafile", $0.caCertificate] } ?? [] }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestEnvironmentError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
