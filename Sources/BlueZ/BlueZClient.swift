@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 /// accessd's view of bluetoothd: a mirror of the `org.bluez` object tree kept current from
 /// ObjectManager and PropertiesChanged signals, the events it derives, and the calls the
 /// daemon makes (discovery, power, connect; the calls live beside their interface in
@@ -18,6 +20,7 @@ public actor BlueZClient: BluetoothCentral {
     public nonisolated let events: AsyncStream<BlueZEvent>
     let continuation: AsyncStream<BlueZEvent>.Continuation
     private let signalBufferLimit: Int
+    private nonisolated let failures = NIOLockedValueBox<[String: Int]>([:])
 
     private var owner: String?
     public private(set) var adapters: [String: AdapterState] = [:]
@@ -272,9 +275,14 @@ public actor BlueZClient: BluetoothCentral {
             return try await connection.call(destination: Self.service, path: path, interface: interface,
                                              method: method, arguments: arguments, timeout: timeout)
         } catch {
-            throw BlueZError(error)
+            let failure = BlueZError(error)
+            failures.withLockedValue { $0[failure.code, default: 0] += 1 }
+            throw failure
         }
     }
+
+    /// BlueZ calls that failed since start, by `BlueZError.code` (the metrics' failure classes).
+    public nonisolated var callFailures: [String: Int] { failures.withLockedValue { $0 } }
 
     private func forgetGatt(below devicePath: String) {
         let prefix = devicePath + "/"

@@ -25,10 +25,12 @@ final class ClientOutbox: @unchecked Sendable {
     private var holding = false
     let eventLimit: Int
     let responseLimit: Int
+    private let dropped: DroppedEventCounter
 
-    init(eventLimit: Int, responseLimit: Int = 256) {
+    init(eventLimit: Int, responseLimit: Int = 256, dropped: DroppedEventCounter = DroppedEventCounter()) {
         self.eventLimit = eventLimit
         self.responseLimit = responseLimit
+        self.dropped = dropped
     }
 
     private func locked<T>(_ body: () -> T) -> T {
@@ -91,6 +93,7 @@ final class ClientOutbox: @unchecked Sendable {
                 return waiter
             }
             if eventCount >= eventLimit {
+                dropped.add(1)
                 if case let .gap(from, _)? = events.last {
                     events[events.count - 1] = .gap(from: from, to: sequence)
                 } else {
@@ -117,6 +120,7 @@ final class ClientOutbox: @unchecked Sendable {
     /// Records the events `from...to` as dropped without having them: a replay larger than
     /// the queue stops reading the journal where the queue is full.
     func pushGap(from: Int64, to: Int64) {
+        dropped.add(Int(max(0, to - from + 1)))
         let wake = locked { () -> (CheckedContinuation<String?, Never>, String)? in
             guard !closed, from <= to else { return nil }
             if case let .gap(first, _)? = events.last {
@@ -181,4 +185,15 @@ final class ClientOutbox: @unchecked Sendable {
         wake?.resume(returning: nil)
     }
 
+}
+
+/// Events dropped for subscribers that did not keep up, over every client of a server.
+final class DroppedEventCounter: Sendable {
+    private let count = NIOLockedValueBox(0)
+
+    func add(_ events: Int) {
+        count.withLockedValue { $0 += events }
+    }
+
+    var total: Int { count.withLockedValue { $0 } }
 }

@@ -24,12 +24,12 @@ public final class ControlClient: Sendable, Hashable {
     let outbox: ClientOutbox
     let activity = NIOLockedValueBox(ClientActivity())
 
-    init(id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int) {
+    init(id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int, dropped: DroppedEventCounter = DroppedEventCounter()) {
         self.id = id
         self.role = role
         self.uid = uid
         self.pid = pid
-        self.outbox = ClientOutbox(eventLimit: eventLimit)
+        self.outbox = ClientOutbox(eventLimit: eventLimit, dropped: dropped)
     }
 
     /// Queues an event notification for this client; never blocks, never grows without bound.
@@ -71,6 +71,12 @@ public final class ControlServer: Sendable {
     private let logger: Logger
     private let clientIDs = ClientCounter()
     private let admission: ClientAdmission
+    private let dropped = DroppedEventCounter()
+
+    /// Clients connected now (the metrics' `accessd_socket_clients`).
+    public var connectedClients: Int { admission.connected }
+    /// Events dropped for subscribers that did not keep up, since start, over all clients.
+    public var droppedEvents: Int { dropped.total }
 
     public init(path: String, group: gid_t?, eventLimit: Int, limits: ClientLimits = ClientLimits(), logger: Logger,
                 handler: any ControlRequestHandler, roleOf: @escaping @Sendable (PeerIdentity) -> Role) {
@@ -148,7 +154,7 @@ public final class ControlServer: Sendable {
         }
         defer { admission.leave() }
         let client = ControlClient(id: clientIDs.next(), role: role, uid: identity?.uid ?? UInt32.max,
-                                   pid: identity?.pid ?? -1, eventLimit: eventLimit)
+                                   pid: identity?.pid ?? -1, eventLimit: eventLimit, dropped: dropped)
         logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
         enum Side { case reader, writer, idle, stalled }
         let channel = connection.channel

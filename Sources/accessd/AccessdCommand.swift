@@ -111,8 +111,9 @@ struct AccessdCommand: AsyncParsableCommand {
             printError("accessd: \(config): [site] ca_file: \(error)")
             throw ExitCode(78)
         }
+        let central = BlueZClient(connection: connection)
         let daemon = try AccessDaemonServices(configuration: settings, store: store,
-                                              central: BlueZClient(connection: connection), site: site,
+                                              central: central, site: site,
                                               logLevel: level, logger: logger,
                                               configFile: access(config, F_OK) == 0 ? config : nil)
         let server = ControlServer(
@@ -120,6 +121,14 @@ struct AccessdCommand: AsyncParsableCommand {
             limits: settings.clientLimits, logger: logger,
             handler: daemon.control,
             roleOf: Groups.roleResolver(operatorGroup: settings.operatorGroup, adminGroup: settings.adminGroup))
+        var metrics: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let endpoint = settings.metricsListen {
+            let exporter = MetricsExporter(endpoint: endpoint, daemon: daemon, logger: logger) {
+                .init(socketClients: server.connectedClients, socketDroppedEvents: server.droppedEvents,
+                      bluezCallFailures: central.callFailures)
+            }
+            metrics.append(.init(service: untilGracefulShutdown { await exporter.run() }))
+        }
 
         let socketPath = settings.socketPath
         let running = settings
@@ -135,7 +144,7 @@ struct AccessdCommand: AsyncParsableCommand {
                         notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
                     }
                 }),
-            ] + daemon.services.map { .init(service: $0) } + [
+            ] + daemon.services.map { .init(service: $0) } + metrics + [
                 .init(service: untilGracefulShutdown {
                     try await SystemdReporter(notifier: notifier, daemon: daemon).run()
                 }, successTerminationBehavior: .ignore),

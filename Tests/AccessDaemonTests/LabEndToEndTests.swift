@@ -62,7 +62,10 @@ struct LabEndToEndTests {
     }
 
     @Test func walkingUpGrantsOncePerApproach() async throws {
-        let lab = try await LabScenario(name: "approach", accessdConfig: Self.quickRange, readers: Self.frontDoor)
+        let metricsPort = try MosquittoBroker.freePort()
+        let lab = try await LabScenario(name: "approach",
+                                        accessdConfig: Self.quickRange + "[metrics]\nlisten = \"127.0.0.1:\(metricsPort)\"\n",
+                                        readers: Self.frontDoor)
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
@@ -83,6 +86,14 @@ struct LabEndToEndTests {
             _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)))
         }
         #expect(lab.readers.exchanges.allSatisfy { $0["granted"] == true && $0["operation"] == "access" })
+        // The metrics saw both through real BlueZ: the exchanges and each phase's latency.
+        let scrape = try runCommand(["/usr/bin/curl", "-s", "http://127.0.0.1:\(metricsPort)/metrics"]).output
+        #expect(scrape.contains(#"accessd_exchanges_total{origin="automatic",operation="access",outcome="decided",result="granted"} 2"#),
+                "\(scrape)")
+        for phase in ["detection", "connect", "services", "exchange", "total"] {
+            #expect(scrape.contains(#"accessd_exchange_phase_seconds_count{phase="\#(phase)"} 2"#), "\(phase)")
+        }
+        #expect(!scrape.contains("accessd_advertisements_total 0\n"))
     }
 
     /// `connect_early`: accessd connects while the person is still in manual range; the reader

@@ -203,6 +203,51 @@ struct SystemdLabTests {
         #expect(outsider.output.contains("ermission denied"), "\(outsider.output)")
     }
 
+    /// The fleet parts through the unit's sandbox (issue #16): `/metrics` scraped over TCP and
+    /// checked by promtool, and the MQTT bridge publishing to a mosquitto on the VM, as the
+    /// machine id (the packaged default `<device>`), with its password file in /etc/accessd.
+    @Test func metricsAndTheMQTTBridgeWorkThroughTheSandbox() async throws {
+        try await Lab.ensureInstalled()
+        let directory = "/tmp/systemd-fleet"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let broker = try MosquittoBroker(directory: directory + "/broker", users: ["kiosk": "s3cret"])
+        try await broker.start()
+        defer { broker.stop() }
+        try Lab.must("printf 's3cret\\n' > /etc/accessd/mqtt-password && chown root:accessd /etc/accessd/mqtt-password "
+                     + "&& chmod 0640 /etc/accessd/mqtt-password")
+        try (Lab.baseConfig + """
+            [metrics]
+            listen = "127.0.0.1:9464"
+            [mqtt]
+            url = "mqtt://127.0.0.1:\(broker.port)"
+            username = "kiosk"
+            password_file = "/etc/accessd/mqtt-password"
+
+            """).write(toFile: Lab.config, atomically: true, encoding: .utf8)
+        defer {
+            try? Lab.baseConfig.write(toFile: Lab.config, atomically: true, encoding: .utf8)
+            _ = try? Lab.sh("systemctl restart accessd; rm -f /etc/accessd/mqtt-password")
+        }
+        try Lab.must("systemctl restart accessd")
+        try await Lab.waitFor("running") { try Lab.isRunning() }
+        let machine = try Lab.must("cat /etc/machine-id").trimmingCharacters(in: .whitespacesAndNewlines)
+        var status = ""
+        try await Lab.waitFor("online on the broker") {
+            status = try broker.retained("accessd/\(machine)/status")
+            return status.contains("online")
+        }
+        let scrape = try Lab.must("curl -sf http://127.0.0.1:9464/metrics")
+        #expect(scrape.contains("accessd_mqtt_connected 1.0"), "\(scrape)")
+        let check = try Lab.sh("curl -sf http://127.0.0.1:9464/metrics | promtool check metrics")
+        #expect(check.status == 0, "\(check.output)")
+        let text = try Lab.must("accessctl status")
+        #expect(text.contains("mqtt:") && text.contains("connected to mqtt://127.0.0.1:\(broker.port) as accessd/\(machine)"), "\(text)")
+        // A stop through systemd: the retained status says offline.
+        try Lab.must("systemctl stop accessd")
+        #expect(try broker.retained("accessd/\(machine)/status") == "{\"status\":\"offline\"}")
+        try Lab.must("systemctl start accessd")
+    }
+
     @Test func nothingWasDeniedBySandboxOrFilter() async throws {
         try await Lab.ensureInstalled()
         let journal = try Lab.journal()

@@ -38,6 +38,8 @@ actor AccessEngine {
         var readerCount: Int
         var refusedAdvertisements: Int
         var automaticAccessEnabled: Bool
+        var seenAdvertisements = 0
+        var readersInAutoRange = 0
     }
 
     let door: Door
@@ -187,7 +189,8 @@ actor AccessEngine {
 
     var status: Status {
         Status(readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
-               automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled)
+               automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled, seenAdvertisements: sightings.seen,
+               readersInAutoRange: sightings.registry.readers.filter(\.isInAutoConnectRange).count)
     }
 
     func setAutomaticAccess(_ enabled: Bool) {

@@ -7,6 +7,8 @@ import BlueZ
 struct ReaderSightings: Sendable {
     var registry: ReaderRegistry
     private(set) var refused = 0
+    /// Reader advertisements heard (refused ones included), for the metrics.
+    private(set) var seen = 0
     private var firstInRange: [ReaderID: ContinuousClock.Instant] = [:]
 
     struct Sighting {
@@ -24,6 +26,7 @@ struct ReaderSightings: Sendable {
         guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString], let rssi = device.rssi,
               let address = device.address
         else { return nil }
+        seen += 1
         guard ReaderRegistry.measurableRSSI.contains(rssi) else {
             refused += 1
             refusal(.rssiOutOfRange(rssi))

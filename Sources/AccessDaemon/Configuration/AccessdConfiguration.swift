@@ -95,6 +95,9 @@ public struct AccessdConfiguration: Hashable, Sendable {
     /// `[mqtt]`: the fleet bridge (docs/fleet.md); nil: off.
     public var mqtt: MQTTConfiguration? = nil
 
+    /// `[metrics] listen`: where `/metrics` is served; nil: off.
+    public var metricsListen: MetricsEndpoint? = nil
+
     public static let supportedFeatures: Set<String> = ["aperio", "salto", "digitalId"]
 
     public init() {}

@@ -63,6 +63,7 @@ public enum ConfigurationLoader {
                 "log": ["level"],
                 "readers": ["allow", "deny"],
                 "button": ["device", "key"],
+                "metrics": ["listen"],
                 "mqtt": ["url", "topic_prefix", "client_id", "username", "password_file", "ca_file", "cert_file", "key_file",
                          "qos"],
             ]
@@ -181,6 +182,12 @@ public enum ConfigurationLoader {
             }
             c.readerRules = try readerRules()
             c.mqtt = try mqtt()
+            if let listen = try string("metrics", "listen") {
+                switch MetricsEndpoint.parse(listen) {
+                case let .success(endpoint): c.metricsListen = endpoint
+                case let .failure(problem): throw fail("metrics", "listen", problem.reason)
+                }
+            }
             return c
         }
 

@@ -34,6 +34,8 @@ actor SiteSync {
     private var features: [String: FeatureState] = [:]
     /// Callers of `items.sync` waiting for their sync to end, by request number.
     private var waiting = PendingAnswers<SyncAnswer>()
+    /// Syncs since start by result (`ok` or the first failure's code), for the metrics.
+    private(set) var outcomes: [String: Int] = [:]
 
     init(site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
          clock: any Clock<Duration>, logger: Logger) {
@@ -101,6 +103,7 @@ actor SiteSync {
             }
         }
         let delay = schedule.finished(success: failure == nil, interval: interval, at: Clocks.monotonic())
+        if !results.isEmpty { outcomes[failure?.code ?? "ok", default: 0] += 1 }
         if let failure {
             logger.warning("site sync failed", metadata: [
                 "reason": "\(reason)", "error": "\(failure)", "retryInSeconds": "\(delay.components.seconds)",

@@ -1,0 +1,139 @@
+import AccessJSON
+import Foundation
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// accessd's Prometheus metrics (docs/operations.md, "Metrics") on a swift-prometheus
+/// registry of the exporter's own. Its own API rather than swift-metrics' facade: the
+/// facade's factory registers every metric without help text, and `promtool check metrics`
+/// (the format's own checker) refuses metrics without it; a registry of its own (not the
+/// process-wide `MetricsSystem`) also lets a test process run several daemons.
+///
+/// Two sources: the journal, followed like every other consumer (exchanges and their phase
+/// latencies, events by kind, site failures, events lost), and a snapshot read at each
+/// scrape (gauges, and totals kept elsewhere whose growth becomes counters).
+final class DaemonMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    /// Totals seen at the last scrape, by metric and labels: what a counter has been given.
+    private let exported = NIOLockedValueBox<[String: Int]>([:])
+
+    /// Every metric and its help: one place, so a name is never registered with two helps.
+    static let help: [String: String] = [
+        "accessd_build_info": "accessd's version, as a label; always 1.",
+        "accessd_uptime_seconds": "Seconds since accessd started.",
+        "process_resident_memory_bytes": "accessd's resident memory in bytes.",
+        "accessd_scanning": "1 while scanning for readers, else 0.",
+        "accessd_readers_known": "Readers heard recently (as accessctl readers lists them).",
+        "accessd_readers_in_auto_range": "Readers within automatic-access range now.",
+        "accessd_advertisements_total": "Reader advertisements heard since start, refused ones included.",
+        "accessd_advertisements_refused_total": "Reader advertisements refused since start (unreadable, impossible RSSI, too many readers).",
+        "accessd_credentials": "Credentials held.",
+        "accessd_credentials_usable": "Credentials that are active and can be presented.",
+        "accessd_exchanges_total": "Exchanges with readers since start, by origin, operation, outcome and result (the reader's decision or the error).",
+        "accessd_exchange_phase_seconds": "Duration of each phase of an exchange: detection (crossing into range to connecting), connect, services, exchange, total.",
+        "accessd_events_total": "Events journalled since start, by kind.",
+        "accessd_events_lost_total": "Events that could not be journalled (full disk) and did not fit in memory.",
+        "accessd_journal_events": "Events the journal keeps now.",
+        "accessd_socket_clients": "Clients connected to the control socket.",
+        "accessd_socket_events_dropped_total": "Events dropped for socket subscribers that did not keep up.",
+        "accessd_bluez_call_failures_total": "BlueZ calls that failed since start, by class.",
+        "accessd_site_syncs_total": "Site syncs since start, by result (ok or the error code).",
+        "accessd_site_failures_total": "Site features that started failing or changed their reason, by feature and error.",
+        "accessd_audit_backlog_events": "Access events not yet acknowledged by their sites.",
+        "accessd_mqtt_connected": "1 while connected to the MQTT broker, else 0.",
+        "accessd_mqtt_backlog_events": "Events journalled after the last one the MQTT broker acknowledged.",
+    ]
+
+    static let phaseBuckets: [Duration] = [
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(350),
+        .milliseconds(500), .milliseconds(750), .seconds(1), .milliseconds(1500), .milliseconds(2500), .seconds(5),
+        .seconds(10),
+    ]
+
+    init() {
+        gauge("accessd_build_info", [("version", AccessDaemon.version)]).set(to: 1)
+    }
+
+    private func descriptor(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: Self.help[name] ?? name)
+    }
+
+    private func counter(_ name: String, _ labels: [(String, String)] = []) -> Counter {
+        registry.makeCounter(descriptor: descriptor(name), labels: labels)
+    }
+
+    private func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
+        registry.makeGauge(descriptor: descriptor(name), labels: labels)
+    }
+
+    // MARK: From the journal
+
+    /// One journalled event.
+    func record(kind: String, data: JSONValue) {
+        counter("accessd_events_total", [("kind", kind)]).increment()
+        switch kind {
+        case "access.completed":
+            let outcome = data["outcome"]?.string ?? "unknown"
+            let result = data["decision"]?.string ?? data["error"]?.string ?? (outcome == "actionPerformed" ? "performed" : "none")
+            // "actions.perform 2": the action's number is not a label (unbounded).
+            let operation = (data["operation"]?.string ?? data["mode"]?.string ?? "access").split(separator: " ").first
+                .map(String.init) ?? "access"
+            counter("accessd_exchanges_total", [("origin", data["origin"]?.string ?? "unknown"), ("operation", operation),
+                                                ("outcome", outcome), ("result", result)]).increment()
+            for (phase, key) in [("detection", "detectionMs"), ("connect", "connectMs"), ("services", "resolveMs"),
+                                 ("exchange", "exchangeMs"), ("total", "totalMs")] {
+                guard let milliseconds = data["timings"]?[key]?.number, milliseconds >= 0, milliseconds < 3_600_000 else { continue }
+                registry.makeDurationHistogram(descriptor: descriptor("accessd_exchange_phase_seconds"),
+                                               labels: [("phase", phase)], buckets: Self.phaseBuckets)
+                    .recordNanoseconds(Int64(milliseconds * 1_000_000))
+            }
+        case "feature.state" where data["state"]?.string == "failed":
+            counter("accessd_site_failures_total", [("feature", data["feature"]?.string ?? "unknown"),
+                                                    ("error", data["error"]?.string ?? "unknown")]).increment()
+        case "events.lost":
+            counter("accessd_events_lost_total").increment(by: max(0, data["count"]?.int ?? 0))
+        default:
+            break
+        }
+    }
+
+    // MARK: At each scrape
+
+    func refresh(_ snapshot: MetricsSnapshot) {
+        gauge("accessd_uptime_seconds").set(to: snapshot.uptimeSeconds)
+        if let resident = MetricsSnapshot.residentBytes() { gauge("process_resident_memory_bytes").set(to: resident) }
+        gauge("accessd_scanning").set(to: snapshot.scanning ? 1 : 0)
+        gauge("accessd_readers_known").set(to: Double(snapshot.readersKnown))
+        gauge("accessd_readers_in_auto_range").set(to: Double(snapshot.readersInAutoRange))
+        gauge("accessd_credentials").set(to: Double(snapshot.credentialsHeld))
+        gauge("accessd_credentials_usable").set(to: Double(snapshot.credentialsUsable))
+        gauge("accessd_journal_events").set(to: Double(snapshot.journalEvents))
+        gauge("accessd_audit_backlog_events").set(to: Double(snapshot.auditBacklog))
+        gauge("accessd_socket_clients").set(to: Double(snapshot.socketClients))
+        if let mqtt = snapshot.mqtt {
+            gauge("accessd_mqtt_connected").set(to: mqtt.state == .connected ? 1 : 0)
+            gauge("accessd_mqtt_backlog_events").set(to: Double(mqtt.backlog))
+        }
+        total("accessd_advertisements_total", snapshot.advertisementsSeen)
+        total("accessd_advertisements_refused_total", snapshot.advertisementsRefused)
+        total("accessd_socket_events_dropped_total", snapshot.socketDroppedEvents)
+        for (error, count) in snapshot.bluezCallFailures { total("accessd_bluez_call_failures_total", count, [("error", error)]) }
+        for (result, count) in snapshot.siteSyncs { total("accessd_site_syncs_total", count, [("result", result)]) }
+    }
+
+    /// A total kept elsewhere, as a counter: incremented by its growth since the last scrape.
+    private func total(_ name: String, _ value: Int, _ labels: [(String, String)] = []) {
+        let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+        let growth = exported.withLockedValue { exported -> Int in
+            let before = exported[key] ?? 0
+            exported[key] = max(before, value)
+            return max(0, value - before)
+        }
+        counter(name, labels).increment(by: Int64(growth))
+    }
+
+    /// The text exposition format (version 0.0.4).
+    func render() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}

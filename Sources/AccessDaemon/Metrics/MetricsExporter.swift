@@ -1,0 +1,108 @@
+import AccessJSON
+import AccessStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Serves `/metrics` (docs/operations.md, "Metrics") on `[metrics] listen` until cancelled,
+/// and follows the journal into the metrics meanwhile. Off unless configured.
+public struct MetricsExporter: Sendable {
+    public struct Surroundings: Sendable {
+        public var socketClients: Int
+        public var socketDroppedEvents: Int
+        public var bluezCallFailures: [String: Int]
+
+        public init(socketClients: Int, socketDroppedEvents: Int, bluezCallFailures: [String: Int]) {
+            self.socketClients = socketClients
+            self.socketDroppedEvents = socketDroppedEvents
+            self.bluezCallFailures = bluezCallFailures
+        }
+    }
+
+    static let maximumConnections = 16
+
+    let endpoint: MetricsEndpoint
+    let daemon: AccessDaemonServices
+    /// What the parts around the daemon count (the socket server, the BlueZ client).
+    let surroundings: @Sendable () -> Surroundings
+    let logger: Logger
+
+    public init(endpoint: MetricsEndpoint, daemon: AccessDaemonServices, logger: Logger,
+                surroundings: @escaping @Sendable () -> Surroundings) {
+        self.endpoint = endpoint
+        self.daemon = daemon
+        self.surroundings = surroundings
+        self.logger = logger
+    }
+
+    public func run() async {
+        let metrics = DaemonMetrics()
+        let follower = Task { await follow(into: metrics) }
+        defer { follower.cancel() }
+        let daemon = self.daemon, surroundings = self.surroundings
+        let render: @Sendable () async -> [UInt8] = {
+            var snapshot = await daemon.metricsSnapshot()
+            let around = surroundings()
+            snapshot.socketClients = around.socketClients
+            snapshot.socketDroppedEvents = around.socketDroppedEvents
+            snapshot.bluezCallFailures = around.bluezCallFailures
+            metrics.refresh(snapshot)
+            return metrics.render()
+        }
+        let open = NIOLockedValueBox(0)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 16)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                let admitted = open.withLockedValue { count in
+                    guard count < Self.maximumConnections else { return false }
+                    count += 1
+                    return true
+                }
+                guard admitted else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in open.withLockedValue { $0 -= 1 } }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(30)))
+                    try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(render: render))
+                }
+            }
+        let server: any Channel
+        do {
+            switch endpoint {
+            case let .tcp(host, port): server = try await bootstrap.bind(host: host, port: port).get()
+            case let .unix(path): server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+            }
+        } catch {
+            // Doors matter more than metrics: accessd goes on without them, and says why.
+            logger.error("metrics cannot be served", metadata: ["listen": "\(endpoint)", "error": "\(error)"])
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+        logger.info("metrics served", metadata: ["listen": "\(endpoint)", "path": "/metrics"])
+        await withTaskCancellationHandler {
+            try? await server.closeFuture.get()
+        } onCancel: {
+            server.close(promise: nil)
+        }
+    }
+
+    /// Every event journalled from now on, into the metrics.
+    private func follow(into metrics: DaemonMetrics) async {
+        let journal = daemon.journal
+        var cursor = journal.lastSequence
+        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let token = journal.watch(kinds: nil) { wake.yield() }
+        defer { journal.unwatch(token) }
+        for await _ in wakes {
+            while let events = try? journal.store.events(after: cursor, limit: 1000), !events.isEmpty {
+                for event in events {
+                    metrics.record(kind: event.kind, data: (try? JSONValue.parse(event.data)) ?? .null)
+                    cursor = event.sequence
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import AccessJSON
+@testable import AccessDaemon
+import BlueZTestSupport
+import Foundation
+import SuiteTraits
+import Testing
+
+/// `[metrics] listen` (docs/operations.md, "Metrics"): the real accessd scraped over HTTP and
+/// over a Unix socket, its text checked by Prometheus's own `promtool check metrics`
+/// (Debian's `prometheus`), and what a hostile or confused scraper gets.
+@Suite(.threadOfItsOwn)
+struct MetricsTests {
+    /// One scrape: the status line and the body.
+    private func scrape(_ target: [String], path: String = "/metrics", method: String = "GET") throws -> (Int, String) {
+        // `target`: curl's options, then the base URL, to which `path` is added.
+        let arguments = target.dropLast() + [(target.last ?? "") + path]
+        let result = try runCommand(["/usr/bin/curl", "-s", "-X", method, "-w", "\n%{http_code}"] + arguments, timeout: .seconds(20))
+        let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+    }
+
+    /// The value of the series `name{labels}` (exactly as printed), or nil.
+    private func value(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    private func promtool(_ text: String) throws -> (Int32, String) {
+        let result = try runCommand(["/usr/bin/promtool", "check", "metrics"], input: text, mergingErrors: true)
+        return (result.status, result.output)
+    }
+
+    @Test func aScrapeCountsAdvertisementsReadersAndClientsAndPassesPromtool() async throws {
+        let port = try MosquittoBroker.freePort()
+        let harness = try await DaemonHarness(config: "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -69)
+        try await harness.mock.addDevice("00:BB:01:00:00:07")
+        try await harness.advertise(payload: [0x09, 0x01], rssi: -50, path: "/org/bluez/hci0/dev_00_BB_01_00_00_07")
+        _ = try await harness.waitForStatus { $0["refusedAdvertisements"]?.int == 1 && $0["readerCount"]?.int == 1 }
+        let held = try harness.connect()
+        _ = try held.call("status.get").get()
+
+        let (status, text) = try scrape(["http://127.0.0.1:\(port)"])
+        #expect(status == 200)
+        #expect((value(text, "accessd_advertisements_total") ?? 0) >= 2, "\(text)")
+        #expect(value(text, "accessd_advertisements_refused_total") == 1)
+        #expect(value(text, "accessd_readers_known") == 1)
+        #expect(value(text, "accessd_readers_in_auto_range") == 1)
+        #expect((value(text, "accessd_socket_clients") ?? 0) >= 1)
+        #expect(value(text, "accessd_scanning") == 1)
+        #expect((value(text, #"accessd_events_total{kind="reader.updated"}"#) ?? 0) >= 1)
+        #expect((value(text, "process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect(value(text, #"accessd_build_info{version="\#(AccessDaemon.version)"}"#) == 1)
+        let (code, report) = try promtool(text)
+        #expect(code == 0, "promtool check metrics: \(report)\n\(text)")
+
+        // A counter only grows: a second scrape after nothing new is the same.
+        let (_, again) = try scrape(["http://127.0.0.1:\(port)"])
+        #expect(value(again, "accessd_advertisements_refused_total") == 1)
+        #expect(try scrape(["http://127.0.0.1:\(port)"], path: "/").0 == 404)
+        #expect(try scrape(["http://127.0.0.1:\(port)"], method: "POST").0 == 405)
+    }
+
+    @Test func aUnixSocketServesTheSameAndABusyPortLeavesAccessdRunning() async throws {
+        let harness = try await DaemonHarness()
+        let socketPath = harness.directory + "/metrics.sock"
+        try harness.writeConfig("[metrics]\nlisten = \"\(socketPath)\"\n")
+        try await harness.start()
+        let (status, text) = try scrape(["--unix-socket", socketPath, "http://localhost"])
+        #expect(status == 200 && text.contains("accessd_uptime_seconds"))
+        _ = harness.stop()
+
+        // The port is taken: accessd says so and goes on serving doors.
+        let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(blocker) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(blocker, $0, length) == 0 && getsockname(blocker, $0, &length) == 0 }
+        }
+        listen(blocker, 1)
+        try harness.writeConfig("[metrics]\nlisten = \"127.0.0.1:\(UInt16(bigEndian: address.sin_port))\"\n")
+        try await harness.start()
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(harness.daemon?.isRunning == true)
+        #expect(harness.log.contains("metrics cannot be served"), "\(harness.log)")
+        #expect(harness.stop() == 0)
+    }
+
+    /// An exchange's event becomes its counter and its phase histograms (the lab's
+    /// exchanges go through the same journal path).
+    @Test func anExchangeEventFillsTheExchangeCounterAndPhaseHistograms() throws {
+        let metrics = DaemonMetrics()
+        let event = try JSONValue.parse("""
+            {"credential":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","decision":"granted","granted":true,"mode":"access",
+             "origin":"automatic","outcome":"decided","reader":"00002A01",
+             "timings":{"detectionMs":310,"connectMs":58,"exchangeMs":150,"resolveMs":0,"totalMs":518}}
+            """)
+        metrics.record(kind: "access.completed", data: event)
+        metrics.record(kind: "access.completed", data: try JSONValue.parse(
+            #"{"origin":"manual","operation":"actions.perform 2","outcome":"failed","error":"timeout","reader":"00002A01"}"#))
+        let text = String(decoding: metrics.render(), as: UTF8.self)
+        #expect(value(text, #"accessd_exchanges_total{origin="automatic",operation="access",outcome="decided",result="granted"}"#) == 1,
+                "\(text)")
+        #expect(value(text, #"accessd_exchanges_total{origin="manual",operation="actions.perform",outcome="failed",result="timeout"}"#) == 1)
+        #expect(value(text, #"accessd_exchange_phase_seconds_bucket{phase="exchange",le="0.2"}"#) == 1)
+        #expect(value(text, #"accessd_exchange_phase_seconds_bucket{phase="exchange",le="0.1"}"#) == 0)
+        #expect(value(text, #"accessd_exchange_phase_seconds_count{phase="total"}"#) == 1)
+        let (code, report) = try promtool(text)
+        #expect(code == 0, "\(report)")
+    }
+}
