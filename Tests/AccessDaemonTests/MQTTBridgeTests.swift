@@ -213,4 +213,84 @@ struct MQTTBridgeTests {
         _ = try await harness.waitForStatus { mqttState($0) == "connected" }
         #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
     }
+
+    @Test func readersAreRetainedRateLimitedAndHomeAssistantDiscoversTheKiosk() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker")
+        try await broker.start()
+        defer { broker.stop() }
+        let output = harness.directory + "/sub.out"
+        let subscriber = try broker.subscribe("accessd/\(Self.device)/readers/#", id: "sub-readers", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try harness.writeConfig(config(broker, extra: "home_assistant = true\n"))
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["isScanning"]?.bool == true }
+
+        let status = try JSONValue.parse(try broker.retained("homeassistant/binary_sensor/\(Self.device)/status/config"))
+        #expect(status["state_topic"] == .string("accessd/\(Self.device)/status"))
+        #expect(status["device_class"] == "connectivity")
+        #expect(status["device"]?["identifiers"]?.array?.first == .string("accessd_\(Self.device)"))
+        let scanning = try JSONValue.parse(try broker.retained("homeassistant/binary_sensor/\(Self.device)/scanning/config"))
+        #expect(scanning["availability_topic"] == .string("accessd/\(Self.device)/status"))
+
+        // A reader heard, its RSSI moving ten times in a second: one retained message at once,
+        // the newest after the 5 s interval, not ten.
+        try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
+        for step in 0..<10 {
+            try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: Int16(-80 + step * 2))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        var reader = JSONValue.null
+        for _ in 0..<100 {
+            reader = (try? JSONValue.parse(try broker.retained("accessd/\(Self.device)/readers/00002A01"))) ?? .null
+            if reader["available"] == true { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(reader["id"] == "00002A01" && reader["available"] == true, "\(reader)")
+        let config = try JSONValue.parse(try broker.retained("homeassistant/sensor/\(Self.device)/reader_00002A01/config"))
+        #expect(config["state_topic"] == .string("accessd/\(Self.device)/readers/00002A01/access"))
+        #expect(config["name"] == "Front door last access")
+        try await Task.sleep(for: .seconds(6))
+        let published = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { $0.hasPrefix("accessd/\(Self.device)/readers/00002A01 ") }
+        #expect((1...3).contains(published.count), "\(published.count) messages for 10 changes: \(published)")
+        // The newest attributes arrived last: those of the last reader.updated journalled.
+        let last = try JSONValue.parse(String(published.last?.split(separator: " ", maxSplits: 1).last ?? ""))
+        let events = try harness.connect()
+        let replay = try events.call("events.subscribe", ["since": 0, "kinds": ["reader.updated"]]).get()
+        let journalled = try readNotifications(events, count: replay["replayed"]?.int ?? 0)
+        #expect(journalled.count >= 1)
+        #expect(last["rssi"] == journalled.last?["params"]?["data"]?["rssi"], "\(last) against \(journalled.last?.jsonText ?? "")")
+    }
+
+    @Test func eventsRetentionRemovedUnsentAreAnnouncedNotSkipped() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker")
+        let output = harness.directory + "/sub.out"
+        // A durable subscriber, then the broker goes away before accessd starts.
+        try await broker.start()
+        let subscriber = try broker.subscribe("accessd/#", id: "sub-dropped", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try await Task.sleep(for: .milliseconds(500))
+        broker.stop()
+        try harness.writeConfig(config(broker, extra: "[store]\njournal_max_events = 100\n"))
+        try await harness.start()
+        let cursor = try harness.connect().call("status.get").get()["mqtt"]?["through"]?.int ?? -1
+        try makeEvents(harness, switches: 150)
+        let last = try lastSequence(harness)
+        // A restart prunes the journal to its newest 100 events (retention runs at start).
+        _ = harness.stop()
+        try await harness.start()
+        defer { _ = harness.stop() }
+        try await broker.start()
+        defer { broker.stop() }
+        let oldest = last - 99
+        try await waitForAll(oldest...last, in: output, harness: harness)
+        let notice = try #require(((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            .first { $0.hasPrefix("accessd/\(Self.device)/events/events.dropped ") })
+        let dropped = try JSONValue.parse(String(notice.split(separator: " ", maxSplits: 1)[1]))
+        #expect(dropped["from"]?.int == cursor + 1 && dropped["to"]?.int == oldest - 1, "\(dropped) cursor \(cursor) oldest \(oldest)")
+        #expect(harness.log.contains("journal events removed by retention before the MQTT broker had them"))
+    }
 }

@@ -65,7 +65,7 @@ public enum ConfigurationLoader {
                 "button": ["device", "key"],
                 "metrics": ["listen"],
                 "mqtt": ["url", "topic_prefix", "client_id", "username", "password_file", "ca_file", "cert_file", "key_file",
-                         "qos"],
+                         "qos", "home_assistant", "discovery_prefix"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
                 throw ConfigurationError(file: file, line: stray.value.line,
@@ -234,6 +234,13 @@ public enum ConfigurationLoader {
                 throw fail("mqtt", "url", "ca_file, cert_file and key_file need an mqtts:// url")
             }
             m.qos = Int32(try int("mqtt", "qos", 0...1) ?? 1)
+            m.homeAssistant = try bool("mqtt", "home_assistant") ?? false
+            if let prefix = try string("mqtt", "discovery_prefix") {
+                if let problem = MQTTConfiguration.topicLevelProblem(prefix, allowingSlash: true) {
+                    throw fail("mqtt", "discovery_prefix", "discovery_prefix \(problem)")
+                }
+                m.discoveryPrefix = prefix
+            }
             return m
         }
 

@@ -140,6 +140,10 @@ struct MQTTBridge: Sendable {
     private func session(_ client: MosquittoClient, generation: Int, inputs: inout AsyncStream<Input>.Iterator,
                          wakePending: NIOLockedValueBox<Bool>, cursor: inout Int64) async -> SessionEnd {
         var flight: Flight?
+        var retained = MQTTRetainedTopics(
+            topic: topic,
+            discovery: configuration.homeAssistant
+                ? HomeAssistantDiscovery(prefix: configuration.discoveryPrefix, device: device, topic: topic) : nil)
         var everConnected = false
         var lastRefusal: String?
         var lastError: String?
@@ -152,6 +156,7 @@ struct MQTTBridge: Sendable {
                 wakePending.withLockedValue { $0 = false }
                 progress.update { $0.backlog = max(0, journal.lastSequence - cursor) }
             case .tick:
+                if flight != nil { publish(client, retained.due(now: .now)) }
                 if let since = waitingSince, ContinuousClock.now - since > (everConnected ? Self.patience : Self.firstAnswer) {
                     return .failed(lastError.map { "no answer from the broker: \($0)" } ?? "no answer from the broker",
                                    connected: everConnected)
@@ -164,7 +169,7 @@ struct MQTTBridge: Sendable {
                 lastError = nil
                 progress.update { $0.state = .connected; $0.error = nil }
                 publishRetained(client, "status", Self.online)
-                publishRetained(client, "state", Render.sdkState(sdkState.current))
+                publish(client, retained.connected(state: Render.sdkState(sdkState.current)))
                 // Everything after the cursor again: what was in flight on a lost link may not have arrived.
                 flight = Flight(published: cursor)
             case let .mqtt(.connected(_, reason), _):
@@ -218,7 +223,7 @@ struct MQTTBridge: Sendable {
                 }
             }
             if var current = flight {
-                pump(client, &current)
+                pump(client, &current, &retained)
                 flight = current
             }
         }
@@ -243,7 +248,7 @@ struct MQTTBridge: Sendable {
     static let offline: JSONValue = .object(["status": "offline"])
 
     /// Hands libmosquitto the events after the last one handed over, up to the window.
-    private func pump(_ client: MosquittoClient, _ flight: inout Flight) {
+    private func pump(_ client: MosquittoClient, _ flight: inout Flight, _ retained: inout MQTTRetainedTopics) {
         while flight.pending.count < Self.window {
             let events: [AccessStore.Event]
             do {
@@ -274,7 +279,7 @@ struct MQTTBridge: Sendable {
                     logger.debug("an MQTT publish was refused", metadata: ["error": "\(error)"])
                     return
                 }
-                if event.kind == "sdk.state" { publishRetained(client, "state", data) }
+                publish(client, retained.observe(kind: event.kind, data: data, now: .now))
             }
         }
     }
@@ -289,7 +294,14 @@ struct MQTTBridge: Sendable {
     }
 
     private func publishRetained(_ client: MosquittoClient, _ leaf: String, _ value: JSONValue) {
-        _ = try? client.publish(topic: "\(topic)/\(leaf)", payload: Array(value.jsonText.utf8), qos: 1, retain: true)
+        publish(client, [("\(topic)/\(leaf)", value)])
+    }
+
+    /// Retained messages, QoS 1: a later one on the same topic replaces them at the broker.
+    private func publish(_ client: MosquittoClient, _ messages: [MQTTRetainedTopics.Message]) {
+        for message in messages {
+            _ = try? client.publish(topic: message.topic, payload: Array(message.payload.jsonText.utf8), qos: 1, retain: true)
+        }
     }
 
     /// libmosquitto's settings: the password read now, from a file only accessd may read.

@@ -18,6 +18,9 @@ public struct MQTTConfiguration: Sendable, Hashable {
     public var keyFile: String?
     /// 0 or 1 for events (state and status are always QoS 1, retained).
     public var qos: Int32 = 1
+    /// Publish Home Assistant's discovery configs (docs/fleet.md, "Home Assistant").
+    public var homeAssistant = false
+    public var discoveryPrefix = "homeassistant"
 
     public init(host: String, port: Int32, tls: Bool, topicPrefix: String = "accessd", clientID: String? = nil,
                 username: String? = nil, passwordFile: String? = nil, caFile: String? = nil, certFile: String? = nil,
