@@ -8,12 +8,15 @@ final class MosquittoBroker: @unchecked Sendable {
     let port: Int
     /// Serve TLS only, with this CA's server certificate for 127.0.0.1.
     let pki: TestPKI?
+    /// A user the test's own subscribers log in as, when anonymous clients are refused.
+    private let login: (String, String)?
     private(set) var process: ChildProcess?
 
     /// `users`: name → password; then anonymous clients are refused.
     init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
         self.directory = directory
         pki = tls ? try TestPKI(directory: directory + "/pki") : nil
+        login = users.sorted { $0.key < $1.key }.first.map { ($0.key, $0.value) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
         var config = """
@@ -79,7 +82,9 @@ final class MosquittoBroker: @unchecked Sendable {
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private var tlsArguments: [String] { pki.map { ["--cafile", $0.caCertificate] } ?? [] }
+    private var tlsArguments: [String] {
+        (pki.map { ["--cafile", $0.caCertificate] } ?? []) + (login.map { ["-u", $0.0, "-P", $0.1] } ?? [])
+    }
 
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
