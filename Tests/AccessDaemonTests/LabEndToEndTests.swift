@@ -94,6 +94,8 @@ struct LabEndToEndTests {
             #expect(scrape.contains(#"accessd_exchange_phase_seconds_count{phase="\#(phase)"} 2"#), "\(phase)")
         }
         #expect(!scrape.contains("accessd_advertisements_total 0\n"))
+        print(scrape.split(separator: "\n").filter { $0.hasPrefix("accessd_exchange") || $0.hasPrefix("accessd_advertisements") }
+            .joined(separator: "\n"))
     }
 
     /// `connect_early`: accessd connects while the person is still in manual range; the reader

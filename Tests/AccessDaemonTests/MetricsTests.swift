@@ -114,4 +114,30 @@ struct MetricsTests {
         let (code, report) = try promtool(text)
         #expect(code == 0, "\(report)")
     }
+
+    /// docs/operations.md's alert rules and scrape config are valid Prometheus files, and
+    /// name only metrics accessd serves.
+    @Test func theDocumentedAlertRulesAreValidAndNameServedMetrics() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/operations.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let blocks = text.components(separatedBy: "```yaml\n").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+        let rules = try #require(blocks.first { $0.contains("groups:") })
+        let path = NSTemporaryDirectory() + "accessd-rules-\(UUID().uuidString).yml"
+        try rules.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let check = try runCommand(["/usr/bin/promtool", "check", "rules", path], mergingErrors: true)
+        #expect(check.status == 0, "\(check.output)")
+        for name in ["accessd_bluetoothd_present", "accessd_adapter_present", "accessd_advertisements_total",
+                     "accessd_exchanges_total", "accessd_mqtt_backlog_events"] {
+            #expect(rules.contains(name))
+            #expect(DaemonMetrics.help[name] != nil, "\(name) is not served")
+        }
+        let scrape = try #require(blocks.first { $0.contains("scrape_configs:") })
+        let config = NSTemporaryDirectory() + "accessd-prometheus-\(UUID().uuidString).yml"
+        try scrape.write(toFile: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let checkConfig = try runCommand(["/usr/bin/promtool", "check", "config", config], mergingErrors: true)
+        #expect(checkConfig.status == 0, "\(checkConfig.output)")
+    }
 }

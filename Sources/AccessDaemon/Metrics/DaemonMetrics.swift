@@ -23,6 +23,8 @@ final class DaemonMetrics: Sendable {
         "accessd_uptime_seconds": "Seconds since accessd started.",
         "process_resident_memory_bytes": "accessd's resident memory in bytes.",
         "accessd_scanning": "1 while scanning for readers, else 0.",
+        "accessd_bluetoothd_present": "1 while bluetoothd is on the system bus, else 0.",
+        "accessd_adapter_present": "1 while accessd has a Bluetooth adapter to use, else 0.",
         "accessd_readers_known": "Readers heard recently (as accessctl readers lists them).",
         "accessd_readers_in_auto_range": "Readers within automatic-access range now.",
         "accessd_advertisements_total": "Reader advertisements heard since start, refused ones included.",
@@ -103,6 +105,8 @@ final class DaemonMetrics: Sendable {
         gauge("accessd_uptime_seconds").set(to: snapshot.uptimeSeconds)
         if let resident = MetricsSnapshot.residentBytes() { gauge("process_resident_memory_bytes").set(to: resident) }
         gauge("accessd_scanning").set(to: snapshot.scanning ? 1 : 0)
+        gauge("accessd_bluetoothd_present").set(to: snapshot.bluetoothdPresent ? 1 : 0)
+        gauge("accessd_adapter_present").set(to: snapshot.adapterPresent ? 1 : 0)
         gauge("accessd_readers_known").set(to: Double(snapshot.readersKnown))
         gauge("accessd_readers_in_auto_range").set(to: Double(snapshot.readersInAutoRange))
         gauge("accessd_credentials").set(to: Double(snapshot.credentialsHeld))

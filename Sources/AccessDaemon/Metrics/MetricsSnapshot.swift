@@ -13,6 +13,8 @@ public struct MetricsSnapshot: Sendable {
     public var credentialsHeld = 0
     public var credentialsUsable = 0
     public var scanning = false
+    public var bluetoothdPresent = false
+    public var adapterPresent = false
     public var journalEvents: Int64 = 0
     public var auditBacklog = 0
     public var mqtt: MQTTStatus?
@@ -39,7 +41,7 @@ extension AccessDaemonServices {
     /// The daemon's part of a scrape.
     public func metricsSnapshot() async -> MetricsSnapshot {
         let engine = await access.status
-        let (scanningEnabled, _) = await discovery.scanningAndAdapter
+        let (scanningEnabled, adapter) = await discovery.scanningAndAdapter
         var snapshot = MetricsSnapshot()
         snapshot.readersKnown = engine.readerCount
         snapshot.readersInAutoRange = engine.readersInAutoRange
@@ -48,6 +50,8 @@ extension AccessDaemonServices {
         snapshot.credentialsHeld = book.credentials.count
         snapshot.credentialsUsable = sdk.inputs.usableCredentialCount
         snapshot.scanning = sdk.current.isScanning && scanningEnabled
+        snapshot.bluetoothdPresent = sdk.inputs.bluetoothServicePresent
+        snapshot.adapterPresent = adapter != nil
         let first = (try? journal.store.firstSequence()) ?? nil
         snapshot.journalEvents = first.map { max(0, journal.lastSequence - $0 + 1) } ?? 0
         snapshot.auditBacklog = audit.status.backlog

@@ -70,9 +70,9 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// A subscriber with a durable session (`-c -i`): what it missed while away it gets on
     /// return. Prints `topic payload` per message.
-    func subscribe(_ filter: String, id: String, output: String) throws -> ChildProcess {
+    func subscribe(_ filter: String, id: String, output: String, format: String = "%t %p") throws -> ChildProcess {
         try ChildProcess(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-t", filter,
-                          "-F", "%t %p"] + tlsArguments, output: output)
+                          "-F", format] + tlsArguments, output: output)
     }
 
     /// The retained message on `topic`, read by a one-shot subscriber.
