@@ -152,16 +152,7 @@ final class FleetBroker: @unchecked Sendable {
     private(set) var process: ChildProcess?
 
     init(directory: String) throws {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
-        }
-        close(probe)
-        port = Int(UInt16(bigEndian: address.sin_port))
+        port = try LoopbackPort.free()
         let config = directory + "/mosquitto.conf"
         try "listener \(port) 127.0.0.1\nallow_anonymous true\nuser root\nmax_queued_messages 100000\n"
             .write(toFile: config, atomically: true, encoding: .utf8)

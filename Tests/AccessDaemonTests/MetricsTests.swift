@@ -74,17 +74,10 @@ struct MetricsTests {
         _ = harness.stop()
 
         // The port is taken: accessd says so and goes on serving doors.
-        let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (blocker, busyPort) = try LoopbackPort.bound()
         defer { close(blocker) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(blocker, $0, length) == 0 && getsockname(blocker, $0, &length) == 0 }
-        }
         listen(blocker, 1)
-        try harness.writeConfig("[metrics]\nlisten = \"127.0.0.1:\(UInt16(bigEndian: address.sin_port))\"\n")
+        try harness.writeConfig("[metrics]\nlisten = \"127.0.0.1:\(busyPort)\"\n")
         try await harness.start()
         try await Task.sleep(for: .milliseconds(500))
         #expect(harness.daemon?.isRunning == true)
