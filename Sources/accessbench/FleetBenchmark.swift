@@ -56,10 +56,10 @@ struct FleetBenchmark: AsyncParsableCommand {
 
     private func measure(count: Int, broker: FleetBroker, directory: String) async throws -> Result {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var daemons: [FleetDaemon] = []
+        var daemons: [BenchDaemon] = []
         defer { daemons.forEach { $0.stop() } }
         for index in 0..<count {
-            daemons.append(try await FleetDaemon(index: index, brokerPort: broker.port))
+            daemons.append(try await BenchDaemon(fleetIndex: index, brokerPort: broker.port))
         }
         for daemon in daemons { try await daemon.waitConnected() }
         let output = directory + "/sub.out"
@@ -166,21 +166,10 @@ final class FleetBroker: @unchecked Sendable {
     }
 }
 
-/// One accessd of the fleet: its own private bus with dbusmock, its MQTT bridge on.
-final class FleetDaemon: @unchecked Sendable {
-    let bus: PrivateBus
-    let mock: BlueZMock
-    let process: ChildProcess
-    var socketPath: String { bus.directory.path + "/a.sock" }
-
-    init(index: Int, brokerPort: Int) async throws {
-        bus = try PrivateBus()
-        mock = try await BlueZMock(bus: bus)
-        try await mock.addAdapter("hci0")
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("accessd").path
-        let config = bus.directory.path + "/accessd.toml"
-        try """
+/// One accessd of the fleet: a `BenchDaemon` with its MQTT bridge on.
+extension BenchDaemon {
+    convenience init(fleetIndex index: Int, brokerPort: Int) async throws {
+        try await self.init(config: """
             [log]
             level = "warning"
             [mqtt]
@@ -188,10 +177,7 @@ final class FleetDaemon: @unchecked Sendable {
             topic_prefix = "bench"
             client_id = "kiosk-\(index)"
 
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock", "--state-dir",
-                                    bus.directory.path + "/state", "--bus", bus.address],
-                                   output: bus.directory.path + "/accessd.log")
+            """, waitForSocket: false)
     }
 
     func waitConnected() async throws {
@@ -210,14 +196,9 @@ final class FleetDaemon: @unchecked Sendable {
         let interval = Duration.nanoseconds(Int64(1_000_000_000 / rate))
         var next = ContinuousClock.now
         for index in 0..<events {
-            _ = try connection.call("readers.setScope", ["reader": "2A01", "pathLossOffset": .int(Int64(index % 10))])
-                .get()
+            _ = try connection.call("readers.setScope", ["reader": "2A01", "pathLossOffset": .int(Int64(index % 10))]).get()
             next += interval
             try await Task.sleep(until: next)
         }
-    }
-
-    func stop() {
-        process.stop()
     }
 }

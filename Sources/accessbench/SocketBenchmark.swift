@@ -138,17 +138,20 @@ final class BenchDaemon: @unchecked Sendable {
     let process: ChildProcess
     var socketPath: String { bus.directory.path + "/a.sock" }
 
-    init() async throws {
+    /// The accessd built beside this binary, on its own private bus, with `config` as its file.
+    init(config text: String = "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n",
+         waitForSocket: Bool = true) async throws {
         bus = try PrivateBus()
         mock = try await BlueZMock(bus: bus)
         try await mock.addAdapter("hci0")
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("accessd").path
         let config = bus.directory.path + "/accessd.toml"
-        try "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
         process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
                                     "--state-dir", bus.directory.path + "/state", "--bus", bus.address],
                                    output: bus.directory.path + "/accessd.log")
+        guard waitForSocket else { return }
         for _ in 0..<500 {
             if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
             guard process.isRunning else { throw ValidationError("accessd did not start (build it: swift build -c release)") }
