@@ -98,6 +98,7 @@ public final class AccessDaemonServices: Sendable {
             let progress = MQTTProgress(broker: "\(mqtt.tls ? "mqtts" : "mqtt")://\(mqtt.host):\(mqtt.port)",
                                         topic: "\(mqtt.topicPrefix)/\(device)")
             bridge = MQTTBridge(configuration: mqtt, device: device, journal: journal, sdkState: sdk, progress: progress,
+                                commands: mqtt.commands ? MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands") : nil,
                                 logger: logger)
         }
         self.mqtt = bridge?.progress
@@ -137,6 +138,12 @@ public final class AccessDaemonServices: Sendable {
             runners.append(untilGracefulShutdown { await button.run() })
         }
         self.runners = runners
+        // Commands from the broker run as an operator's on the socket (docs/fleet.md, "Commands").
+        if let commands = bridge?.commands {
+            let api = control
+            let caller = ControlClient.outsideTheSocket(id: 1, role: .operator)
+            commands.setHandler { await api.handle($0, from: caller) }
+        }
     }
 
     /// A reload (SIGHUP): the settings `ConfigurationReload` applies live, taken by the engines

@@ -32,6 +32,12 @@ public final class ControlClient: Sendable, Hashable {
         self.outbox = ClientOutbox(eventLimit: eventLimit, dropped: dropped)
     }
 
+    /// A caller that is not on the socket (the MQTT bridge's command topic, docs/fleet.md):
+    /// its own id range, no peer (uid and pid unknown), and the role its channel earned.
+    public static func outsideTheSocket(id: UInt64, role: Role) -> ControlClient {
+        ControlClient(id: UInt64.max - id, role: role, uid: UInt32.max, pid: -1, eventLimit: 1)
+    }
+
     /// Queues an event notification for this client; never blocks, never grows without bound.
     public func deliver(sequence: Int64, notification: String) {
         outbox.pushEvent(sequence: sequence, line: notification)

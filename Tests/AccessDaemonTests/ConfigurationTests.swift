@@ -91,6 +91,8 @@ struct ConfigurationTests {
         ("[mqtt]\nurl = \"mqtt://b\"\nca_file = \"/ca.pem\"\n", 2, "need an mqtts:// url"),
         ("[mqtt]\nurl = \"mqtts://b\"\ncert_file = \"/c.pem\"\n", 3, "cert_file and key_file go together"),
         ("[mqtt]\nurl = \"mqtt://b\"\nqos = 2\n", 3, "qos must be within 0...1"),
+        ("[mqtt]\nurl = \"mqtt://b\"\nusername = \"k\"\ncommands = true\n", 4, "commands need an mqtts:// url and a username"),
+        ("[mqtt]\nurl = \"mqtts://b\"\ncommands = true\n", 3, "commands need an mqtts:// url and a username"),
     ])
     func badFilesNameTheLineAndTheReason(_ c: (String, Int, String)) {
         do {

@@ -303,4 +303,64 @@ struct MQTTBridgeTests {
         #expect(dropped["from"]?.int == cursor + 1 && dropped["to"]?.int == oldest - 1, "\(dropped) cursor \(cursor) oldest \(oldest)")
         #expect(harness.log.contains("journal events removed by retention before the MQTT broker had them"))
     }
+
+    /// The command topic over an authenticated TLS link: an operator's request runs, anything
+    /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
+    @Test func commandsOverAnAuthenticatedTLSLinkRunAsAnOperatorAndNothingElse() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        let passwordFile = harness.directory + "/mqtt-password"
+        try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        try harness.writeConfig("""
+            [mqtt]
+            url = "mqtts://127.0.0.1:\(broker.port)"
+            client_id = "\(Self.device)"
+            username = "kiosk"
+            password_file = "\(passwordFile)"
+            ca_file = "\(pki.caCertificate)"
+            commands = true
+            home_assistant = true
+
+            """)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["scanningEnabled"]?.bool == true }
+        let output = harness.directory + "/results.out"
+        let results = try broker.subscribe("accessd/\(Self.device)/commands/result", id: "sub-results", output: output)
+        defer { results.stop(grace: 1) }
+        try await Task.sleep(for: .milliseconds(500))
+        let commands = "accessd/\(Self.device)/commands"
+
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":7,"method":"scanning.set","params":{"enabled":false}}"#)
+        _ = try await harness.waitForStatus { $0["scanningEnabled"]?.bool == false }
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":8,"method":"credentials.delete","params":{"id":"x"}}"#)
+        try broker.publish(commands, "not json")
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":9,"method":"access.next"}"#)
+        try broker.publish(commands, String(repeating: "x", count: 5000))
+        var answers: [JSONValue] = []
+        for _ in 0..<100 {
+            answers = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                guard let space = $0.firstIndex(of: " ") else { return nil }
+                return try? JSONValue.parse(String($0[$0.index(after: space)...]))
+            }
+            if answers.count >= 5 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(answers.count == 5, "\(answers.map(\.jsonText))")
+        print((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        #expect(answers.contains { $0["id"] == 7 && $0["result"]?["scanningEnabled"] == false })
+        #expect(answers.contains { $0["id"] == 8 && $0["error"]?["message"]?.string?.contains("not taken over MQTT") == true })
+        #expect(answers.contains { $0["error"]?["code"] == -32700 })
+        #expect(answers.contains { $0["id"] == 9 && $0["result"]?["expirySeconds"] != nil })
+        #expect(answers.contains { $0["error"]?["message"]?.string?.contains("at most 4096 bytes") == true })
+        // Home Assistant gets the open-next button, pressing it sends access.next.
+        let button = try JSONValue.parse(try broker.retained("homeassistant/button/\(Self.device)/open_next/config"))
+        #expect(button["command_topic"] == .string(commands))
+        #expect(button["payload_press"]?.string?.contains("access.next") == true)
+        #expect(harness.daemon?.isRunning == true)
+    }
 }

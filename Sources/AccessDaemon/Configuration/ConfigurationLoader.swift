@@ -65,7 +65,7 @@ public enum ConfigurationLoader {
                 "button": ["device", "key"],
                 "metrics": ["listen"],
                 "mqtt": ["url", "topic_prefix", "client_id", "username", "password_file", "ca_file", "cert_file", "key_file",
-                         "qos", "home_assistant", "discovery_prefix"],
+                         "qos", "home_assistant", "discovery_prefix", "commands"],
             ]
             if let stray = document.sections[""]?.min(by: { $0.value.line < $1.value.line }) {
                 throw ConfigurationError(file: file, line: stray.value.line,
@@ -235,6 +235,11 @@ public enum ConfigurationLoader {
             }
             m.qos = Int32(try int("mqtt", "qos", 0...1) ?? 1)
             m.homeAssistant = try bool("mqtt", "home_assistant") ?? false
+            m.commands = try bool("mqtt", "commands") ?? false
+            if m.commands && !(m.tls && (m.username != nil || m.certFile != nil)) {
+                throw fail("mqtt", "commands", "commands need an mqtts:// url and a username or a client certificate: "
+                    + "whoever can publish to the command topic acts as an operator")
+            }
             if let prefix = try string("mqtt", "discovery_prefix") {
                 if let problem = MQTTConfiguration.topicLevelProblem(prefix, allowingSlash: true) {
                     throw fail("mqtt", "discovery_prefix", "discovery_prefix \(problem)")

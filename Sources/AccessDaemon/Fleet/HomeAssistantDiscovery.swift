@@ -2,13 +2,16 @@ import AccessJSON
 
 /// Home Assistant's MQTT discovery (docs/fleet.md, "Home Assistant"): retained configs under
 /// `<discovery_prefix>/<component>/<node>/<object>/config` that make the kiosk one device
-/// with entities for its status, scanning, SDK states, and the last access at each reader.
+/// with entities for its status, scanning, SDK states, the last access at each reader, and,
+/// when commands are on, a button that opens the next door (`access.next`).
 /// HA reads the bridge's own topics; nothing is published twice.
 struct HomeAssistantDiscovery: Sendable {
     let prefix: String
     let device: String
     /// `<topic_prefix>/<device>`.
     let topic: String
+    /// The command topic when commands are on: then an "Open next door" button.
+    var commandTopic: String? = nil
 
     /// HA's node and object ids take `[a-zA-Z0-9_-]` only.
     static func identifier(_ text: String) -> String {
@@ -59,7 +62,12 @@ struct HomeAssistantDiscovery: Sendable {
                 "value_template": "{{ value_json.states | join(', ') if value_json.states else 'ok' }}",
                 "entity_category": "diagnostic",
             ]),
-        ]
+        ] + (commandTopic.map { commandTopic in
+            [config("button", "open_next", [
+                "name": "Open next door", "command_topic": .string(commandTopic), "icon": "mdi:door-open",
+                "payload_press": .string(#"{"jsonrpc":"2.0","id":"homeassistant","method":"access.next","params":{}}"#),
+            ])]
+        } ?? [])
     }
 
     /// A reader's "last access" entity, published the first time the reader is seen on a connection.

@@ -25,6 +25,8 @@ struct MQTTBridge: Sendable {
     let journal: EventJournal
     let sdkState: SdkStatePublisher
     let progress: MQTTProgress
+    /// The command topic, when `[mqtt] commands` is on.
+    let commands: MQTTCommands?
     let logger: Logger
 
     private var store: AccessStore { journal.store }
@@ -35,6 +37,8 @@ struct MQTTBridge: Sendable {
         case mqtt(MosquittoClient.Event, generation: Int)
         case journalled
         case tick
+        /// A command's answer, to publish on the result topic.
+        case commandAnswer(String)
     }
 
     /// What the bridge has handed over and what came back, for one connection.
@@ -113,8 +117,8 @@ struct MQTTBridge: Sendable {
             let forward = Task { [generation] in
                 for await event in client.events { feed.yield(.mqtt(event, generation: generation)) }
             }
-            let ended = await session(client, generation: generation, inputs: &iterator, wakePending: wakePending,
-                                      cursor: &cursor)
+            let ended = await session(client, generation: generation, inputs: &iterator, feed: feed,
+                                      wakePending: wakePending, cursor: &cursor)
             forward.cancel()
             client.close()
             switch ended {
@@ -138,12 +142,14 @@ struct MQTTBridge: Sendable {
     /// One client's life: publishes while connected, follows acknowledgements, and ends when
     /// the task is cancelled (after `offline`) or when the client will not get through.
     private func session(_ client: MosquittoClient, generation: Int, inputs: inout AsyncStream<Input>.Iterator,
+                         feed: AsyncStream<Input>.Continuation,
                          wakePending: NIOLockedValueBox<Bool>, cursor: inout Int64) async -> SessionEnd {
         var flight: Flight?
         var retained = MQTTRetainedTopics(
             topic: topic,
             discovery: configuration.homeAssistant
-                ? HomeAssistantDiscovery(prefix: configuration.discoveryPrefix, device: device, topic: topic) : nil)
+                ? HomeAssistantDiscovery(prefix: configuration.discoveryPrefix, device: device, topic: topic,
+                                         commandTopic: commands?.topic) : nil)
         var everConnected = false
         var lastRefusal: String?
         var lastError: String?
@@ -170,6 +176,13 @@ struct MQTTBridge: Sendable {
                 progress.update { $0.state = .connected; $0.error = nil }
                 publishRetained(client, "status", Self.online)
                 publish(client, retained.connected(state: Render.sdkState(sdkState.current)))
+                if let commands {
+                    do {
+                        try client.subscribe(commands.topic)
+                    } catch {
+                        logger.error("the MQTT command topic cannot be subscribed to", metadata: ["error": "\(error)"])
+                    }
+                }
                 // Everything after the cursor again: what was in flight on a lost link may not have arrived.
                 flight = Flight(published: cursor)
             case let .mqtt(.connected(_, reason), _):
@@ -196,6 +209,13 @@ struct MQTTBridge: Sendable {
                     // Not connected: a TLS refusal ends libmosquitto's retries; start over now.
                     logger.warning("the MQTT client failed; starting over", metadata: ["error": "\(text)"])
                     return .failed("the client failed: \(text)", connected: everConnected)
+                }
+            case let .mqtt(.message(topic, payload, oversized), _):
+                guard let commands, topic == commands.topic else { continue }
+                commands.receive(payload, oversized: oversized) { feed.yield(.commandAnswer($0)) }
+            case let .commandAnswer(text):
+                if let commands, flight != nil {
+                    _ = try? client.publish(topic: commands.resultTopic, payload: Array(text.utf8), qos: 1, retain: false)
                 }
             case let .mqtt(.published(messageID), _):
                 guard var current = flight, let sequence = current.pending.removeValue(forKey: messageID) else { continue }

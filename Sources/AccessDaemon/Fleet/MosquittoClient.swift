@@ -19,6 +19,9 @@ final class MosquittoClient: Sendable {
         case disconnected(code: Int32, reason: String)
         /// The broker acknowledged a QoS 1 message (PUBACK), or a QoS 0 one was written.
         case published(messageID: Int32)
+        /// A message on a topic subscribed to (the command topic); `oversized` when its
+        /// payload passed `maximumMessage` and was not kept.
+        case message(topic: String, payload: [UInt8], oversized: Bool)
         /// libmosquitto logged an error (a TLS verification failure among them, after which
         /// its thread gives up without a callback: the caller starts over).
         case error(String)
@@ -88,6 +91,18 @@ final class MosquittoClient: Sendable {
             guard let object else { return }
             Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue().continuation.yield(.published(messageID: messageID))
         }
+        mosquitto_message_callback_set(handle) { _, object, message in
+            guard let object, let message else { return }
+            let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            let topic = message.pointee.topic.map { String(cString: $0) } ?? ""
+            let length = Int(message.pointee.payloadlen)
+            guard length <= MosquittoClient.maximumMessage else {
+                sink.continuation.yield(.message(topic: topic, payload: [], oversized: true))
+                return
+            }
+            let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+            sink.continuation.yield(.message(topic: topic, payload: payload, oversized: false))
+        }
         mosquitto_log_callback_set(handle) { _, object, level, text in
             guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
@@ -139,6 +154,14 @@ final class MosquittoClient: Sendable {
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
             throw Failure(description: "libmosquitto refused \(what): \(String(cString: mosquitto_strerror(code)))")
         }
+    }
+
+    /// Commands are small: a larger payload is refused without being copied.
+    static let maximumMessage = 4096
+
+    /// Subscribes to `topic` (QoS 1); messages come as `.message`.
+    func subscribe(_ topic: String) throws(Failure) {
+        try check(mosquitto_subscribe(handle, nil, topic, 1), "a subscription to \(topic)")
     }
 
     /// Queues a message; its id comes back in `.published` when the broker has it (QoS 1).

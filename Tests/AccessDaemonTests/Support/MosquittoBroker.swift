@@ -75,6 +75,13 @@ final class MosquittoBroker: @unchecked Sendable {
                           "-F", format] + tlsArguments, output: output)
     }
 
+    /// Publishes one message with `mosquitto_pub` (as the broker's user, over its TLS).
+    func publish(_ topic: String, _ payload: String) throws {
+        let result = try runCommand(["/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
+                                     "-m", payload] + tlsArguments, mergingErrors: true, timeout: .seconds(10))
+        guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub: \(result.output)") }
+    }
+
     /// The retained message on `topic`, read by a one-shot subscriber.
     func retained(_ topic: String) throws -> String {
         let result = try runCommand(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "3",

@@ -1,0 +1,79 @@
+import AccessJSON
+import ControlSocket
+import NIOConcurrencyHelpers
+
+/// The command topic (docs/fleet.md, "Commands"), off unless `[mqtt] commands = true`, which
+/// the configuration allows only over `mqtts://` with a username or a client certificate:
+/// a JSON-RPC request on `<prefix>/<device>/commands` runs as an operator's on the socket,
+/// and its answer goes to `…/commands/result`. Only `access.request`, `access.next` and
+/// `scanning.set`; a request is at most 4 KiB (larger ones are refused unread) and nested at
+/// most as deep as the socket allows; at most four run at once, the rest are answered
+/// `busy`, so a flood from the broker cannot queue work in accessd.
+final class MQTTCommands: Sendable {
+    typealias Handler = @Sendable (RPCRequest) async -> Result<JSONValue, RPCError>
+
+    static let allowed: [String] = ["access.next", "access.request", "scanning.set"]
+    static let maximumInFlight = 4
+
+    let topic: String
+    var resultTopic: String { topic + "/result" }
+    private let handler = NIOLockedValueBox<Handler?>(nil)
+    private let inFlight = NIOLockedValueBox(0)
+
+    init(topic: String) {
+        self.topic = topic
+    }
+
+    /// Where commands go: the socket's handlers, as an operator (set once the daemon is built).
+    func setHandler(_ handler: @escaping Handler) {
+        self.handler.withLockedValue { $0 = handler }
+    }
+
+    /// One message on the command topic; `answer` gets the JSON-RPC answer's text, now or
+    /// when the command ends.
+    func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
+        guard !oversized else {
+            answer(RPCRequest.errorResponse(id: nil, error: .invalidRequest("a command is at most \(MosquittoClient.maximumMessage) bytes")))
+            return
+        }
+        guard let text = String(validating: payload, as: UTF8.self) else {
+            answer(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
+            return
+        }
+        let request: RPCRequest
+        switch RPCRequest.parse(text) {
+        case let .success(parsed): request = parsed
+        case let .failure(failure):
+            answer(RPCRequest.errorResponse(id: failure.id, error: failure.error))
+            return
+        }
+        guard Self.allowed.contains(request.method) else {
+            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(
+                code: -32601, message: "\(request.method) is not taken over MQTT (only \(Self.allowed.joined(separator: ", ")))")))
+            return
+        }
+        guard let handler = handler.withLockedValue({ $0 }) else {
+            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(code: -32603, message: "accessd is starting")))
+            return
+        }
+        let admitted = inFlight.withLockedValue { count in
+            guard count < Self.maximumInFlight else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(
+                code: -32005, message: "busy: \(Self.maximumInFlight) commands are already running")))
+            return
+        }
+        let inFlight = self.inFlight
+        Task {
+            let result = await handler(request)
+            inFlight.withLockedValue { $0 -= 1 }
+            switch result {
+            case let .success(value): answer(RPCRequest.response(id: request.id, result: value))
+            case let .failure(error): answer(RPCRequest.errorResponse(id: request.id, error: error))
+            }
+        }
+    }
+}
