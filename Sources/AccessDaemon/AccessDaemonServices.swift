@@ -1,4 +1,5 @@
 import AccessCore
+import AccessJSON
 import AccessStore
 import BlueZ
 import ControlSocket
@@ -97,7 +98,15 @@ public final class AccessDaemonServices: Sendable {
             let device = mqtt.clientID ?? MQTTConfiguration.defaultDevice()
             let progress = MQTTProgress(broker: "\(mqtt.tls ? "mqtts" : "mqtt")://\(mqtt.host):\(mqtt.port)",
                                         topic: "\(mqtt.topicPrefix)/\(device)")
-            bridge = MQTTBridge(configuration: mqtt, device: device, journal: journal, sdkState: sdk, progress: progress,
+            // The `state` topic: the SDK state with the adapter in use and the usable credentials.
+            let currentState: @Sendable () async -> JSONValue = { [sdk, discovery] in
+                guard case var .object(members) = Render.sdkState(sdk.current) else { return .null }
+                members["adapter"] = await discovery.scanningAndAdapter.1.map { .string($0) } ?? .null
+                members["usableCredentials"] = .int(Int64(sdk.inputs.usableCredentialCount))
+                return .object(members)
+            }
+            bridge = MQTTBridge(configuration: mqtt, device: device, journal: journal, currentState: currentState,
+                                progress: progress,
                                 commands: mqtt.commands ? MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands") : nil,
                                 logger: logger)
         }

@@ -78,7 +78,25 @@ struct MQTTBridgeTests {
         let event = try JSONValue.parse(String(line[line.index(after: line.firstIndex(of: " ")!)...]))
         #expect(event["kind"] == "sdk.state" && event["data"]?["isScanning"] != nil && event["time"] != nil)
         #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
-        #expect(try broker.retained("accessd/\(Self.device)/state").contains("isScanning"))
+        // The state follows within a second of a change (here: bluetoothd seen, scanning).
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        var state = JSONValue.null
+        for _ in 0..<50 {
+            state = (try? JSONValue.parse(try broker.retained("accessd/\(Self.device)/state"))) ?? .null
+            if state["isScanning"] == true { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(state["isScanning"] == true && state["adapter"] == "hci0" && state["usableCredentials"] == 0, "\(state)")
+        // A change reaches the retained state within a second or so.
+        _ = try harness.connect().call("scanning.set", ["enabled": false]).get()
+        var changed = JSONValue.null
+        for _ in 0..<50 {
+            changed = (try? JSONValue.parse(try broker.retained("accessd/\(Self.device)/state"))) ?? .null
+            if changed["isScanning"] == false { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(changed["isScanning"] == false, "\(changed)")
+        _ = try harness.connect().call("scanning.set", ["enabled": true]).get()
 
         // The broker goes mid-stream; events go on being journalled; it comes back.
         broker.stop()

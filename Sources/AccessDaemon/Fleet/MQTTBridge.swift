@@ -23,7 +23,8 @@ struct MQTTBridge: Sendable {
     let configuration: MQTTConfiguration
     let device: String
     let journal: EventJournal
-    let sdkState: SdkStatePublisher
+    /// What the retained `state` topic says now (docs/fleet.md).
+    let currentState: @Sendable () async -> JSONValue
     let progress: MQTTProgress
     /// The command topic, when `[mqtt] commands` is on.
     let commands: MQTTCommands?
@@ -151,6 +152,8 @@ struct MQTTBridge: Sendable {
                 ? HomeAssistantDiscovery(prefix: configuration.discoveryPrefix, device: device, topic: topic,
                                          commandTopic: commands?.topic) : nil)
         var everConnected = false
+        // The `state` last published on this connection: published again when it differs.
+        var publishedState: JSONValue?
         var lastRefusal: String?
         var lastError: String?
         // Since when the client has waited for a CONNACK (at start, or after the link went).
@@ -162,7 +165,15 @@ struct MQTTBridge: Sendable {
                 wakePending.withLockedValue { $0 = false }
                 progress.update { $0.backlog = max(0, journal.lastSequence - cursor) }
             case .tick:
-                if flight != nil { publish(client, retained.due(now: .now)) }
+                if flight != nil {
+                    publish(client, retained.due(now: .now))
+                    // Within a second of any change (adapter, credentials) that no event names.
+                    let state = await currentState()
+                    if state != publishedState {
+                        publishedState = state
+                        publishRetained(client, "state", state)
+                    }
+                }
                 if let since = waitingSince, ContinuousClock.now - since > (everConnected ? Self.patience : Self.firstAnswer) {
                     return .failed(lastError.map { "no answer from the broker: \($0)" } ?? "no answer from the broker",
                                    connected: everConnected)
@@ -175,7 +186,10 @@ struct MQTTBridge: Sendable {
                 lastError = nil
                 progress.update { $0.state = .connected; $0.error = nil }
                 publishRetained(client, "status", Self.online)
-                publish(client, retained.connected(state: Render.sdkState(sdkState.current)))
+                let state = await currentState()
+                publishedState = state
+                publishRetained(client, "state", state)
+                publish(client, retained.connected())
                 if let commands {
                     do {
                         try client.subscribe(commands.topic)

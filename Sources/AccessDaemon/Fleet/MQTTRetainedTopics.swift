@@ -1,7 +1,6 @@
 import AccessJSON
 
-/// The retained topics beside the event stream (docs/fleet.md): `state` on every SDK state
-/// change; `readers/<id>` with the reader's attributes (and `available`), at most once per
+/// The retained reader topics beside the event stream (docs/fleet.md): `readers/<id>` with the reader's attributes (and `available`), at most once per
 /// `readerInterval` per reader, the newest winning; `readers/<id>/access` with the last
 /// exchange there; and Home Assistant's discovery configs when asked for. Fed the same
 /// journal events as the stream, in order, so a replay after a reconnect leaves the newest.
@@ -24,17 +23,15 @@ struct MQTTRetainedTopics: Sendable {
     /// A retained message to publish: topic and payload.
     typealias Message = (topic: String, payload: JSONValue)
 
-    /// At each connection: the state now, and the discovery configs.
-    mutating func connected(state: JSONValue) -> [Message] {
+    /// At each connection: the discovery configs.
+    mutating func connected() -> [Message] {
         announced = []
-        return [("\(topic)/state", state)] + (discovery?.deviceConfigs ?? [])
+        return discovery?.deviceConfigs ?? []
     }
 
     /// One journal event; what to publish now.
     mutating func observe(kind: String, data: JSONValue, now: ContinuousClock.Instant) -> [Message] {
         switch kind {
-        case "sdk.state":
-            return [("\(topic)/state", data)]
         case "reader.updated", "reader.unavailable":
             guard let id = data["id"]?.string, Self.isTopicLevel(id) else { return [] }
             var attributes = kind == "reader.updated" ? data : (readers[id] ?? .object(["id": .string(id)]))
