@@ -16,22 +16,11 @@ extension SiteAPI {
         else { return .error(401, "auth.invalid", "unknown reader key or bad signature") }
         if let refusal = try freshness(authorization, now: now) { return refusal }
 
-        var cursor: Int64 = 0
-        var wait = 0.0
-        if let query = request.target.split(separator: "?", maxSplits: 1).dropFirst().first {
-            for pair in query.split(separator: "&") {
-                if pair.hasPrefix("cursor=") {
-                    guard let value = Int64(pair.dropFirst("cursor=".count)), value >= 0 else {
-                        return .error(400, "request.invalid", "cursor must be a value a previous page returned, or 0")
-                    }
-                    cursor = value
-                } else if pair.hasPrefix("wait=") {
-                    guard let value = Double(pair.dropFirst("wait=".count)), (0...60).contains(value) else {
-                        return .error(400, "request.invalid", "wait is 0 to 60 seconds")
-                    }
-                    wait = value
-                }
-            }
+        let query = SiteQuery(request.target)
+        let cursor: Int64, wait: Double
+        switch (query.cursor(), query.wait(default: 0)) {
+        case let (.ok(c), .ok(w)): (cursor, wait) = (c, w)
+        case let (.refused(refusal), _), let (_, .refused(refusal)): return refusal
         }
         let database = self.database, pageSize = self.pageSize, after = cursor, holds = wait > 0
         let site = try database.site()

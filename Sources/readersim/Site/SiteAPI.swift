@@ -178,14 +178,10 @@ struct SiteAPI: Sendable {
         guard credential.state == .active else {
             return .error(403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
         }
-        var cursor: Int64 = 0
-        if let query = target.split(separator: "?", maxSplits: 1).dropFirst().first {
-            for pair in query.split(separator: "&") where pair.hasPrefix("cursor=") {
-                guard let value = Int64(pair.dropFirst("cursor=".count)), value >= 0 else {
-                    return .error(400, "request.invalid", "cursor must be a value a previous sync returned")
-                }
-                cursor = value
-            }
+        let cursor: Int64
+        switch SiteQuery(target).cursor() {
+        case let .ok(value): cursor = value
+        case let .refused(refusal): return refusal
         }
         let changes = try database.items(for: credential.id, after: cursor, limit: pageSize + 1)
         let page = changes.prefix(pageSize)
@@ -206,18 +202,12 @@ struct SiteAPI: Sendable {
     /// §4.4: the version at once when it differs from `since` (or without `since`), else
     /// when it changes within `wait` seconds, else the same version at the end of the wait.
     private func changes(_ credential: SiteDatabase.CredentialRow, target: String, now: Double) throws -> SiteResponse {
-        var since: String?
-        var wait = 25.0
-        if let query = target.split(separator: "?", maxSplits: 1).dropFirst().first {
-            for pair in query.split(separator: "&") {
-                if pair.hasPrefix("since=") { since = String(pair.dropFirst("since=".count)).removingPercentEncoding }
-                if pair.hasPrefix("wait=") {
-                    guard let value = Double(pair.dropFirst("wait=".count)), (0...60).contains(value) else {
-                        return .error(400, "request.invalid", "wait is 0 to 60 seconds")
-                    }
-                    wait = value
-                }
-            }
+        let query = SiteQuery(target)
+        let since = query.value("since").flatMap { String($0).removingPercentEncoding }
+        let wait: Double
+        switch query.wait(default: 25) {
+        case let .ok(value): wait = value
+        case let .refused(refusal): return refusal
         }
         let id = credential.id, database = self.database
         guard let current = try database.version(of: id) else { return .error(404, "credential.unknown", "no such credential") }
