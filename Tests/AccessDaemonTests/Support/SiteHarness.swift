@@ -77,9 +77,13 @@ final class SiteHarness: @unchecked Sendable {
         return result.output
     }
 
-    /// A fresh invitation's URL and code.
-    func invite(_ name: String, secondFactor: Bool = false, expiresIn: Double? = nil) throws -> (url: String, code: String) {
-        var arguments = ["invite", "--name", name, "--json", "--url", url.isEmpty ? "http://127.0.0.1:1" : url]
+    /// A fresh invitation's URL and code. `byName` puts `localhost` for the address in the
+    /// site URL the invitation carries, so that the holder resolves a host name.
+    func invite(_ name: String, secondFactor: Bool = false, expiresIn: Double? = nil,
+                byName: Bool = false) throws -> (url: String, code: String) {
+        let siteURL = url.isEmpty ? "http://127.0.0.1:1" : url
+        var arguments = ["invite", "--name", name, "--json", "--url",
+                         byName ? siteURL.replacingOccurrences(of: "://127.0.0.1:", with: "://localhost:") : siteURL]
         if secondFactor { arguments.append("--second-factor") }
         if let expiresIn { arguments.append("--expires-in=\(expiresIn)") }
         let object = try JSONValue.parse(try run(arguments).trimmingCharacters(in: .whitespacesAndNewlines))
