@@ -31,6 +31,7 @@ struct ConfigurationTests {
             connection_limit = 2
             selection_window = 0.5
             [range]
+            filter = "median_average"
             sensitivity = "veryLow"
             [features]
             enabled = ["aperio", "salto"]
@@ -55,6 +56,8 @@ struct ConfigurationTests {
         #expect(c.connectionLimit == 2)
         #expect(c.selectionWindow == .milliseconds(500))
         #expect(c.rangeConfiguration.sensitivityOffset == -5)
+        #expect(c.rangeConfiguration.filter == .medianAverage)
+        #expect(try ConfigurationLoader.parse("", file: "t").rangeConfiguration.filter == .trendGated)
         #expect(c.features == ["aperio", "salto"])
         #expect(c.socketPath == "/tmp/a.sock")
         #expect(c.journalMaxAge == .seconds(2 * 86400))
@@ -70,6 +73,7 @@ struct ConfigurationTests {
         ("[bluetooth]\nscanning = \"yes\"\n", 2, "scanning must be true or false"),
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
         ("[range]\nsensitivity = \"extreme\"\n", 2, "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)"),
+        ("[range]\nfilter = \"kalman\"\n", 2, "filter must be trend_gated or median_average"),
         ("[socket]\npath = \"relative.sock\"\n", 2, "path must be absolute and shorter than 108 bytes"),
         ("[access]\nautomatc = true\n", 2, "unknown key 'automatc'"),
         ("[bluetoth]\nscanning = true\n", 1, "unknown section or key 'bluetoth'"),

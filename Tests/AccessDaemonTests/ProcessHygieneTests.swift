@@ -73,8 +73,12 @@ struct ProcessHygieneTests {
         #expect(!harness.log.contains("client connected"))
         _ = try harness.connect().call("status.get")
         try await waitForLog(harness, "client connected")
-        try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -80)
-        for _ in 0..<250 where try autoRange(harness) != true { try await Task.sleep(for: .milliseconds(20)) }
+        // A reader advertises every 100 ms or so: the range filter's gate wants a few reports
+        // near the door before it counts a reader as approached (docs/reader-protocol.md §3).
+        for _ in 0..<50 where try autoRange(harness) != true {
+            try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -80)
+            try await Task.sleep(for: .milliseconds(100))
+        }
         #expect(try autoRange(harness) == true, "the reloaded sensitivity judges the next advertisement")
         // A file that does not load is refused whole; the daemon keeps running.
         try harness.writeConfig("[log]\nlevel = \"loud\"\n")

@@ -1,5 +1,9 @@
 /// Parameters of range estimation (docs/reader-protocol.md §3 explains each choice).
 public struct RangeConfiguration: Hashable, Sendable {
+    /// How a reader's path loss becomes "in auto-connect range".
+    public var filter: RangeFilter
+    /// The `trendGated` filter's gate.
+    public var gate: ApproachGate.Parameters
     /// dB added to every measured path loss, like the SDK's `BluetoothConnectionSensitivity`:
     /// negative values make readers seem nearer (more eager), positive ones further.
     public var sensitivityOffset: Double
@@ -20,6 +24,8 @@ public struct RangeConfiguration: Hashable, Sendable {
     public var staleTimeout: Duration
 
     public init(
+        filter: RangeFilter = .trendGated,
+        gate: ApproachGate.Parameters = .default,
         sensitivityOffset: Double = 0,
         smoothingFactor: Double = 0.2,
         approachSmoothingFactor: Double = 0.5,
@@ -27,6 +33,8 @@ public struct RangeConfiguration: Hashable, Sendable {
         expiryDelay: Duration = .seconds(5),
         staleTimeout: Duration = .seconds(10)
     ) {
+        self.filter = filter
+        self.gate = gate
         self.sensitivityOffset = sensitivityOffset
         self.smoothingFactor = smoothingFactor
         self.approachSmoothingFactor = approachSmoothingFactor
@@ -36,6 +44,17 @@ public struct RangeConfiguration: Hashable, Sendable {
     }
 
     public static let `default` = RangeConfiguration()
+}
+
+/// The range filters (docs/reader-protocol.md §3, `[range] filter`).
+public enum RangeFilter: String, Hashable, Sendable, CaseIterable {
+    /// Median of 3, the two-weight average, and the `ApproachGate`: in range within one or
+    /// two advertisements of a walk-up's crossing, not for someone standing near the line.
+    case trendGated = "trend_gated"
+    /// Median of 5 and the two-weight average alone (accessd before 0.3).
+    case medianAverage = "median_average"
+
+    var medianWindow: Int { self == .trendGated ? 3 : RangeEstimator.windowSize }
 }
 
 /// Named sensitivity presets, with the names and offsets of the SDK's

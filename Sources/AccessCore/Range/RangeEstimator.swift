@@ -9,6 +9,10 @@
 public struct RangeEstimator: Sendable {
     public static let windowSize = 5
 
+    /// Samples in the median: 5 (`RangeFilter.medianAverage`) or 3 (`.trendGated`, whose
+    /// gate stands against noise instead, and whose median lags one report less).
+    private var window = Self.windowSize
+
     private var s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0
     private var count = 0
     private var next = 0
@@ -16,6 +20,11 @@ public struct RangeEstimator: Sendable {
     public private(set) var smoothed: Double?
 
     public init() {}
+
+    public init(window: Int) {
+        precondition((1...Self.windowSize).contains(window), "a median of 1 to 5 samples")
+        self.window = window
+    }
 
     /// Adds one measured path loss (dB) and returns the new smoothed value. `alpha` weighs
     /// a median above the average (receding), `approachAlpha` one below it (approaching);
@@ -30,8 +39,8 @@ public struct RangeEstimator: Sendable {
         case 3: s3 = pathLoss
         default: s4 = pathLoss
         }
-        next = next == Self.windowSize - 1 ? 0 : next + 1
-        if count < Self.windowSize { count += 1 }
+        next = next == window - 1 ? 0 : next + 1
+        if count < window { count += 1 }
 
         let median = currentMedian()
         let value = smoothed.map { $0 + (median < $0 ? approachAlpha ?? alpha : alpha) * (median - $0) } ?? median
@@ -49,8 +58,11 @@ public struct RangeEstimator: Sendable {
     /// Forgets every sample: used when a reader comes back after being unavailable, so
     /// that an old distance does not leak into a new approach.
     public mutating func reset() {
-        self = RangeEstimator()
+        self = RangeEstimator(window: window)
     }
+
+    /// The median of the samples in the window (meaningless before the first).
+    public var median: Double { currentMedian() }
 
     private func currentMedian() -> Double {
         switch count {

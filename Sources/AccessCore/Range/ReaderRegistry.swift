@@ -35,7 +35,8 @@ public struct ReaderRegistry: Sendable {
 
     private struct Entry: Sendable {
         var attributes: ReaderAttributes
-        var estimator = RangeEstimator()
+        var estimator: RangeEstimator
+        var gate = ApproachGate()
         var beyondManualSince: Timestamp?
         var isAvailable = true
         var reportedPathLoss: Double
@@ -101,15 +102,18 @@ public struct ReaderRegistry: Sendable {
             + scope.pathLossOffset(for: advertisement.readerID)
 
         guard let position = index[advertisement.readerID] else {
-            var estimator = RangeEstimator()
+            var estimator = RangeEstimator(window: range.filter.medianWindow)
+            var gate = ApproachGate()
             let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
                                          approachSmoothingFactor: range.approachSmoothingFactor)
-            let inRange = smoothed < Double(advertisement.autoConnectPathLoss)
+            gate.add(estimator.median, at: now, parameters: range.gate)
+            let inRange = Self.enters(smoothed: smoothed, below: Double(advertisement.autoConnectPathLoss),
+                                      gate: gate, range: range)
             var attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
                                             smoothed: smoothed, inRange: inRange, now: now)
             attributes.scope = scope.effective(for: advertisement.readerID, offering: attributes.flags)
             index[advertisement.readerID] = entries.count
-            entries.append(Entry(attributes: attributes, estimator: estimator,
+            entries.append(Entry(attributes: attributes, estimator: estimator, gate: gate,
                                  reportedPathLoss: smoothed, reportedAt: now))
             return Observation(update: attributes, isInAutoConnectRange: inRange,
                                autoConnectRangeChanged: inRange, becameUnavailable: false,
@@ -134,6 +138,7 @@ public struct ReaderRegistry: Sendable {
             var attributes = before
             if shift != 0 {
                 entries[position].estimator.shift(by: shift)
+                entries[position].gate.shift(by: shift)
                 attributes.measuredPathLoss += shift
                 attributes.distance = ReaderDistance.calculate(
                     measuredPathLoss: attributes.measuredPathLoss, autoConnectPathLoss: Double(attributes.autoConnectPathLoss),
@@ -147,6 +152,13 @@ public struct ReaderRegistry: Sendable {
             }
         }
         return changed.sorted { $0.id < $1.id }
+    }
+
+    /// Whether a reader not in auto-connect range enters it: the smoothed path loss is below
+    /// the threshold and, with the `trendGated` filter, the gate says it is an approach.
+    static func enters(smoothed: Double, below threshold: Double, gate: ApproachGate, range: RangeConfiguration) -> Bool {
+        guard smoothed < threshold else { return false }
+        return range.filter == .medianAverage || gate.opens(below: threshold, parameters: range.gate)
     }
 
     private static func update(
@@ -165,16 +177,19 @@ public struct ReaderRegistry: Sendable {
         if !wasAvailable {
             // Back from expiry: a new approach starts from fresh samples.
             entry.estimator.reset()
+            entry.gate.reset()
             entry.beyondManualSince = nil
         }
         let smoothed = entry.estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
                                            approachSmoothingFactor: range.approachSmoothingFactor)
+        entry.gate.add(entry.estimator.median, at: now, parameters: range.gate)
         var attributes = entry.attributes
         let before = attributes
 
         let auto = Double(advertisement.autoConnectPathLoss)
         let wasInRange = wasAvailable && before.isInAutoConnectRange
-        let inRange = wasInRange ? smoothed < auto + range.autoRangeExitMargin : smoothed < auto
+        let inRange = wasInRange ? smoothed < auto + range.autoRangeExitMargin
+            : enters(smoothed: smoothed, below: auto, gate: entry.gate, range: range)
 
         // Expiry: beyond manual range for long enough.
         var expired = false

@@ -34,6 +34,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var buttonKey = InputKeyCode("KEY_ENTER")!
 
     // [range]
+    /// Taken at start only: each reader's filter state is built for one filter.
+    public var rangeFilter: RangeFilter = .trendGated
     public var sensitivity: ConnectionSensitivity = .normal
     public var smoothingFactor = 0.2
     public var approachSmoothingFactor = 0.5
@@ -103,7 +105,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public init() {}
 
     public var rangeConfiguration: RangeConfiguration {
-        RangeConfiguration(sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
+        RangeConfiguration(filter: rangeFilter, sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
                            approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
                            expiryDelay: expiryDelay, staleTimeout: staleTimeout)
     }

@@ -53,7 +53,7 @@ public enum ConfigurationLoader {
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
                 "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early",
                            "max_retries", "step_timeout", "second_factor_timeout", "open_next_expiry"],
-                "range": ["sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
+                "range": ["filter", "sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
                 "prompts": ["second_factor"],
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout",
@@ -99,6 +99,12 @@ public enum ConfigurationLoader {
             c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
             c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout
             c.openNextExpiry = try seconds("access", "open_next_expiry", 1...60) ?? c.openNextExpiry
+            if let v = try string("range", "filter") {
+                guard let filter = RangeFilter(rawValue: v) else {
+                    throw fail("range", "filter", "filter must be trend_gated or median_average")
+                }
+                c.rangeFilter = filter
+            }
             if let v = try string("range", "sensitivity") {
                 guard let s = ConnectionSensitivity(rawValue: v) ?? ConnectionSensitivity.formerNames[v] else {
                     throw fail("range", "sensitivity", "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)")
