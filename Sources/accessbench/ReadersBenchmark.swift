@@ -1,0 +1,131 @@
+import AccessJSON
+import ArgumentParser
+import BlueZTestSupport
+import ControlSocket
+import Foundation
+
+/// `accessbench readers`: accessd's memory with many readers heard and its CPU with many
+/// advertising (issue #15, item 4). The release accessd on a private bus with dbusmock's
+/// bluez5 template; readers appear as Device1 objects and advertise as bluetoothd reports
+/// it, a `PropertiesChanged` of `RSSI` and `ServiceData` per advertisement.
+struct ReadersBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "readers",
+        abstract: "accessd's resident memory with 1 and N readers heard, and CPU with M readers advertising at R Hz."
+    )
+
+    @Option(help: "Readers heard for the memory figure.") var many = 1000
+    @Option(help: "Readers advertising for the CPU figure.") var advertising = 100
+    @Option(help: "Advertisements per second per reader for the CPU figure.") var rate = 10
+    @Option(help: "Seconds of advertising measured.") var seconds = 20
+
+    func run() async throws {
+        // Metrics on a Unix socket: its advertisement counter says how many accessd took in.
+        let metricsSocket = FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
+        let daemon = try await BenchDaemon(config: "[log]\nlevel = \"warning\"\n[metrics]\nlisten = \"\(metricsSocket)\"\n")
+        defer { unlink(metricsSocket) }
+        defer { daemon.stop() }
+        let pid = daemon.process.pid
+        let connection = try ControlConnection(path: daemon.socketPath)
+        try await Task.sleep(for: .seconds(2))
+        let idle = Self.statusKB(pid, "RssAnon")
+        print("accessd (release), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
+        print("  idle, no reader:          \(resident(pid))")
+
+        try await daemon.mock.run(python: Self.appear(1, from: 0))
+        try await Self.waitForReaders(1, connection)
+        try await advertiseRounds(daemon, readers: 1, rounds: 3, every: .seconds(1))
+        print("  1 reader heard:           \(resident(pid))")
+
+        try await daemon.mock.run(python: Self.appear(many - 1, from: 1))
+        try await Self.waitForReaders(many, connection)
+        // Every reader advertises once a second for 5 s: all of them heard, filters full.
+        try await advertiseRounds(daemon, readers: many, rounds: 5, every: .seconds(1))
+        print("  \(many) readers heard:      \(resident(pid)), anonymous \(mb(Self.statusKB(pid, "RssAnon") - idle)) over idle, "
+              + "peak RSS \(mb(Self.peakKB(pid)))")
+
+        // CPU: `advertising` readers at `rate` Hz, one batch every 1/rate s.
+        let period = Duration.seconds(1) / rate
+        let before = FleetBenchmark.cpuSeconds(pid)
+        let start = ContinuousClock.now
+        let sent = try await advertiseRounds(daemon, readers: advertising, rounds: seconds * rate, every: period)
+        let wall = (ContinuousClock.now - start).secondsValue
+        let cpu = FleetBenchmark.cpuSeconds(pid) - before
+        let scrape = try runCommand(["/usr/bin/curl", "-s", "--unix-socket", metricsSocket, "http://accessd/metrics"]).output
+        let seen = scrape.split(separator: "\n").first { $0.hasPrefix("accessd_advertisements_total ") }
+            .map { String($0.split(separator: " ").last ?? "?") } ?? "?"
+        print("  \(advertising) readers at \(rate) Hz for \(Int(wall.rounded())) s: \(sent) advertisements sent "
+              + "(\(Int((Double(sent) / wall).rounded()))/s), accessd CPU \(String(format: "%.1f", 100 * cpu / wall)) % of one core "
+              + "(\(String(format: "%.0f", 1e6 * cpu / Double(max(sent, 1)))) µs each), accessd_advertisements_total \(seen) in all")
+    }
+
+    private func mb(_ kb: Int) -> String { String(format: "%.1f MB", Double(kb) / 1024) }
+
+    /// Sends `rounds` batches, one advertisement of each of the first `readers` readers per
+    /// batch, a batch every `every`; returns the advertisements sent.
+    @discardableResult
+    private func advertiseRounds(_ daemon: BenchDaemon, readers: Int, rounds: Int, every: Duration) async throws -> Int {
+        var next = ContinuousClock.now
+        for round in 0..<rounds {
+            try await daemon.mock.run(python: Self.advertise(readers, rssi: -60 - round % 5))
+            next += every
+            if next > ContinuousClock.now { try await Task.sleep(until: next) }
+        }
+        return readers * rounds
+    }
+
+    static func waitForReaders(_ count: Int, _ connection: ControlConnection) async throws {
+        for _ in 0..<600 {
+            if (try? connection.call("status.get").get()["readerCount"]?.int) == Int64(count) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ValidationError("accessd did not hear \(count) readers")
+    }
+
+    static func peakKB(_ pid: pid_t) -> Int { statusKB(pid, "VmHWM") }
+
+    /// A line of /proc/PID/status in kB (VmRSS, VmHWM, RssAnon, RssFile).
+    static func statusKB(_ pid: pid_t, _ field: String) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// RSS, and how much of it is accessd's own memory (anonymous) and how much pages of the
+    /// binary and libraries mapped from files (shared, and given back under memory pressure).
+    private func resident(_ pid: pid_t) -> String {
+        "RSS \(mb(Self.statusKB(pid, "VmRSS"))) (anonymous \(mb(Self.statusKB(pid, "RssAnon"))), "
+            + "file-backed \(mb(Self.statusKB(pid, "RssFile"))))"
+    }
+
+    /// Python for the mock: readers `from` + 1 … `from` + `count` appear (Device1 objects).
+    static func appear(_ count: Int, from: Int) -> String {
+        """
+        manager = objects['/']
+        for i in range(\(from), \(from + count)):
+            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
+            address = '00:BB:03:00:%02X:%02X' % (i // 256, i % 256)
+            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
+            properties = {'Address': dbus.String(address), 'Adapter': dbus.ObjectPath('/org/bluez/hci0'),
+                          'RSSI': dbus.Int16(-60), 'Connected': dbus.Boolean(False),
+                          'ServiceData': dbus.Dictionary({'0000fff8-0000-1000-8000-00805f9b34fb':
+                              dbus.Array(payload, signature='y')}, signature='sv')}
+            self.AddObject(path, 'org.bluez.Device1', properties, [])
+            manager.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}',
+                               [dbus.ObjectPath(path), {'org.bluez.Device1': properties}])
+        """
+    }
+
+    /// Python for the mock: one advertisement of each of the first `count` readers, as
+    /// bluetoothd reports one with `DuplicateData`: RSSI and ServiceData changed.
+    static func advertise(_ count: Int, rssi: Int) -> String {
+        """
+        for i in range(0, \(count)):
+            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
+            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
+            objects[path].EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as',
+                ['org.bluez.Device1', {'RSSI': dbus.Int16(\(rssi)), 'ServiceData': dbus.Dictionary(
+                    {'0000fff8-0000-1000-8000-00805f9b34fb': dbus.Array(payload, signature='y')}, signature='sv')}, []])
+        """
+    }
+}
