@@ -37,9 +37,9 @@ struct ConfigurationReloadTests {
     @Test func connectingEarlyIsNotSwitchedByAReload() {
         let running = AccessdConfiguration()
         var file = running
-        file.connectEarly = true
+        file.connectEarly = false
         let (effective, outcome) = ConfigurationReload.apply(file, over: running, logLevel: LogLevelSetting(.info))
         #expect(outcome.needRestart == ["access.connect_early"])
-        #expect(effective.autoConnectConfiguration.connectEarly == false)
+        #expect(effective.autoConnectConfiguration.connectEarly == true)
     }
 }

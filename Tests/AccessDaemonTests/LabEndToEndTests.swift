@@ -98,12 +98,11 @@ struct LabEndToEndTests {
             .joined(separator: "\n"))
     }
 
-    /// `connect_early`: accessd connects while the person is still in manual range; the reader
-    /// goes on sending presence advertisements, so accessd sees the walk-up over the held
-    /// link and at the door runs the exchange over it.
+    /// `connect_early`, on by default: accessd connects while the person is still in manual
+    /// range; the reader goes on sending presence advertisements, so accessd sees the walk-up
+    /// over the held link and at the door runs the exchange over it.
     @Test func connectingEarlyHoldsTheLinkUntilTheDoor() async throws {
-        let lab = try await LabScenario(name: "early", accessdConfig: Self.quickRange + "[access]\nconnect_early = true\n",
-                                        readers: Self.frontDoor)
+        let lab = try await LabScenario(name: "early", accessdConfig: Self.quickRange, readers: Self.frontDoor)
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
@@ -132,8 +131,7 @@ struct LabEndToEndTests {
     /// the early link, stops connecting early to it, and grants at the door as it would
     /// without `connect_early`.
     @Test func connectingEarlyGivesUpOnAReaderSilentWhileConnected() async throws {
-        let lab = try await LabScenario(name: "silent-early", accessdConfig: "[access]\nconnect_early = true\n",
-                                        readers: Self.frontDoor + "\npresence = false\n")
+        let lab = try await LabScenario(name: "silent-early", readers: Self.frontDoor + "\npresence = false\n")
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
@@ -147,6 +145,25 @@ struct LabEndToEndTests {
         let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(completed["granted"] == true)
         #expect(!lab.readers.lines.contains { $0["event"] == "presence" })
+    }
+
+    /// The held link (the default) goes when the person walks off beyond manual range, long
+    /// before `hold_time` (20 s), and no exchange ran over it.
+    @Test func aHeldLinkIsDroppedWhenThePersonWalksAway() async throws {
+        let lab = try await LabScenario(name: "early-away", readers: Self.frontDoor)
+        defer { lab.tearDown() }
+        _ = try await lab.register()
+        _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
+        try lab.radio.rssi("hci1", "hci0", -90)  // manual range, not auto
+        _ = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        let walkedOff = ContinuousClock.now
+        try lab.radio.rssi("hci1", "hci0", -108)  // path loss 49: beyond manual range (40)
+        while !lab.daemon.log.contains("dropping the early link"), ContinuousClock.now - walkedOff < .seconds(15) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(lab.daemon.log.contains("dropping the early link"), "\(lab.daemon.log)")
+        print("held link dropped \(ContinuousClock.now - walkedOff) after walking off (hold_time 20 s)")
+        #expect(lab.readers.exchanges.isEmpty)
     }
 
     @Test func noiseAroundTheThresholdDoesNotFlap() async throws {

@@ -87,7 +87,8 @@ public struct AccessController: Sendable {
                 actions = runAutomatic(.readerInRange(candidate), now: now)
             } else {
                 actions = runAutomatic(.readerLeftRange(attributes.id), now: now)
-                if withinManual { actions += runAutomatic(.readerNearby(candidate), now: now) }
+                actions += runAutomatic(withinManual ? .readerNearby(candidate) : .readerBeyondManualRange(attributes.id),
+                                        now: now)
             }
             if automatic.openNextUntil != nil {
                 actions += runAutomatic(.openNextObserved(candidate, withinManualRange: withinManual || inRange), now: now)
@@ -128,9 +129,16 @@ public struct AccessController: Sendable {
     }
 
     private mutating func runAutomatic(_ input: AutoConnectMachine.Input, now: Timestamp) -> [Action] {
-        automatic.handle(input, at: now, slots: slots).map { action in
+        mapAutomatic(automatic.handle(input, at: now, slots: slots))
+    }
+
+    /// The automatic machine's actions as the controller's, keeping the slots' account of
+    /// exchanges and the held link.
+    private mutating func mapAutomatic(_ actions: [AutoConnectMachine.Action]) -> [Action] {
+        actions.map { action in
             switch action {
             case let .startExchange(reader):
+                slots.unhold(reader)
                 slots.begin(reader, origin: .automatic)
                 return .startExchange(reader, .automatic, .access)
             case let .startTimer(timer, delay):
@@ -138,8 +146,10 @@ public struct AccessController: Sendable {
             case let .cancelTimer(timer):
                 return .cancelTimer(.automatic(timer))
             case let .prepareLink(reader):
+                slots.hold(reader)
                 return .prepareLink(reader)
             case let .releaseLink(reader):
+                slots.unhold(reader)
                 return .releaseLink(reader)
             case let .openNextClosed(end):
                 return .openNextClosed(end)
@@ -148,24 +158,28 @@ public struct AccessController: Sendable {
     }
 
     private mutating func runManual(_ input: ManualAccessMachine.Input, now: Timestamp) -> [Action] {
-        manual.handle(input, slots: slots, credentials: credentials).map { action in
+        manual.handle(input, slots: slots, credentials: credentials).flatMap { action -> [Action] in
             switch action {
             case let .startExchange(reader, request, operation):
+                // The held link is this exchange's if it is the reader's, else it gives way
+                // when the exchange needs its slot: dropped before the exchange connects.
+                let handOver = mapAutomatic(automatic.manualExchangeStarts(reader, slots: slots))
+                slots.unhold(reader)
                 slots.begin(reader, origin: .manual(request))
-                return .startExchange(reader, .manual(request), operation)
+                return handOver + [.startExchange(reader, .manual(request), operation)]
             case let .abortExchange(reader, _):
                 // The slot stays taken until the shell reports the aborted exchange ended.
-                return .abortExchange(reader)
+                return [.abortExchange(reader)]
             case let .startTimer(request, delay):
-                return .startTimer(.manual(request), after: delay)
+                return [.startTimer(.manual(request), after: delay)]
             case let .cancelTimer(request):
-                return .cancelTimer(.manual(request))
+                return [.cancelTimer(.manual(request))]
             case let .refuse(request, error):
-                return .refuse(request, error)
+                return [.refuse(request, error)]
             case let .complete(request, reader, outcome):
-                return .completed(reader, .manual(request), outcome)
+                return [.completed(reader, .manual(request), outcome)]
             case let .fail(request, reader, error):
-                return .failed(reader, .manual(request), error)
+                return [.failed(reader, .manual(request), error)]
             }
         }
     }

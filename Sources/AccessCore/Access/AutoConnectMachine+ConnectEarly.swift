@@ -1,8 +1,10 @@
 /// Connecting early (`Configuration.connectEarly`): a reader heard within manual range that
 /// would be chosen gets its link prepared before it is in auto range. One link at a time,
-/// once per presence of the reader, dropped after `holdLimit`, when the reader is no longer
-/// heard, or when automatic access or the credential goes; a reader silent over its link
-/// for `presenceWait` is never connected to early again.
+/// once per presence of the reader, counted against the adapter's connection limit, dropped
+/// after `holdLimit`, when the reader is heard beyond manual range or no longer heard, when
+/// an exchange with another reader needs its slot, or when automatic access or the
+/// credential goes; a reader silent over its link for `presenceWait` is never connected to
+/// early again.
 extension AutoConnectMachine {
     /// The connect-early state as one value: no presence without a held link.
     struct EarlyLinks: Hashable, Sendable {
@@ -23,7 +25,7 @@ extension AutoConnectMachine {
         guard configuration.connectEarly, isAutomaticAccessEnabled, early.held == nil,
               candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
               !early.tried.contains(candidate.id), !early.silent.contains(candidate.id), tracked[candidate.id] == nil,
-              slots.freeCount > 0, !slots.isBusy(candidate.id)
+              slots.canHoldLink, !slots.isBusy(candidate.id)
         else { return [] }
         early.held = EarlyLinks.Held(candidate: candidate)
         early.tried.insert(candidate.id)
@@ -66,6 +68,25 @@ extension AutoConnectMachine {
         early.silent.insert(id)
         early.held = nil
         return [.cancelTimer(.holdLimit(id)), .releaseLink(id)]
+    }
+
+    /// The held reader was heard beyond manual range: the person walked off, and the link
+    /// would only keep the reader from advertising to others.
+    mutating func readerBeyondManualRange(_ id: ReaderID) -> [Action] {
+        guard early.held?.candidate.id == id else { return [] }
+        return releasePrepared()
+    }
+
+    /// A manual exchange (`access.request`, actions) starts with `id`: it takes over the held
+    /// link if it is that reader's. Another reader's is dropped when the exchange needs its
+    /// slot (`ExchangeSlots`: links never exceed the limit).
+    mutating func manualExchangeStarts(_ id: ReaderID, slots: ExchangeSlots) -> [Action] {
+        guard let held = early.held?.candidate.id else { return [] }
+        if held == id {
+            early.held = nil
+            return [.cancelTimer(.holdLimit(id)), .cancelTimer(.presenceWait(id))]
+        }
+        return slots.linkCount + 1 > slots.limit ? releasePrepared() : []
     }
 
     /// An exchange with `id` starts: it takes over the held link if it is that reader's;

@@ -90,6 +90,8 @@ public struct AutoConnectMachine: Sendable {
         case readerLeftRange(ReaderID)
         /// The reader is heard within manual range, outside auto-connect range.
         case readerNearby(Candidate)
+        /// The reader is heard beyond manual range.
+        case readerBeyondManualRange(ReaderID)
         /// The reader is no longer heard.
         case readerUnavailable(ReaderID)
         /// The prepared link with this reader is up (connected, services resolved).
@@ -188,6 +190,8 @@ public struct AutoConnectMachine: Sendable {
             return readerLeftRange(id, now: now)
         case let .readerNearby(candidate):
             return releaseIfNoLongerEligible(candidate) + readerNearby(candidate, slots: slots)
+        case let .readerBeyondManualRange(id):
+            return readerBeyondManualRange(id)
         case let .linkPrepared(id):
             return linkPrepared(id)
         case let .presenceHeard(id):

@@ -19,18 +19,36 @@ public enum ExchangeOperation: Hashable, Sendable {
     case performAction(Int8)
 }
 
-/// The exchanges running on one adapter. BlueZ and most controllers handle one LE
-/// connection attempt at a time well; more can be allowed by configuration.
+/// The exchanges running on one adapter, and the link held for one to come
+/// (`connect_early`). BlueZ and most controllers handle one LE connection attempt at a time
+/// well; more can be allowed by configuration (`[access] connection_limit`).
+///
+/// A held link counts against the limit: it is opened only into a free slot, and an
+/// exchange with another reader that needs the slot takes it, the held link being dropped
+/// first (`AccessController`), so the adapter never has more links than the limit.
 public struct ExchangeSlots: Hashable, Sendable {
     public var limit: Int
     public private(set) var active: [ReaderID: ExchangeOrigin] = [:]
+    /// The reader whose link is held for an exchange to come, if any.
+    public private(set) var held: ReaderID?
 
     public init(limit: Int = 1) {
         self.limit = max(1, limit)
     }
 
+    /// Slots for exchanges: a held link gives way to an exchange, so it is not subtracted.
     public var freeCount: Int { max(0, limit - active.count) }
+    /// Links in use: exchanges, and the held link unless an exchange runs over it.
+    public var linkCount: Int { active.count + (held.map { active[$0] == nil ? 1 : 0 } ?? 0) }
+    /// Whether a link may be held now: a slot free of exchanges and of held links.
+    public var canHoldLink: Bool { linkCount < limit }
     public func isBusy(_ reader: ReaderID) -> Bool { active[reader] != nil }
+
+    mutating func hold(_ reader: ReaderID) { held = reader }
+
+    mutating func unhold(_ reader: ReaderID) {
+        if held == reader { held = nil }
+    }
 
     mutating func begin(_ reader: ReaderID, origin: ExchangeOrigin) {
         active[reader] = origin

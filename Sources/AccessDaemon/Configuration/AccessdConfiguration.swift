@@ -21,7 +21,9 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var manualTimeout: Duration = .seconds(15)
     public var cooldown: Duration = .seconds(10)
     public var selectionWindow: Duration = .milliseconds(200)
-    public var connectEarly = false
+    public var connectEarly = true
+    /// How long a link held by `connectEarly` waits for its exchange before it is dropped.
+    public var holdTime: Duration = .seconds(20)
     public var maximumRetries = 4
     public var stepTimeout: Duration = .seconds(5)
     public var secondFactorTimeout: Duration = .seconds(30)
@@ -117,6 +119,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {
         AutoConnectMachine.Configuration(cooldown: cooldown, selectionWindow: selectionWindow,
-                                         retry: RetryPolicy(maximumRetries: maximumRetries), connectEarly: connectEarly)
+                                         retry: RetryPolicy(maximumRetries: maximumRetries), connectEarly: connectEarly,
+                                         holdLimit: holdTime)
     }
 }

@@ -51,7 +51,7 @@ public enum ConfigurationLoader {
         mutating func read() throws(ConfigurationError) -> AccessdConfiguration {
             let sections: [String: [String]] = [
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
-                "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early",
+                "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early", "hold_time",
                            "max_retries", "step_timeout", "second_factor_timeout", "open_next_expiry"],
                 "range": ["filter", "sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
@@ -95,6 +95,7 @@ public enum ConfigurationLoader {
             c.cooldown = try seconds("access", "cooldown", 0...600) ?? c.cooldown
             c.selectionWindow = try seconds("access", "selection_window", 0...5) ?? c.selectionWindow
             c.connectEarly = try bool("access", "connect_early") ?? c.connectEarly
+            c.holdTime = try seconds("access", "hold_time", 1...300) ?? c.holdTime
             c.maximumRetries = try int("access", "max_retries", 0...10) ?? c.maximumRetries
             c.stepTimeout = try seconds("access", "step_timeout", 1...60) ?? c.stepTimeout
             c.secondFactorTimeout = try seconds("access", "second_factor_timeout", 5...300) ?? c.secondFactorTimeout

@@ -131,10 +131,12 @@ extension ExchangeEngine {
         held = nil
         logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
         let previous = disconnects[link.devicePath]
-        disconnects[link.devicePath] = Task { [central] in
+        let disconnect = Task { [central] in
             await link.connecting.value
             await previous?.value
             try? await central.disconnect(device: link.devicePath, timeout: .seconds(5))
         }
+        disconnects[link.devicePath] = disconnect
+        heldLinkRelease = disconnect
     }
 }

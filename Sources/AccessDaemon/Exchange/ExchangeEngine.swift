@@ -28,6 +28,10 @@ actor ExchangeEngine {
     /// Disconnections BlueZ reported, per device: a Disconnect is complete for the next
     /// exchange only once its own report has come through (`disconnectionReported`).
     var dropsReported: [String: Int] = [:]
+    /// The Disconnect of the held link last dropped: the controller drops it for an exchange
+    /// with another reader that needs its slot, and that exchange connects only after it, so
+    /// the adapter never has more links than `connection_limit`.
+    var heldLinkRelease: Task<Void, Never>?
     var replayGuard = ChallengeReplayGuard()
     var nextID: UInt64 = 0
 
@@ -90,6 +94,10 @@ actor ExchangeEngine {
             held = nil
         }
         if let disconnect = disconnects.removeValue(forKey: order.devicePath) { before.append(disconnect) }
+        if let release = heldLinkRelease {
+            before.append(release)
+            heldLinkRelease = nil
+        }
         let id = run.id, devicePath = order.devicePath
         run.link = Task { [connectTimeout = settings.connectTimeout] in
             await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: before)

@@ -43,6 +43,7 @@ public struct ConfigurationReload: Sendable {
         c.manualTimeout = reloaded.manualTimeout
         c.cooldown = reloaded.cooldown
         c.selectionWindow = reloaded.selectionWindow
+        c.holdTime = reloaded.holdTime
         c.maximumRetries = reloaded.maximumRetries
         c.stepTimeout = reloaded.stepTimeout
         c.secondFactorTimeout = reloaded.secondFactorTimeout
@@ -71,7 +72,7 @@ public struct ConfigurationReload: Sendable {
         "discoveryWatchdog": "bluetooth.discovery_watchdog",
         "automaticAccessOnStart": "access.automatic", "connectionLimit": "access.connection_limit",
         "manualTimeout": "access.manual_timeout", "cooldown": "access.cooldown",
-        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early",
+        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early", "holdTime": "access.hold_time",
         "maximumRetries": "access.max_retries", "stepTimeout": "access.step_timeout",
         "secondFactorTimeout": "access.second_factor_timeout", "openNextExpiry": "access.open_next_expiry",
         "buttonDevice": "button.device", "buttonKey": "button.key", "maxOffline": "site.max_offline",
