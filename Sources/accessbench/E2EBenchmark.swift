@@ -30,8 +30,9 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
-    @Flag(help: "Run accessd with [access] connect_early (connect in manual range, hold the link).")
-    var connectEarly = false
+    @Flag(help: "Run accessd with [access] connect_early = false (connect only at auto range, the default before 0.3).")
+    var connectLate = false
+    var connectEarly: Bool { !connectLate }
     @Flag(help: "Print one JSON object instead of a summary.") var json = false
 
     static let reader = "00002A01"
@@ -51,7 +52,7 @@ struct E2EBenchmark: AsyncParsableCommand {
         if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
         var access = "", range = ""
         if let selectionWindow { access += "selection_window = \(selectionWindow)\n" }
-        if connectEarly { access += "connect_early = true\n" }
+        if connectLate { access += "connect_early = false\n" }
         if let smoothing { range += "smoothing = \(smoothing)\n" }
         let bench = try await LabBench(access: access, range: range)
         defer { bench.stop() }
