@@ -32,12 +32,12 @@ struct ReadersBenchmark: AsyncParsableCommand {
         print("accessd (release), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
         print("  idle, no reader:          \(resident(pid))")
 
-        try await daemon.mock.run(python: Self.appear(1, from: 0))
+        try await daemon.mock.run(python: MockReaders.appear(1, from: 0))
         try await Self.waitForReaders(1, connection)
         try await advertiseRounds(daemon, readers: 1, rounds: 3, every: .seconds(1))
         print("  1 reader heard:           \(resident(pid))")
 
-        try await daemon.mock.run(python: Self.appear(many - 1, from: 1))
+        try await daemon.mock.run(python: MockReaders.appear(many - 1, from: 1))
         try await Self.waitForReaders(many, connection)
         // Every reader advertises once a second for 5 s: all of them heard, filters full.
         try await advertiseRounds(daemon, readers: many, rounds: 5, every: .seconds(1))
@@ -67,7 +67,7 @@ struct ReadersBenchmark: AsyncParsableCommand {
     private func advertiseRounds(_ daemon: BenchDaemon, readers: Int, rounds: Int, every: Duration) async throws -> Int {
         var next = ContinuousClock.now
         for round in 0..<rounds {
-            try await daemon.mock.run(python: Self.advertise(readers, rssi: -60 - round % 5))
+            try await daemon.mock.run(python: MockReaders.advertise(readers, rssi: -60 - round % 5))
             next += every
             if next > ContinuousClock.now { try await Task.sleep(until: next) }
         }
@@ -96,36 +96,5 @@ struct ReadersBenchmark: AsyncParsableCommand {
     private func resident(_ pid: pid_t) -> String {
         "RSS \(mb(Self.statusKB(pid, "VmRSS"))) (anonymous \(mb(Self.statusKB(pid, "RssAnon"))), "
             + "file-backed \(mb(Self.statusKB(pid, "RssFile"))))"
-    }
-
-    /// Python for the mock: readers `from` + 1 … `from` + `count` appear (Device1 objects).
-    static func appear(_ count: Int, from: Int) -> String {
-        """
-        manager = objects['/']
-        for i in range(\(from), \(from + count)):
-            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
-            address = '00:BB:03:00:%02X:%02X' % (i // 256, i % 256)
-            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
-            properties = {'Address': dbus.String(address), 'Adapter': dbus.ObjectPath('/org/bluez/hci0'),
-                          'RSSI': dbus.Int16(-60), 'Connected': dbus.Boolean(False),
-                          'ServiceData': dbus.Dictionary({'0000fff8-0000-1000-8000-00805f9b34fb':
-                              dbus.Array(payload, signature='y')}, signature='sv')}
-            self.AddObject(path, 'org.bluez.Device1', properties, [])
-            manager.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}',
-                               [dbus.ObjectPath(path), {'org.bluez.Device1': properties}])
-        """
-    }
-
-    /// Python for the mock: one advertisement of each of the first `count` readers, as
-    /// bluetoothd reports one with `DuplicateData`: RSSI and ServiceData changed.
-    static func advertise(_ count: Int, rssi: Int) -> String {
-        """
-        for i in range(0, \(count)):
-            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
-            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
-            objects[path].EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as',
-                ['org.bluez.Device1', {'RSSI': dbus.Int16(\(rssi)), 'ServiceData': dbus.Dictionary(
-                    {'0000fff8-0000-1000-8000-00805f9b34fb': dbus.Array(payload, signature='y')}, signature='sv')}, []])
-        """
     }
 }

@@ -145,11 +145,11 @@ struct ProcessHygieneTests {
         let subscriber = try harness.connect()
         let first = try subscriber.call("events.subscribe", [:]).get()["lastSequence"]?.int ?? 0
         try inAccessdsNamespace("cat /dev/zero > '\(state)/fill' 2>/dev/null; sync; true")
-        try await harness.mock.run(python: Self.readersAppear(1200, from: 0))
+        try await harness.mock.run(python: MockReaders.appear(1200, from: 0))
         try await waitForLog(harness, "cannot journal event")  // the disk is full
         try await Task.sleep(for: .seconds(2))
         try inAccessdsNamespace("rm '\(state)/fill'")
-        try await harness.mock.run(python: Self.readersAppear(1, from: 1200))
+        try await harness.mock.run(python: MockReaders.appear(1, from: 1200))
         // The subscriber gets every event written before the disk filled, the held ones in
         // order, the notice of those not held, then the new one: no gap, no repeat.
         var sequences: [Int64] = []
@@ -173,24 +173,6 @@ struct ProcessHygieneTests {
         let replayed = try replay.call("events.subscribe", ["since": .int(first), "kinds": ["reader.updated", "events.lost"]]).get()
         #expect(replayed["replayed"]?.int == Int64(updates + (lost == nil ? 0 : 1)))
         #expect(harness.stop() == 0)
-    }
-
-    /// Python for the mock bluetoothd: `count` readers (ids from `from` + 1) appear at once.
-    static func readersAppear(_ count: Int, from: Int) -> String {
-        """
-        manager = objects['/']
-        for i in range(\(from), \(from + count)):
-            path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)
-            address = '00:BB:03:00:%02X:%02X' % (i // 256, i % 256)
-            payload = [1, 1, 3, 0, 0, (i + 1) // 256, (i + 1) % 256, 0xC5, 20, 40, 0x51, 0x17, 0xE0, 1]
-            properties = {'Address': dbus.String(address), 'Adapter': dbus.ObjectPath('/org/bluez/hci0'),
-                          'RSSI': dbus.Int16(-60), 'Connected': dbus.Boolean(False),
-                          'ServiceData': dbus.Dictionary({'0000fff8-0000-1000-8000-00805f9b34fb':
-                              dbus.Array(payload, signature='y')}, signature='sv')}
-            self.AddObject(path, 'org.bluez.Device1', properties, [])
-            manager.EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}',
-                               [dbus.ObjectPath(path), {'org.bluez.Device1': properties}])
-        """
     }
 
     /// systemd's watchdog sends SIGABRT to a hung accessd: the backtrace is printed, then the

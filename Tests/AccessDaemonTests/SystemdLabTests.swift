@@ -261,14 +261,7 @@ struct SystemdLabTests {
         let allowed = try Lab.property("SocketBindAllow").replacingOccurrences(of: ":", with: "")
         #expect(allowed == "tcp9464", "SocketBindAllow=\(allowed)")
         #expect(try Lab.property("SocketBindDeny") == "any")
-        let docs = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/operations.md").path,
-                              encoding: .utf8)
-        let opening = "here for 9100:\n\n```ini\n"
-        let start = try #require(docs.range(of: opening)?.upperBound, "the drop-in is no longer in docs/operations.md")
-        let dropIn = String(docs[start..<(docs[start...].range(of: "```")?.lowerBound ?? docs.endIndex)])
-        let dropInFile = "/etc/systemd/system/accessd.service.d/metrics-port.conf"
-        try Lab.must("mkdir -p /etc/systemd/system/accessd.service.d && cat > \(dropInFile) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload")
+        let dropInFile = try Lab.installDropIn(fromDoc: "operations.md", after: "here for 9100:", as: "metrics-port")
         defer { _ = try? Lab.sh("rm -f \(dropInFile) && systemctl daemon-reload") }
         let moved = try Lab.property("SocketBindAllow").replacingOccurrences(of: ":", with: "")
         #expect(moved == "tcp9100", "SocketBindAllow=\(moved)")
@@ -325,14 +318,7 @@ struct SystemdLabTests {
             try Lab.journal(since: cursor).contains("button device cannot be opened")
         }
 
-        let docs = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/configuration.md").path,
-                              encoding: .utf8)
-        let opening = "(`systemctl edit accessd`):\n\n```ini\n"
-        let start = try #require(docs.range(of: opening)?.upperBound, "the drop-in is no longer in docs/configuration.md")
-        let dropIn = String(docs[start..<(docs[start...].range(of: "```")?.lowerBound ?? docs.endIndex)])
-        let dropInFile = "/etc/systemd/system/accessd.service.d/button.conf"
-        try Lab.must("mkdir -p /etc/systemd/system/accessd.service.d && cat > \(dropInFile) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload")
+        let dropInFile = try Lab.installDropIn(fromDoc: "configuration.md", after: "(`systemctl edit accessd`):", as: "button")
         defer { _ = try? Lab.sh("rm -f \(dropInFile) && systemctl daemon-reload") }
         cursor = try Lab.cursor()
         try await Lab.configure(config)

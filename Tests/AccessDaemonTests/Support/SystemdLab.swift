@@ -41,6 +41,23 @@ enum SystemdLab {
         return result.output
     }
 
+    /// Installs the drop-in a page of docs/ gives, taken verbatim: the ```ini block after
+    /// `opening`, as /etc/systemd/system/accessd.service.d/`name`.conf, then daemon-reload.
+    /// Returns the file, for the caller to remove.
+    static func installDropIn(fromDoc page: String, after opening: String, as name: String) throws -> String {
+        // This file is Tests/AccessDaemonTests/Support/SystemdLab.swift.
+        let docs = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/\(page)").path, encoding: .utf8)
+        guard let start = docs.range(of: opening + "\n\n```ini\n")?.upperBound else {
+            throw TestEnvironmentError("the drop-in is no longer in docs/\(page)")
+        }
+        let dropIn = String(docs[start..<(docs[start...].range(of: "```")?.lowerBound ?? docs.endIndex)])
+        let file = "/etc/systemd/system/accessd.service.d/\(name).conf"
+        try must("mkdir -p /etc/systemd/system/accessd.service.d && cat > \(file) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload")
+        return file
+    }
+
     /// One property of the unit (`systemctl show -p NAME --value accessd`).
     static func property(_ name: String, unit: String = "accessd") throws -> String {
         try must("systemctl show -p \(name) --value \(unit)").trimmingCharacters(in: .whitespacesAndNewlines)
