@@ -27,6 +27,8 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "Approaches per client.") var approaches = 20
     @Option(help: "Python with bleak for the baseline.") var python: String?
     @Flag(help: "Measure accessd only.") var noBleak = false
+    @Option(help: "Manual requests (access.request → decision) to measure with a cold link and over a held link, after the approaches.")
+    var manual = 0
     @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
@@ -71,6 +73,15 @@ struct E2EBenchmark: AsyncParsableCommand {
                 log("accessd approach \(approach): failed: \(reason.message)")
             }
         }
+        var manualTimes: [Bool: [Double]] = [false: [], true: []]
+        for overHeldLink in [false, true] where manual > 0 {
+            for request in 1...manual {
+                let time = try await bench.manualRequest(overHeldLink: overHeldLink)
+                if let time { manualTimes[overHeldLink, default: []].append(time) }
+                log("manual request \(request) \(overHeldLink ? "over a held link" : "cold"): "
+                    + (time.map { "\(Int($0.rounded())) ms" } ?? "failed") + " accessd: \(bench.phases)")
+            }
+        }
         bench.stopDaemon()
         var bleak: [Double] = []
         var bleakPhases: [[String: Double]] = []
@@ -92,6 +103,16 @@ struct E2EBenchmark: AsyncParsableCommand {
             }
         }
         report(accessd: accessd, failures: failures, bleak: bleak, bleakFailures: bleakFailures, bleakPhases: bleakPhases)
+        if manual > 0 {
+            func median(_ values: [Double]) -> String {
+                let sorted = values.sorted()
+                return sorted.isEmpty ? "n/a" : "\(Int(sorted[sorted.count / 2].rounded())) ms"
+            }
+            let bleakLink = bleakPhases.compactMap { phases in phases["connectMs"].flatMap { c in phases["exchangeMs"].map { c + $0 } } }
+            print("manual: access.request → decision, \(manual) each: cold link median \(median(manualTimes[false] ?? [])) "
+                  + "(\(manualTimes[false]?.count ?? 0) granted), over a held link median \(median(manualTimes[true] ?? [])) "
+                  + "(\(manualTimes[true]?.count ?? 0) granted); bleak script connect + exchange median \(median(bleakLink))")
+        }
     }
 
     private func log(_ text: String) {
@@ -150,6 +171,8 @@ final class LabBench: @unchecked Sendable {
     var daemon: ChildProcess?
     var events: ControlConnection?
     var siteURL = ""
+    /// The timings of the last manual exchange, as accessd's access.completed gave them.
+    var phases = ""
 
     var readersim: String { binaries.appendingPathComponent("readersim").path }
     var siteDatabase: String { directory + "/site.sqlite" }
