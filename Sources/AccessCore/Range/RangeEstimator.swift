@@ -21,9 +21,9 @@ public struct RangeEstimator: Sendable {
 
     public init() {}
 
+    /// A median of `window` samples, 1 to 5 (clamped: the ring holds five).
     public init(window: Int) {
-        precondition((1...Self.windowSize).contains(window), "a median of 1 to 5 samples")
-        self.window = window
+        self.window = min(max(window, 1), Self.windowSize)
     }
 
     /// Adds one measured path loss (dB) and returns the new smoothed value. `alpha` weighs
