@@ -133,11 +133,18 @@ enum ReaderSessionHarness {
             aperioCredentials: [.init(secret: FuzzKeys.aperio)])
         var session = ReaderSession(configuration: configuration)
         var finishes = 0
+        var refreshes: UInt8 = 0
         func count(_ actions: [ReaderSession.Action]) {
             for case .finish in actions { finishes += 1 }
             require(finishes <= 1, "one report per exchange")
+            for case .refreshChallenge in actions {
+                // As readersim does: a fresh nonce for the refreshed standing challenge.
+                refreshes &+= 1
+                count(session.handle(.freshNonce(FuzzKeys.nonce.map { $0 ^ refreshes })))
+            }
         }
-        count(session.handle(.connected(nonce: FuzzKeys.nonce, secondFactorNonce: FuzzKeys.secondFactorNonce)))
+        count(session.handle(.connected(nonce: FuzzKeys.nonce, secondFactorNonce: FuzzKeys.secondFactorNonce,
+                                        standing: setup & 0x20 != 0)))
         while !input.isEmpty {
             switch SessionStep.next(&input) {
             case let .fragment(fragment): count(session.handle(.fragmentReceived(fragment)))

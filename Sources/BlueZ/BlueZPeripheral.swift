@@ -6,8 +6,9 @@ import NIOConcurrencyHelpers
 ///
 /// Object layout under `root` (e.g. `/org/accessd/readersim/reader0`):
 /// `root/advertisement` (LEAdvertisement1), `root` (ObjectManager of the application),
-/// `root/service0` (GattService1), `root/service0/char0` (GattCharacteristic1), and while a
-/// presence advertisement runs `root/presence` (LEAdvertisement1, non-connectable).
+/// `root/service0` (GattService1), `root/service0/char0` (GattCharacteristic1), with a hold
+/// point `root/service0/char1` (a second, write-only characteristic) when one is asked for,
+/// and while a presence advertisement runs `root/presence` (LEAdvertisement1, non-connectable).
 public final class BlueZPeripheral: Sendable {
     public struct Advertisement: Sendable {
         /// 16-bit or 128-bit UUID string → bytes.
@@ -41,8 +42,11 @@ public final class BlueZPeripheral: Sendable {
     public let root: String
     public let serviceUUID: String
     public let characteristicUUID: String
+    /// The second characteristic's UUID (write with response), if the peripheral has one.
+    public let holdPointUUID: String?
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
+    private let onHoldPointWrite: @Sendable (Write) -> Void
     private let onNotifyingChanged: @Sendable (Bool) -> Void
     private let state = NIOLockedValueBox<(notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)>(
         (false, [], false, nil))
@@ -51,10 +55,12 @@ public final class BlueZPeripheral: Sendable {
     public var presencePath: String { root + "/presence" }
     public var servicePath: String { root + "/service0" }
     public var characteristicPath: String { root + "/service0/char0" }
+    public var holdPointPath: String { root + "/service0/char1" }
 
     public init(connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
-                serviceUUID: String, characteristicUUID: String,
+                serviceUUID: String, characteristicUUID: String, holdPointUUID: String? = nil,
                 onNotifyingChanged: @escaping @Sendable (Bool) -> Void = { _ in },
+                onHoldPointWrite: @escaping @Sendable (Write) -> Void = { _ in },
                 onWrite: @escaping @Sendable (Write) -> Void) {
         self.connection = connection
         self.adapter = adapter
@@ -62,7 +68,9 @@ public final class BlueZPeripheral: Sendable {
         self.advertisement = advertisement
         self.serviceUUID = serviceUUID.lowercased()
         self.characteristicUUID = characteristicUUID.lowercased()
+        self.holdPointUUID = holdPointUUID?.lowercased()
         self.onWrite = onWrite
+        self.onHoldPointWrite = onHoldPointWrite
         self.onNotifyingChanged = onNotifyingChanged
     }
 
@@ -72,6 +80,9 @@ public final class BlueZPeripheral: Sendable {
             try connection.export(path: root) { [weak self] in self?.handleApplication($0) }
             try connection.export(path: servicePath) { [weak self] in self?.handleService($0) }
             try connection.export(path: characteristicPath) { [weak self] in self?.handleCharacteristic($0) }
+            if holdPointUUID != nil {
+                try connection.export(path: holdPointPath) { [weak self] in self?.handleHoldPoint($0) }
+            }
             try connection.export(path: advertisementPath) { [weak self] in self?.handleAdvertisement($0) }
         } catch {
             throw BlueZError(error)
@@ -109,7 +120,9 @@ public final class BlueZPeripheral: Sendable {
                                            arguments: [.objectPath(advertisementPath)])
             await unregisterApplication()
         }
-        for path in [advertisementPath, characteristicPath, servicePath, root] { connection.unexport(path: path) }
+        for path in [advertisementPath, characteristicPath, holdPointPath, servicePath, root] {
+            connection.unexport(path: path)
+        }
     }
 
     private func unregisterApplication() async {
@@ -201,8 +214,13 @@ public final class BlueZPeripheral: Sendable {
     }
 
     var serviceProperties: [String: DBusValue] {
-        ["UUID": .string(serviceUUID), "Primary": .bool(true),
-         "Characteristics": .array(elementSignature: "o", [.objectPath(characteristicPath)])]
+        let characteristics = [characteristicPath] + (holdPointUUID == nil ? [] : [holdPointPath])
+        return ["UUID": .string(serviceUUID), "Primary": .bool(true),
+                "Characteristics": .array(elementSignature: "o", characteristics.map { .objectPath($0) })]
+    }
+
+    var holdPointProperties: [String: DBusValue] {
+        ["UUID": .string(holdPointUUID ?? ""), "Service": .objectPath(servicePath), "Flags": .strings(["write"])]
     }
 
     var characteristicProperties: [String: DBusValue] {
@@ -216,10 +234,13 @@ public final class BlueZPeripheral: Sendable {
     private func handleApplication(_ call: DBusMessage) {
         switch (call.interface, call.member) {
         case (DBusObjectManager.interface, "GetManagedObjects"):
-            let objects: [(String, String, [String: DBusValue])] = [
+            var objects: [(String, String, [String: DBusValue])] = [
                 (servicePath, GattService1.interface, serviceProperties),
                 (characteristicPath, GattCharacteristic1.interface, characteristicProperties),
             ]
+            if holdPointUUID != nil {
+                objects.append((holdPointPath, GattCharacteristic1.interface, holdPointProperties))
+            }
             let value = DBusValue.dictionary(
                 keySignature: "o", valueSignature: "a{sa{sv}}",
                 objects.map { path, interface, properties in
@@ -285,6 +306,21 @@ public final class BlueZPeripheral: Sendable {
         default:
             unknown(call)
         }
+    }
+
+    private func handleHoldPoint(_ call: DBusMessage) {
+        guard call.interface == GattCharacteristic1.interface else {
+            properties(call, interface: GattCharacteristic1.interface, values: holdPointProperties)
+            return
+        }
+        guard call.member == "WriteValue" else { return unknown(call) }
+        guard call.arguments.count == 2, let value = call.arguments[0].bytes else {
+            try? connection.replyError(to: call, name: "org.bluez.Error.InvalidArguments", message: "expected ay a{sv}")
+            return
+        }
+        let options = call.arguments[1].stringKeyed ?? [:]
+        try? connection.reply(to: call)
+        onHoldPointWrite(Write(central: options["device"]?.string, mtu: options["mtu"]?.integer, value: value))
     }
 
     private func properties(_ call: DBusMessage, interface: String, values: [String: DBusValue]) {

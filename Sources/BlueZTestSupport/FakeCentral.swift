@@ -10,6 +10,17 @@ public protocol FakePeripheral: AnyObject, Sendable {
     func written(_ value: [UInt8]) -> [[UInt8]]
     /// The link went down.
     func disconnected()
+    /// The UUIDs of its characteristics, the control point first and then any others (a
+    /// reader's hold point): the fake central finds only these. Empty (the default): any
+    /// characteristic asked for is the control point.
+    var characteristics: [String] { get }
+    /// The central wrote `value` to a characteristic other than the control point.
+    func written(_ value: [UInt8], to characteristic: String)
+}
+
+extension FakePeripheral {
+    public var characteristics: [String] { [] }
+    public func written(_ value: [UInt8], to characteristic: String) {}
 }
 
 /// A `BluetoothCentral` in memory, for the daemon's services without a bus: adapters and
@@ -206,7 +217,16 @@ public actor FakeCentral: BluetoothCentral {
     }
 
     public func characteristic(device: String, service: String, characteristic: String) -> GattCharacteristicState? {
-        guard devices[device]?.servicesResolved == true, peripherals[device] != nil else { return nil }
+        guard devices[device]?.servicesResolved == true, let peripheral = peripherals[device] else { return nil }
+        let offered = peripheral.characteristics
+        if !offered.isEmpty {
+            guard let index = offered.firstIndex(of: characteristic) else { return nil }
+            if index > 0 {
+                return GattCharacteristicState(path: device + "/service0010/char\(String(format: "%04x", 0x20 + index))",
+                                               properties: ["UUID": .string(characteristic), "Flags": .strings(["write"]),
+                                                            "Service": .objectPath(device + "/service0010")])
+            }
+        }
         return GattCharacteristicState(path: device + "/service0010/char0011", properties: [
             "UUID": .string(characteristic), "Service": .objectPath(device + "/service0010"), "MTU": .uint16(185),
             "Flags": .strings(["write", "notify"]),
@@ -217,6 +237,11 @@ public actor FakeCentral: BluetoothCentral {
                            timeout: Duration) async throws(BlueZError) {
         let device = Self.device(of: characteristic)
         guard present, devices[device]?.connected == true, let peripheral = peripherals[device] else { throw .doesNotExist }
+        calls.append("WriteValue \(characteristic)")
+        if let index = Int(characteristic.suffix(4), radix: 16), index > 0x20, index - 0x20 < peripheral.characteristics.count {
+            peripheral.written(value, to: peripheral.characteristics[index - 0x20])
+            return
+        }
         for fragment in peripheral.written(value) { notifications[characteristic]?.yield(fragment) }
     }
 

@@ -48,6 +48,9 @@ public struct SimulatedReaderConfiguration: Sendable {
     public var secondFactorRequired = false
     /// Presence advertisements while a central is connected (docs/reader-protocol.md §2).
     public var presence = true
+    /// The highest protocol version it speaks: 2 offers standing challenges through the hold
+    /// point (docs/reader-protocol.md §6); 1 is a version 1 reader, without a hold point.
+    public var protocolVersion: UInt8 = 2
     public var actions: [ReaderAction] = []
     public var actionOutcomes: [Int8: AccessDecision] = [:]
     public var decision: Decision = .site
@@ -88,7 +91,7 @@ public struct SimulatedReadersFile: Sendable {
 
     public static let readerKeys: Set<String> = [
         "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss", "manual_connect_path_loss",
-        "auto_connect", "manual_connect", "second_factor", "presence", "actions", "action_outcomes", "decision", "mode",
+        "auto_connect", "manual_connect", "second_factor", "presence", "protocol_version", "actions", "action_outcomes", "decision", "mode",
         "fault", "fault_delay",
     ]
 
@@ -219,6 +222,7 @@ public struct SimulatedReadersFile: Sendable {
         c.manualConnect = try bool("manual_connect") ?? c.manualConnect
         c.secondFactorRequired = try bool("second_factor") ?? c.secondFactorRequired
         c.presence = try bool("presence") ?? c.presence
+        if let value = try int("protocol_version", 1...2) { c.protocolVersion = UInt8(value) }
         for entry in try strings("actions") {
             let parts = entry.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let actionID = Int8(parts[0]), !parts[1].isEmpty, parts[1].utf8.count <= 32 else {

@@ -141,6 +141,42 @@ struct ProtocolVectorTests {
         }
     }
 
+    /// Version 2 (§6, standing challenges): the hold point's value, a refreshed challenge
+    /// signed by a second implementation, and a response to the challenge before the refresh,
+    /// which the reader must still decide.
+    @Test func aStandingExchangeMatchesAndVerifies() throws {
+        #expect(try vector("holdPoint.value") == [ReaderGATT.standingVersion])
+        let refreshNonce = try vector("standing.refreshNonce")
+        let content = SignedContent.challenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce)
+        #expect(try vector("standing.refreshSignedContent") == content)
+        let sitePublic = try P256.Signing.PublicKey(x963Representation: vector("site.publicKey"))
+        let signature = try vector("standing.refreshSignature")
+        #expect(ProtocolCrypto.verify(signature, over: content, with: sitePublic))
+        let message = try vector("standing.refreshMessage")
+        #expect(try ProtocolMessage(decoding: message) == .challenge(.init(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce, signature: signature)))
+        #expect(Fragmentation.fragments(of: message, mtu: 185) == [try vector("standing.refreshFragmentAtMTU185")])
+
+        var reader = ReaderSession(configuration: ExchangeHarness.readerConfiguration(), mtu: 185)
+        _ = reader.handle(.connected(nonce: ExchangeHarness.nonce, secondFactorNonce: ExchangeHarness.secondNonce,
+                                     standing: true))
+        #expect(reader.handle(.timerFired).contains { if case .refreshChallenge = $0 { true } else { false } })
+        _ = reader.handle(.freshNonce(refreshNonce))
+        var decision: [UInt8]?
+        for fragment in Fragmentation.fragments(of: try vector("response.message"), mtu: 185) {
+            for case let .send(fragments) in reader.handle(.fragmentReceived(fragment)) {
+                var reassembler = FrameReassembler()
+                for piece in fragments { decision = try reassembler.feed(piece) ?? decision }
+            }
+        }
+        guard case let .decision(decided) = try ProtocolMessage(decoding: try #require(decision)) else {
+            Issue.record("no decision")
+            return
+        }
+        #expect(decided.result.decision == .granted)
+        #expect(ProtocolCrypto.verify(decided.signature, over: try vector("decision.signedContent"), with: sitePublic))
+    }
+
     @Test func aperioMACIsExact() throws {
         let content = SignedContent.aperio(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
                                            aperioID: Fixtures.aperio.identifier)

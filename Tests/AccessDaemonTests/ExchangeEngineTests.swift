@@ -179,6 +179,42 @@ struct ExchangeEngineTests {
         await shell.stop()
     }
 
+    /// Issue #15, item 2: a version 2 reader (one with a hold point) is asked for a standing
+    /// challenge on the early link; at the door the exchange takes the subscription over and
+    /// is one round trip, the response and the decision. A version 1 reader on the same
+    /// early link is not asked, and its exchange subscribes at the door as before.
+    @Test(arguments: [2, 1]) func atTheDoorAVersion2ReaderNeedsOneRoundTrip(version: Int) async throws {
+        let shell = try ShellHarness { configuration in
+            configuration.connectEarly = true
+            configuration.automaticAccessOnStart = true
+        }
+        try await shell.start()
+        let reader = FakeReader(shell.readerConfiguration(), protocolVersion: version)
+        try await shell.readerAdvertises(reader, rssi: -90)
+        try await shell.waitUntil("connected early") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        if version == 2 {
+            try await shell.waitUntil("challenge standing") { reader.standingCount == 1 }
+        } else {
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(await shell.central.callCount("WriteValue") == 0, "a version 1 reader has no hold point to write")
+        }
+        #expect(reader.fragmentsWritten.isEmpty && reader.reports.isEmpty)
+        // The person reaches the door: the reader's presence advertisements (another address).
+        try await shell.readerAdvertises(nil, rssi: -62, times: 12, address: "00:BB:01:00:00:99",
+                                         flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
+        let completed = try await shell.waitForEvent("access.completed")
+        #expect(completed["decision"]?.string == "granted", "\(completed)")
+        #expect(completed["origin"]?.string == "automatic")
+        // One message written at the door: the response, in one fragment at the link's MTU.
+        let responseFragments = Fragmentation.fragments(of: [UInt8](repeating: 0, count: 83), mtu: 185).count
+        #expect(reader.fragmentsWritten.count == responseFragments, "\(reader.fragmentsWritten.count) fragments")
+        #expect(reader.standingCount == (version == 2 ? 1 : 0))
+        // Version 2: the subscription made on the early link is the one the exchange ran on.
+        #expect(reader.subscriptionCount == 1)
+        #expect(reader.reports.count == 1)
+        await shell.stop()
+    }
+
     @Test func rolesComeFromTheContract() async throws {
         let shell = try ShellHarness()
         try await shell.start()

@@ -51,6 +51,10 @@ public struct CredentialSession: Sendable {
     private let timeouts: ProtocolTimeouts
     private var state: State = .awaitingChallenge
     private var reassembler = FrameReassembler()
+    /// Over a held link with a standing challenge (version 2): the reader may send a refresh
+    /// that crosses the response, and the challenge to answer may already be here.
+    private var overStandingLink = false
+    private var standingNonce: [UInt8]?
 
     public init(
         readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey, presentation: Presentation,
@@ -65,6 +69,16 @@ public struct CredentialSession: Sendable {
         self.timeouts = timeouts
     }
 
+    /// Before `connected`: the exchange runs over a held link whose challenges stood
+    /// (version 2, `StandingChallenge`). The newest, if fresh, was verified and admitted to the
+    /// replay guard there, and is answered as soon as the session hears `connected`.
+    public mutating func takeOver(_ standing: StandingChallenge.Handover) {
+        guard case .awaitingChallenge = state else { return }
+        overStandingLink = true
+        standingNonce = standing.nonce
+        reassembler = standing.reassembler
+    }
+
     public var isFinished: Bool { if case .finished = state { true } else { false } }
 
     public mutating func handle(_ input: Input, replayGuard: inout ChallengeReplayGuard) -> [Action] {
@@ -72,6 +86,11 @@ public struct CredentialSession: Sendable {
         switch input {
         case .connected:
             guard case .awaitingChallenge = state else { return [] }
+            if let nonce = standingNonce {
+                standingNonce = nil
+                state = .awaitingDecision(nonce: nonce)
+                return [send(response(to: nonce)), .startTimer(after: timeouts.step)]
+            }
             return [.startTimer(after: timeouts.step)]
         case let .mtuChanged(value):
             mtu = max(value, ReaderGATT.minimumMTU)
@@ -118,6 +137,11 @@ public struct CredentialSession: Sendable {
             guard replayGuard.admit(challenge.nonce) else { throw .replayedChallenge }
             state = .awaitingDecision(nonce: challenge.nonce)
             return [.cancelTimer, send(response(to: challenge.nonce)), .startTimer(after: timeouts.step)]
+
+        case (.awaitingDecision, .challenge) where overStandingLink:
+            // A refresh the reader sent before our response reached it: the reader answers
+            // the response all the same (it accepts the challenge before the newest).
+            return []
 
         case let (.awaitingDecision(nonce), .decision(decision)),
              let (.awaitingSecondFactorDecision(nonce), .decision(decision)):

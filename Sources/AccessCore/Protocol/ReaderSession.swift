@@ -99,7 +99,11 @@ public struct ReaderSession: Sendable {
 
     public enum Input: Sendable {
         /// A central subscribed to the control point. Nonces come from the shell's CSPRNG.
-        case connected(nonce: [UInt8], secondFactorNonce: [UInt8])
+        /// `standing`: it wrote the standing version to the hold point first (version 2,
+        /// §6 "Standing challenges"), so the challenge stands, refreshed, until it answers.
+        case connected(nonce: [UInt8], secondFactorNonce: [UInt8], standing: Bool = false)
+        /// A fresh nonce for a refreshed standing challenge, after `refreshChallenge`.
+        case freshNonce([UInt8])
         case fragmentReceived([UInt8])
         case mtuChanged(Int)
         case timerFired
@@ -110,12 +114,16 @@ public struct ReaderSession: Sendable {
         case send([[UInt8]])
         case startTimer(after: Duration)
         case cancelTimer
+        /// A standing challenge is due for refresh: answer with `freshNonce`.
+        case refreshChallenge
         case finish(Report)
     }
 
     private enum State: Sendable {
         case idle
-        case awaitingResponse(nonce: [UInt8], secondNonce: [UInt8])
+        /// `nonces`: the challenges a response may answer, newest last (one in version 1;
+        /// the newest two on a standing link). `refreshes`: how often it was refreshed.
+        case awaitingResponse(nonces: [[UInt8]], secondNonce: [UInt8], standing: Bool, refreshes: Int)
         case awaitingSecondFactor(nonce: [UInt8], secondNonce: [UInt8], record: CredentialRecord,
                                   operation: ExchangeOperation)
         case finished
@@ -140,17 +148,26 @@ public struct ReaderSession: Sendable {
         case let (_, .mtuChanged(value)):
             mtu = max(value, ReaderGATT.minimumMTU)
             return []
-        case let (.idle, .connected(nonce, secondNonce)):
+        case let (.idle, .connected(nonce, secondNonce, standing)):
             guard nonce.count == ProtocolMessage.nonceLength, secondNonce.count == ProtocolMessage.nonceLength else {
                 return fail(.invalidField("nonce"))
             }
-            let c = configuration
-            let signature = ProtocolCrypto.sign(
-                SignedContent.challenge(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce), with: c.siteKey)
-            state = .awaitingResponse(nonce: nonce, secondNonce: secondNonce)
-            return [send(.challenge(.init(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, signature: signature))),
-                    .startTimer(after: c.timeouts.step)]
+            state = .awaitingResponse(nonces: [nonce], secondNonce: secondNonce, standing: standing, refreshes: 0)
+            return [send(challenge(nonce)), .startTimer(after: standing ? StandingTimings.refresh : configuration.timeouts.step)]
         case (_, .connected):
+            return []
+        case let (.awaitingResponse(nonces, secondNonce, true, refreshes), .timerFired):
+            // Timers fire every `refresh`: the holder has been silent this long.
+            if StandingTimings.refresh * (refreshes + 1) >= StandingTimings.maximumHold { return fail(.timeout) }
+            state = .awaitingResponse(nonces: nonces, secondNonce: secondNonce, standing: true, refreshes: refreshes + 1)
+            return [.refreshChallenge]
+        case let (.awaitingResponse(nonces, secondNonce, true, refreshes), .freshNonce(nonce)):
+            guard nonce.count == ProtocolMessage.nonceLength else { return fail(.invalidField("nonce")) }
+            // The challenge before stays answerable: a response may be on its way.
+            state = .awaitingResponse(nonces: [nonces.last ?? nonce, nonce], secondNonce: secondNonce, standing: true,
+                                      refreshes: refreshes)
+            return [send(challenge(nonce)), .startTimer(after: StandingTimings.refresh)]
+        case (_, .freshNonce):
             return []
         case (_, .timerFired):
             return fail(.timeout)
@@ -171,31 +188,35 @@ public struct ReaderSession: Sendable {
     private mutating func receive(_ message: ProtocolMessage) throws(ProtocolError) -> [Action] {
         if case let .error(code) = message { throw .remoteError(code) }
         switch (state, message) {
-        case let (.awaitingResponse(nonce, secondNonce), .response(response)):
+        case let (.awaitingResponse(nonces, secondNonce, _, _), .response(response)):
             guard configuration.kind == .gallagherStyle else { throw .unexpectedMessage(message.typeCode) }
             presented = response.credentialID.description
             operation = response.operation
             guard let record = configuration.credentials[response.credentialID] else {
                 return refuse(.unknownCredential)
             }
-            let content = SignedContent.response(nonce: nonce, readerID: configuration.readerID,
-                                                 credentialID: response.credentialID, operation: response.operation)
-            guard ProtocolCrypto.verify(response.signature, over: content, with: record.publicKey) else {
-                throw .badSignature
+            // The newest challenge first; the one before only on a standing link.
+            let answered = nonces.reversed().first { nonce in
+                let content = SignedContent.response(nonce: nonce, readerID: configuration.readerID,
+                                                     credentialID: response.credentialID, operation: response.operation)
+                return ProtocolCrypto.verify(response.signature, over: content, with: record.publicKey)
             }
+            guard let nonce = answered else { throw .badSignature }
             return try respond(to: response.operation, record: record, nonce: nonce, secondNonce: secondNonce)
 
-        case let (.awaitingResponse(nonce, _), .aperioResponse(response)):
+        case let (.awaitingResponse(nonces, _, _, _), .aperioResponse(response)):
             guard configuration.kind == .aperioStyle else { throw .unexpectedMessage(message.typeCode) }
             presented = response.aperioID.hexString
             operation = .access
             guard let record = configuration.aperioCredentials[response.aperioID] else {
                 return refuse(.unknownCredential)
             }
-            let content = SignedContent.aperio(nonce: nonce, readerID: configuration.readerID, aperioID: response.aperioID)
-            guard ProtocolCrypto.verifyMAC(response.mac, over: content, key: record.secret.key) else {
-                throw .badSignature
+            let answered = nonces.reversed().first { nonce in
+                let content = SignedContent.aperio(nonce: nonce, readerID: configuration.readerID,
+                                                   aperioID: response.aperioID)
+                return ProtocolCrypto.verifyMAC(response.mac, over: content, key: record.secret.key)
             }
+            guard let nonce = answered else { throw .badSignature }
             if record.state == .revoked { return refuse(.credentialRevoked) }
             let decision = decide(state: record.state)
             return decided(decision, actionID: nil, nonce: nonce, credential: response.aperioID)
@@ -297,5 +318,12 @@ public struct ReaderSession: Sendable {
 
     private func send(_ message: ProtocolMessage) -> Action {
         .send(Fragmentation.fragments(of: message.encoded, mtu: mtu))
+    }
+
+    private func challenge(_ nonce: [UInt8]) -> ProtocolMessage {
+        let c = configuration
+        let signature = ProtocolCrypto.sign(
+            SignedContent.challenge(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce), with: c.siteKey)
+        return .challenge(.init(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, signature: signature))
     }
 }

@@ -32,7 +32,7 @@ extension AccessEngine {
                 completed(reader, origin: origin, outcome: outcome)
             case let .prepareLink(reader):
                 guard let attributes = sightings.registry.reader(reader), let adapterPath else { continue }
-                exchanges.yield(.holdLink(reader, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address)))
+                exchanges.yield(.holdLink(attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address)))
             case let .releaseLink(reader):
                 if controller.automatic.withoutPresence.contains(reader) {
                     logger.notice("reader sends no presence advertisements while connected: not connecting early to it again",

@@ -98,10 +98,13 @@ extension ExchangeEngine {
     // MARK: Connecting early
 
     /// Connects to a reader still outside auto-connect range and resolves its services; the
-    /// exchange that follows at auto range finds the link up. A failure here costs nothing:
-    /// the exchange connects by itself.
-    func holdLink(_ reader: ReaderID, devicePath: String) {
+    /// exchange that follows at auto range finds the link up. A version 2 reader is asked for
+    /// a standing challenge too, so that exchange is one round trip. A failure here costs
+    /// nothing: the exchange connects by itself.
+    func holdLink(_ attributes: ReaderAttributes, devicePath: String) {
+        let reader = attributes.id
         guard held == nil, runs[reader] == nil else { return }
+        let siteKey = book.presentation(for: attributes, aperioEnabled: settings.aperioEnabled)?.2
         let previous = disconnects.removeValue(forKey: devicePath)
         logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
         let connecting = Task { [central, settings, logger] in
@@ -113,6 +116,9 @@ extension ExchangeEngine {
             } catch {
                 logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
                 return
+            }
+            if let siteKey {
+                await self.askForStandingChallenge(attributes, devicePath: devicePath, siteKey: siteKey)
             }
             self.heldLinkUp(reader)
         }
@@ -129,6 +135,7 @@ extension ExchangeEngine {
     func releaseLink(_ reader: ReaderID) {
         guard let link = held, link.reader == reader else { return }
         held = nil
+        link.standing?.stop()
         logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
         let previous = disconnects[link.devicePath]
         let disconnect = Task { [central] in

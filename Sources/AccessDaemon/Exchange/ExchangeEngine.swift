@@ -88,17 +88,24 @@ actor ExchangeEngine {
         // Before connecting: the link connected early for this reader (the exchange takes it
         // over: BlueZ answers Connect on a connected device at once), and the device's last
         // Disconnect.
-        var before: [Task<Void, Never>] = []
+        let id = run.id, devicePath = order.devicePath
         if let link = held, link.reader == reader {
-            before.append(link.connecting)
-            held = nil
+            // Taken over once it is up: its standing subscription if it has one, else
+            // connect (answered at once), resolve and subscribe as usual.
+            run.link = Task { [connectTimeout = settings.connectTimeout] in
+                await link.connecting.value
+                guard !self.takeHeldLink(reader, id: id) else { return }
+                await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: [])
+            }
+            runs[reader] = run
+            return
         }
+        var before: [Task<Void, Never>] = []
         if let disconnect = disconnects.removeValue(forKey: order.devicePath) { before.append(disconnect) }
         if let release = heldLinkRelease {
             before.append(release)
             heldLinkRelease = nil
         }
-        let id = run.id, devicePath = order.devicePath
         run.link = Task { [connectTimeout = settings.connectTimeout] in
             await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: before)
         }
@@ -155,6 +162,7 @@ actor ExchangeEngine {
         guard let run = runs.removeValue(forKey: reader) else { return }
         run.stepTimer?.cancel()
         run.link?.cancel()
+        run.standingReading?.cancel()
         run.writes?.finish()
         let timings = run.phases.timings(endedAt: ContinuousClock.now)
         logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)",
@@ -231,11 +239,13 @@ actor ExchangeEngine {
         var devices: [String] = []
         if let link = held {
             logger.info("dropping the early link on stop", metadata: ["device": "\(link.devicePath)"])
+            link.standing?.stop()
             devices.append(link.devicePath)
             held = nil
         }
         for run in runs.values {
             run.link?.cancel()
+            run.standingReading?.cancel()
             run.stepTimer?.cancel()
             run.writes?.finish()
             logger.info("dropping the link on stop", metadata: ["device": "\(run.devicePath)"])

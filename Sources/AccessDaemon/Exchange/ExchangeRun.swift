@@ -1,4 +1,5 @@
 import AccessCore
+import BlueZ
 import Crypto
 import ControlSocket
 
@@ -8,7 +9,7 @@ enum ExchangeCommand: Sendable {
     /// The controller gave up on it (a manual request's timeout).
     case abort(ReaderID)
     /// Connect early (`[access] connect_early`) and hold the link for the exchange to come.
-    case holdLink(ReaderID, devicePath: String)
+    case holdLink(ReaderAttributes, devicePath: String)
     case releaseLink(ReaderID)
     /// BlueZ says the device disconnected or vanished.
     case linkDropped(devicePath: String)
@@ -52,6 +53,9 @@ struct ExchangeRun: Sendable {
     var secondFactorOpenedAt: ContinuousClock.Instant?
     /// The name the reader advertises, for the prompt's text.
     var readerName: String?
+    /// Over a held link's standing subscription: the task reading its notifications (the
+    /// run's link task has ended by then).
+    var standingReading: Task<Void, Never>?
     var phases: ExchangePhases
 }
 
@@ -81,8 +85,27 @@ struct ExchangePhases: Sendable {
 struct HeldLink: Sendable {
     var reader: ReaderID
     var devicePath: String
-    /// Connect and resolve services; ends when the link is up or the attempt failed.
+    /// Connect, resolve services and, with a version 2 reader, ask for a standing challenge;
+    /// ends when the link is up or the attempt failed.
     var connecting: Task<Void, Never>
+    /// With a version 2 reader: the control point subscribed and its challenges standing.
+    var standing: StandingLink?
+}
+
+/// A held link's subscription to a reader whose challenge stands (docs/reader-protocol.md §6,
+/// "Standing challenges"): the exchange at the door takes it over whole.
+struct StandingLink: Sendable {
+    var challenge: StandingChallenge
+    var controlPoint: GattCharacteristicState
+    var writes: AsyncStream<[UInt8]>.Continuation
+    var writer: Task<Void, Never>
+    /// Reads the control point's notifications: to `challenge` while held, to the exchange after.
+    var reading: Task<Void, Never>
+
+    func stop() {
+        reading.cancel()
+        writes.finish()
+    }
 }
 
 /// What the exchange engine needs of the configuration.

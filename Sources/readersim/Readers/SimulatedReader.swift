@@ -11,6 +11,8 @@ import ReaderSimulation
 actor SimulatedReader {
     private enum Input: Sendable {
         case write(BlueZPeripheral.Write)
+        /// A central wrote the hold point (version 2): it asks for a standing challenge.
+        case holdPointWritten(BlueZPeripheral.Write)
         case notifying(Bool)
         /// The adapter (re)appeared on bluetoothd: after bluetoothd restarted, or after the
         /// adapter was removed and added again. Registrations die with either.
@@ -29,6 +31,9 @@ actor SimulatedReader {
     private var peripheral: BlueZPeripheral?
     private var session: ReaderSession?
     private var central: String?
+    /// A central wrote the standing version to the hold point: its subscription gets a
+    /// standing challenge. Like the session, one central at a time.
+    private var standingRequested = false
     /// Centrals connected now, by device path: presence advertisements run while any is.
     private var connectedCentrals: Set<String> = []
     private var timer: Task<Void, Never>?
@@ -66,7 +71,9 @@ actor SimulatedReader {
                                  localName: configuration.displayName,
                                  intervalMilliseconds: configuration.intervalMilliseconds),
             serviceUUID: ReaderGATT.serviceUUID, characteristicUUID: ReaderGATT.controlPointUUID,
+            holdPointUUID: configuration.protocolVersion >= 2 ? ReaderGATT.holdPointUUID : nil,
             onNotifyingChanged: { feed.yield(.notifying($0)) },
+            onHoldPointWrite: { feed.yield(.holdPointWritten($0)) },
             onWrite: { feed.yield(.write($0)) })
         self.peripheral = peripheral
         let watcher = try await watchBlueZ()
@@ -188,7 +195,14 @@ actor SimulatedReader {
         case .notifying(true):
             await beginSession()
         case .notifying(false):
+            standingRequested = false
             if session != nil { await sessionInput(.disconnected) }
+        case let .holdPointWritten(write):
+            // Any other value asks for nothing: the connection stays version 1.
+            standingRequested = write.value == [ReaderGATT.standingVersion]
+            if let from = write.central { central = from }
+            line("hold", ["central": write.central ?? NSNull(), "value": write.value.hexString,
+                          "standing": standingRequested])
         case let .write(write):
             if let from = write.central { central = from }
             if let mtu = write.mtu { await sessionInput(.mtuChanged(mtu)) }
@@ -236,7 +250,7 @@ actor SimulatedReader {
             return
         }
         session = ReaderSession(configuration: data)
-        line("connected", ["central": central ?? NSNull()])
+        line("connected", ["central": central ?? NSNull(), "standing": standingRequested])
         if configuration.fault == .malformed {
             line("fault", ["fault": "malformed", "detail": "sending a malformed frame instead of the challenge"])
             try? peripheral?.notify([0xC1, 0x01, 0xFF, 0xFF])
@@ -246,7 +260,14 @@ actor SimulatedReader {
         let nonce = configuration.fault == .sameNonce
             ? Array(repeating: 0x5A, count: 16) : (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let secondNonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        await sessionInput(.connected(nonce: nonce, secondFactorNonce: secondNonce))
+        let standing = standingRequested
+        standingRequested = false
+        await sessionInput(.connected(nonce: nonce, secondFactorNonce: secondNonce, standing: standing))
+    }
+
+    private static func freshNonce() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
     private func sessionInput(_ input: ReaderSession.Input) async {
@@ -278,6 +299,10 @@ actor SimulatedReader {
             case .cancelTimer:
                 timer?.cancel()
                 timer = nil
+            case .refreshChallenge:
+                line("refresh", ["central": central ?? NSNull()])
+                await sessionInput(.freshNonce(configuration.fault == .sameNonce
+                    ? Array(repeating: 0x5A, count: 16) : Self.freshNonce()))
             case let .finish(report):
                 session = nil
                 report.printed(by: self)

@@ -15,6 +15,7 @@ struct ExchangeHarness {
     var secondFactorRequested = false
     var credentialTimerArmed = false
     var readerTimerArmed = false
+    var refreshRequested = false
     /// Called for every fragment; return nil to drop it.
     var tamper: (Direction, [UInt8]) -> [UInt8]? = { $1 }
     /// Answer to a second-factor request: a key, or a failure.
@@ -112,6 +113,7 @@ struct ExchangeHarness {
             case let .send(fragments): outbox += fragments
             case .startTimer: readerTimerArmed = true
             case .cancelTimer: readerTimerArmed = false
+            case .refreshChallenge: refreshRequested = true
             case let .finish(report): readerReport = report
             }
         }

@@ -16,11 +16,33 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
     private var behaviour: Behaviour
     private var session: ReaderSession?
     private var finished: [ReaderSession.Report] = []
+    /// Version 2 readers have a hold point and keep a challenge standing when asked.
+    private let protocolVersion: Int
+    private var standingRequested = false
+    private var standingSubscriptions = 0
+    private var allSubscriptions = 0
+    private var written: [[UInt8]] = []
 
-    init(_ configuration: ReaderSession.Configuration, behaviour: Behaviour = .answer) {
+    init(_ configuration: ReaderSession.Configuration, behaviour: Behaviour = .answer, protocolVersion: Int = 1) {
         self.configuration = configuration
         self.behaviour = behaviour
+        self.protocolVersion = protocolVersion
     }
+
+    var characteristics: [String] {
+        [ReaderGATT.controlPointUUID] + (protocolVersion >= 2 ? [ReaderGATT.holdPointUUID] : [])
+    }
+
+    func written(_ value: [UInt8], to characteristic: String) {
+        lock.withLock { standingRequested = characteristic == ReaderGATT.holdPointUUID && value == [ReaderGATT.standingVersion] }
+    }
+
+    /// How many subscriptions got a standing challenge.
+    var standingCount: Int { lock.withLock { standingSubscriptions } }
+    /// How many times a central subscribed to the control point.
+    var subscriptionCount: Int { lock.withLock { allSubscriptions } }
+    /// Every fragment the central wrote to the control point, in order.
+    var fragmentsWritten: [[UInt8]] { lock.withLock { written } }
 
     /// How each session with a central ended.
     var reports: [ReaderSession.Report] { lock.withLock { finished } }
@@ -30,12 +52,19 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
             session = ReaderSession(configuration: configuration, mtu: 185)
             let nonce = (0..<16).map { _ in UInt8.random(in: 0...255) }
             let second = (0..<16).map { _ in UInt8.random(in: 0...255) }
-            return run(.connected(nonce: nonce, secondFactorNonce: second))
+            let standing = standingRequested
+            standingRequested = false
+            if standing { standingSubscriptions += 1 }
+            allSubscriptions += 1
+            return run(.connected(nonce: nonce, secondFactorNonce: second, standing: standing))
         }
     }
 
     func written(_ value: [UInt8]) -> [[UInt8]] {
-        lock.withLock { behaviour == .silentAfterChallenge ? [] : run(.fragmentReceived(value)) }
+        lock.withLock {
+            written.append(value)
+            return behaviour == .silentAfterChallenge ? [] : run(.fragmentReceived(value))
+        }
     }
 
     func disconnected() {
@@ -50,7 +79,7 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
             switch action {
             case let .send(fragments): sent += fragments
             case let .finish(report): finished.append(report)
-            case .startTimer, .cancelTimer: break  // the fake reader never times out
+            case .startTimer, .cancelTimer, .refreshChallenge: break  // the fake reader never times out
             }
         }
         session = current
