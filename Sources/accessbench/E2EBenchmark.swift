@@ -30,6 +30,10 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "Manual requests (access.request → decision) to measure with a cold link and over a held link, after the approaches.")
     var manual = 0
     @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
+    @Option(help: "accessd's [range] approach_smoothing for this run (default: accessd's, 0.5).") var approachSmoothing: Double?
+    @Option(help: "accessd's [range] median_window for this run (default: the filter's, 3).") var medianWindow: Int?
+    @Option(help: "The reader's protocol version: 2 keeps a challenge standing on the held link, 1 does not (default 2).")
+    var readerVersion = 2
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
     @Flag(help: "Run accessd with [access] connect_early = false (connect only at auto range, the default before 0.3).")
@@ -51,12 +55,17 @@ struct E2EBenchmark: AsyncParsableCommand {
             throw ValidationError("no bleak Python at \(bleakPython) (see --help, or --no-bleak)")
         }
         if let smoothing, !(0.01...1).contains(smoothing) { throw ValidationError("--smoothing 0.01…1") }
+        if let approachSmoothing, !(0.01...1).contains(approachSmoothing) { throw ValidationError("--approach-smoothing 0.01…1") }
+        guard (1...2).contains(readerVersion) else { throw ValidationError("--reader-version 1 or 2") }
+        if let medianWindow, !(1...5).contains(medianWindow) { throw ValidationError("--median-window 1…5") }
         if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
         var access = "", range = ""
         if let selectionWindow { access += "selection_window = \(selectionWindow)\n" }
         if connectLate { access += "connect_early = false\n" }
         if let smoothing { range += "smoothing = \(smoothing)\n" }
-        let bench = try await LabBench(access: access, range: range)
+        if let approachSmoothing { range += "approach_smoothing = \(approachSmoothing)\n" }
+        if let medianWindow { range += "median_window = \(medianWindow)\n" }
+        let bench = try await LabBench(access: access, range: range, readerVersion: readerVersion)
         defer { bench.stop() }
 
         var accessd: [[String: Double]] = []
@@ -134,6 +143,8 @@ struct E2EBenchmark: AsyncParsableCommand {
             var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
                           "\"bleakFailures\":\(bleakFailures)",
                           "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
+                          "\"approachSmoothing\":\(approachSmoothing.map { "\($0)" } ?? "null")",
+                          "\"readerVersion\":\(readerVersion)", "\"medianWindow\":\(medianWindow.map { "\($0)" } ?? "null")",
                           "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"connectEarly\":\(connectEarly)",
                           "\"medianMs\":\(number(pct(total, 0.5)))",
                           "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
@@ -147,8 +158,9 @@ struct E2EBenchmark: AsyncParsableCommand {
             return
         }
         print("e2e: \(accessd.count + failures) approaches each (accessd failures: \(failures)); first in-range advertisement → decision (ms)")
-        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default"), "
-              + "connect early \(connectEarly ? "on" : "off")")
+        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), approach smoothing "
+              + "\(approachSmoothing.map { "\($0)" } ?? "default"), median window \(medianWindow.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default"), "
+              + "connect early \(connectEarly ? "on" : "off"), reader protocol version \(readerVersion)")
         print("  accessd  median \(number(pct(total, 0.5)))  p95 \(number(pct(total, 0.95)))")
         for phase in phases {
             print("    \(phase.replacingOccurrences(of: "Ms", with: "")): median \(number(pct(sorted(phase, accessd), 0.5)))"
@@ -156,8 +168,13 @@ struct E2EBenchmark: AsyncParsableCommand {
         }
         if !bleakSorted.isEmpty {
             print("  bleak    median \(number(pct(bleakSorted, 0.5)))  p95 \(number(pct(bleakSorted, 0.95)))  (failures: \(bleakFailures))")
-            print("  ratio (bleak / accessd, median): \(String(format: "%.2f", pct(bleakSorted, 0.5) / pct(total, 0.5)))")
+            print("  ratio (bleak / accessd): median \(String(format: "%.2f", pct(bleakSorted, 0.5) / pct(total, 0.5))), "
+                  + "p95 \(String(format: "%.2f", pct(bleakSorted, 0.95) / pct(total, 0.95)))")
         }
+        // Per approach, in order, for the record (docs/performance.md keeps them).
+        print("  accessd per approach: " + accessd.map { number($0["totalMs"] ?? .nan) }.joined(separator: " "))
+        print("  accessd exchange per approach: " + accessd.map { number($0["exchangeMs"] ?? .nan) }.joined(separator: " "))
+        if !bleak.isEmpty { print("  bleak per approach: " + bleak.map(number).joined(separator: " ")) }
     }
 }
 
@@ -182,7 +199,7 @@ final class LabBench: @unchecked Sendable {
     }
 
     /// `access` and `range`: extra lines for accessd's `[access]` and `[range]` sections.
-    init(access: String = "", range: String = "") async throws {
+    init(access: String = "", range: String = "", readerVersion: Int = 2) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try radio.send("reset")
         try radio.off("*", "*")
@@ -206,6 +223,7 @@ final class LabBench: @unchecked Sendable {
             interval_ms = 100
             auto_connect_path_loss = 20
             manual_connect_path_loss = 40
+            protocol_version = \(readerVersion)
             """.write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
         readers = try ChildProcess([readersim, "readers", "--config", directory + "/readers.toml"], output: directory + "/readers.out")
         _ = try await waitForLine(directory + "/readers.out") { $0["event"] as? String == "advertising" ? true : nil }

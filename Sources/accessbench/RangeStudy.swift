@@ -28,6 +28,9 @@ struct RangeStudy: ParsableCommand {
     @Option(help: "[range] approach_smoothing for both filters (default 0.5).")
     var approachSmoothing = 0.5
 
+    @Option(help: "[range] median_window for both filters (default: each filter's own, 3 and 5).")
+    var medianWindow: Int?
+
     @Flag(help: "One JSON object per filter and noise level instead of the table.")
     var json = false
 
@@ -40,14 +43,16 @@ struct RangeStudy: ParsableCommand {
     func run() throws {
         if !json {
             print("range filters, \(Int(Self.rate)) advertisements/s, auto threshold at 1 m, free-space path loss, seed \(seed)"
-                  + (approachSmoothing == 0.5 ? "" : ", approach_smoothing \(approachSmoothing)"))
+                  + (approachSmoothing == 0.5 ? "" : ", approach_smoothing \(approachSmoothing)")
+                  + (medianWindow.map { ", median_window \($0)" } ?? ""))
             print("filter            σ dB   false exchanges/h   walk past at 2 m   walk-up delay (adverts)   missed")
             print("                         standing +3 dB      (exchanges)        p50 / p95 / max")
         }
         for filter in [RangeFilter.medianAverage, .trendGated] {
             for sigma in [4.0, 8.0] {
                 var noise = GaussianNoise(seed: seed &+ UInt64(sigma))
-                let range = RangeConfiguration(filter: filter, approachSmoothingFactor: approachSmoothing)
+                let range = RangeConfiguration(filter: filter, approachSmoothingFactor: approachSmoothing,
+                                               medianWindow: medianWindow)
                 // One person standing for all the hours: the reader heard once, then for hours.
                 let samples = Array(repeating: Self.threshold + 3, count: hours * Int(3600 * Self.rate))
                 let standing = Self.exchanges(samples.map { $0 + noise.next(sigma) }, range: range).count

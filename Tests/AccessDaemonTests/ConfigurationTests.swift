@@ -32,6 +32,7 @@ struct ConfigurationTests {
             selection_window = 0.5
             [range]
             filter = "median_average"
+            median_window = 1
             sensitivity = "veryLow"
             [features]
             enabled = ["aperio", "salto"]
@@ -57,7 +58,9 @@ struct ConfigurationTests {
         #expect(c.selectionWindow == .milliseconds(500))
         #expect(c.rangeConfiguration.sensitivityOffset == -5)
         #expect(c.rangeConfiguration.filter == .medianAverage)
+        #expect(c.rangeConfiguration.effectiveMedianWindow == 1)
         #expect(try ConfigurationLoader.parse("", file: "t").rangeConfiguration.filter == .trendGated)
+        #expect(try ConfigurationLoader.parse("", file: "t").rangeConfiguration.effectiveMedianWindow == 3)
         #expect(c.features == ["aperio", "salto"])
         #expect(c.socketPath == "/tmp/a.sock")
         #expect(c.journalMaxAge == .seconds(2 * 86400))
@@ -74,6 +77,7 @@ struct ConfigurationTests {
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
         ("[range]\nsensitivity = \"extreme\"\n", 2, "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)"),
         ("[range]\nfilter = \"kalman\"\n", 2, "filter must be trend_gated or median_average"),
+        ("[range]\nmedian_window = 7\n", 2, "median_window must be within 1...5"),
         ("[socket]\npath = \"relative.sock\"\n", 2, "path must be absolute and shorter than 108 bytes"),
         ("[access]\nautomatc = true\n", 2, "unknown key 'automatc'"),
         ("[bluetoth]\nscanning = true\n", 1, "unknown section or key 'bluetoth'"),

@@ -100,9 +100,14 @@ struct LabEndToEndTests {
 
     /// `connect_early`, on by default: accessd connects while the person is still in manual
     /// range; the reader goes on sending presence advertisements, so accessd sees the walk-up
-    /// over the held link and at the door runs the exchange over it.
-    @Test func connectingEarlyHoldsTheLinkUntilTheDoor() async throws {
-        let lab = try await LabScenario(name: "early", accessdConfig: Self.quickRange, readers: Self.frontDoor)
+    /// over the held link and at the door runs the exchange over it. A version 2 reader (the
+    /// default) keeps its challenge standing on that link (reader protocol §6): accessd asks
+    /// through the hold point and subscribes in manual range, the reader refreshes the
+    /// challenge every 4 s, and at the door the exchange answers the newest at once. A version
+    /// 1 reader has no hold point: the exchange subscribes at the door, as before.
+    @Test(arguments: [2, 1]) func connectingEarlyHoldsTheLinkUntilTheDoor(version: Int) async throws {
+        let lab = try await LabScenario(name: "early-v\(version)", accessdConfig: Self.quickRange,
+                                        readers: Self.frontDoor + "\nprotocol_version = \(version)\n")
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
@@ -110,11 +115,23 @@ struct LabEndToEndTests {
         let early = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
         let held = try #require(early.first { $0["event"] == "presence" }?["central"])
         // Connected, the reader sends only presence advertisements: accessd still hears it
-        // (readers go stale after 3 s here).
-        #expect(try lab.event("reader.unavailable", timeout: .seconds(5)) == nil)
+        // (readers go stale after 3 s here). Long enough for a version 2 reader to refresh
+        // its standing challenge at least once.
+        #expect(try lab.event("reader.unavailable", timeout: .seconds(6)) == nil)
+        let beforeTheDoor = lab.readers.lines
+        if version == 2 {
+            #expect(beforeTheDoor.contains { $0["event"] == "hold" && $0["standing"] == true }, "\(beforeTheDoor.map(\.jsonText))")
+            #expect(beforeTheDoor.contains { $0["event"] == "connected" && $0["standing"] == true })
+            #expect(beforeTheDoor.contains { $0["event"] == "refresh" })
+            #expect(lab.daemon.log.contains("challenge standing on the early link"))
+        } else {
+            #expect(!beforeTheDoor.contains { $0["event"] == "hold" || $0["event"] == "connected" },
+                    "\(beforeTheDoor.map(\.jsonText))")
+        }
         try lab.radio.ramp("hci1", "hci0", from: -90, to: -62, seconds: 2, sigma: 1)
         let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(completed["granted"] == true)
+        print("protocol version \(version), timings at the door: \(completed["timings"]?.jsonText ?? "none")")
         // The exchange ran over the link made in manual range: presence began before the
         // central subscribed, and the central the reader decided for is the one that
         // connected early.
@@ -124,7 +141,11 @@ struct LabEndToEndTests {
         #expect(presence < subscribed)
         #expect(lab.readers.exchanges.first?["central"] == held)
         #expect(lines.filter { $0["event"] == "presence" && $0["advertising"] == true }.count == 1, "\(lines.map(\.jsonText))")
+        #expect(lines.filter { $0["event"] == "connected" }.count == 1)
         #expect(lab.readers.exchanges.count == 1)
+        if version == 2 {
+            #expect(lab.daemon.log.contains("exchange over the standing link"), "\(lab.daemon.log)")
+        }
     }
 
     /// A reader without presence advertisements falls silent once connected: accessd drops

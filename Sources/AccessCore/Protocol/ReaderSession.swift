@@ -136,6 +136,11 @@ public struct ReaderSession: Sendable {
     private var presented: String?
     private var operation: ExchangeOperation?
 
+    /// Whether the challenge stands, refreshed, until the holder answers (version 2).
+    public var isStanding: Bool {
+        if case .awaitingResponse(_, _, true, _) = state { true } else { false }
+    }
+
     public init(configuration: Configuration, mtu: Int = ReaderGATT.minimumMTU) {
         self.configuration = configuration
         self.mtu = mtu

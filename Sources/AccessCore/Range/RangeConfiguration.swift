@@ -22,6 +22,13 @@ public struct RangeConfiguration: Hashable, Sendable {
     public var expiryDelay: Duration
     /// A reader not heard for this long is unavailable.
     public var staleTimeout: Duration
+    /// Samples in the first stage's median, 1 to 5; nil: the filter's own (3 for
+    /// `trendGated`, 5 for `medianAverage`). 1 follows a walk-up one advertisement sooner and
+    /// lets more noise through (`accessbench range`).
+    public var medianWindow: Int?
+
+    /// The median's window in use.
+    public var effectiveMedianWindow: Int { min(max(medianWindow ?? filter.medianWindow, 1), RangeEstimator.windowSize) }
 
     public init(
         filter: RangeFilter = .trendGated,
@@ -31,8 +38,10 @@ public struct RangeConfiguration: Hashable, Sendable {
         approachSmoothingFactor: Double = 0.5,
         autoRangeExitMargin: Double = 8,
         expiryDelay: Duration = .seconds(5),
-        staleTimeout: Duration = .seconds(10)
+        staleTimeout: Duration = .seconds(10),
+        medianWindow: Int? = nil
     ) {
+        self.medianWindow = medianWindow
         self.filter = filter
         self.gate = gate
         self.sensitivityOffset = sensitivityOffset

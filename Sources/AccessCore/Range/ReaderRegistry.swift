@@ -102,7 +102,7 @@ public struct ReaderRegistry: Sendable {
             + scope.pathLossOffset(for: advertisement.readerID)
 
         guard let position = index[advertisement.readerID] else {
-            var estimator = RangeEstimator(window: range.filter.medianWindow)
+            var estimator = RangeEstimator(window: range.effectiveMedianWindow)
             var gate = ApproachGate()
             let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
                                          approachSmoothingFactor: range.approachSmoothingFactor)

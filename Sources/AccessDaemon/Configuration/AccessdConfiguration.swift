@@ -38,6 +38,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
     // [range]
     /// Taken at start only: each reader's filter state is built for one filter.
     public var rangeFilter: RangeFilter = .trendGated
+    /// Taken at start only, like the filter. nil: the filter's own window.
+    public var medianWindow: Int?
     public var sensitivity: ConnectionSensitivity = .normal
     public var smoothingFactor = 0.2
     public var approachSmoothingFactor = 0.5
@@ -109,7 +111,7 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var rangeConfiguration: RangeConfiguration {
         RangeConfiguration(filter: rangeFilter, sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
                            approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
-                           expiryDelay: expiryDelay, staleTimeout: staleTimeout)
+                           expiryDelay: expiryDelay, staleTimeout: staleTimeout, medianWindow: medianWindow)
     }
 
     public var clientLimits: ClientLimits {

@@ -53,7 +53,7 @@ public enum ConfigurationLoader {
                 "bluetooth": ["adapter", "scanning", "discovery_watchdog"],
                 "access": ["automatic", "connection_limit", "manual_timeout", "cooldown", "selection_window", "connect_early", "hold_time",
                            "max_retries", "step_timeout", "second_factor_timeout", "open_next_expiry"],
-                "range": ["filter", "sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
+                "range": ["filter", "median_window", "sensitivity", "smoothing", "approach_smoothing", "exit_margin", "expiry_delay", "stale_timeout"],
                 "features": ["enabled"],
                 "prompts": ["second_factor"],
                 "socket": ["path", "group", "operator_group", "admin_group", "subscriber_queue", "max_clients", "idle_timeout",
@@ -106,6 +106,7 @@ public enum ConfigurationLoader {
                 }
                 c.rangeFilter = filter
             }
+            c.medianWindow = try int("range", "median_window", 1...5) ?? c.medianWindow
             if let v = try string("range", "sensitivity") {
                 guard let s = ConnectionSensitivity(rawValue: v) ?? ConnectionSensitivity.formerNames[v] else {
                     throw fail("range", "sensitivity", "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)")

@@ -77,7 +77,7 @@ public struct ConfigurationReload: Sendable {
         "secondFactorTimeout": "access.second_factor_timeout", "openNextExpiry": "access.open_next_expiry",
         "buttonDevice": "button.device", "buttonKey": "button.key", "maxOffline": "site.max_offline",
         "auditUpload": "site.audit_upload", "mqtt": "mqtt", "metricsListen": "metrics.listen",
-        "rangeFilter": "range.filter", "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
+        "rangeFilter": "range.filter", "medianWindow": "range.median_window", "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
         "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
         "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",
         "features": "features.enabled", "readerRules": "readers", "secondFactorPrompt": "prompts.second_factor",

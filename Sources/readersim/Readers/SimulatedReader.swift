@@ -272,6 +272,7 @@ actor SimulatedReader {
 
     private func sessionInput(_ input: ReaderSession.Input) async {
         guard var current = session else { return }
+        let wasStanding = current.isStanding
         let actions = current.handle(input)
         session = current
         for action in actions {
@@ -305,7 +306,12 @@ actor SimulatedReader {
                     ? Array(repeating: 0x5A, count: 16) : Self.freshNonce()))
             case let .finish(report):
                 session = nil
-                report.printed(by: self)
+                if report.outcome == .disconnected, report.operation == nil, wasStanding {
+                    // A held link let go before the door: a challenge stood, nothing was asked.
+                    line("released", ["central": central ?? NSNull()])
+                } else {
+                    report.printed(by: self)
+                }
             }
         }
     }
