@@ -17,10 +17,12 @@ extension LabEndToEndTests {
         print("$ readersim conformance --reader 2A01 --invitation … --adapter hci1\n\(good.output)")
         #expect(good.status == 0, "\(good.output)\(good.errors)")
         for check in ["advertisement", "site tag", "GATT layout", "challenge", "access at MTU 23", "access at the link's MTU",
-                      "replay refused", "actions", "malformed fragment refused", "unknown credential refused",
+                      "replay refused", "actions", "standing challenge", "malformed fragment refused", "unknown credential refused",
                       "silent holder timed out"] {
             #expect(verdict(of: check, in: good.output) == "PASS", "\(check): \(good.output)")
         }
+        // readersim's reader speaks version 2: the standing challenge was checked, not passed over.
+        #expect(good.output.contains("a response over the challenge before it: decision granted"), "\(good.output)")
 
         // Each fault, and the check that must catch it.
         let faults: [(fault: String, caughtBy: String)] = [

@@ -12,6 +12,11 @@ public struct StandingChallenge: Sendable {
     public struct Handover: Sendable {
         public var nonce: [UInt8]?
         public var reassembler: FrameReassembler
+
+        public init(nonce: [UInt8]?, reassembler: FrameReassembler = FrameReassembler()) {
+            self.nonce = nonce
+            self.reassembler = reassembler
+        }
     }
 
     public let readerID: ReaderID

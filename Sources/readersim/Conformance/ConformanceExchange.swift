@@ -11,11 +11,12 @@ struct ConformanceExchange {
     /// Runs `operation` with `presentation`, fragmenting what the holder sends for `mtu`.
     /// The reader's fragments go to the session as they came: it reassembles and judges them.
     static func run(on link: ConformanceLink, credential: ConformanceCredential, presentation: CredentialSession.Presentation,
-                    operation: ExchangeOperation, mtu: Int,
+                    operation: ExchangeOperation, mtu: Int, standing: StandingChallenge.Handover? = nil,
                     replayGuard: inout ChallengeReplayGuard) async -> ConformanceExchange {
         var session = CredentialSession(readerID: credential.readerID, siteTag: credential.siteTag,
                                         sitePublicKey: credential.siteKey, presentation: presentation,
                                         operation: operation, mtu: mtu)
+        if let standing { session.takeOver(standing) }
         var written: [[UInt8]] = []
         var deadline: ContinuousClock.Instant?
         var pending = session.handle(.connected, replayGuard: &replayGuard)

@@ -50,7 +50,10 @@ final class ConformanceLink: Sendable {
     }
 
     /// Connects to `device`, resolves its services and subscribes to the control point.
-    static func open(_ central: BlueZClient, device: String) async throws(ConformanceFailure) -> ConformanceLink {
+    /// `standing`: first asks for a standing challenge through the hold point (version 2,
+    /// §6); fails when the reader has none.
+    static func open(_ central: BlueZClient, device: String,
+                     standing: Bool = false) async throws(ConformanceFailure) -> ConformanceLink {
         do throws(BlueZError) {
             try await central.connect(device: device, timeout: .seconds(10))
             try await central.waitForServicesResolved(device: device, timeout: .seconds(10))
@@ -62,6 +65,20 @@ final class ConformanceLink: Sendable {
             await close(central, device: device)
             throw ConformanceFailure("no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
         }
+        if standing {
+            guard let hold = await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
+                                                          characteristic: ReaderGATT.holdPointUUID) else {
+                await close(central, device: device)
+                throw ConformanceFailure("no hold point \(ReaderGATT.holdPointUUID)")
+            }
+            do throws(BlueZError) {
+                try await central.writeValue(characteristic: hold.path, [ReaderGATT.standingVersion], type: .withResponse,
+                                             timeout: .seconds(5))
+            } catch {
+                await close(central, device: device)
+                throw ConformanceFailure("a write to the hold point failed: \(error)")
+            }
+        }
         let notifications: AsyncStream<[UInt8]>
         do throws(BlueZError) {
             notifications = try await central.notifications(characteristic: point.path)
@@ -70,6 +87,12 @@ final class ConformanceLink: Sendable {
             throw ConformanceFailure("cannot subscribe to the control point: \(error)")
         }
         return ConformanceLink(central: central, device: device, controlPoint: point, notifications: notifications)
+    }
+
+    /// Whether the reader has a hold point (it offers standing challenges, version 2).
+    static func hasHoldPoint(_ central: BlueZClient, device: String) async -> Bool {
+        await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
+                                     characteristic: ReaderGATT.holdPointUUID) != nil
     }
 
     /// The largest fragment the reader sent so far.
@@ -135,7 +158,7 @@ final class ConformanceLink: Sendable {
         await Self.close(central, device: device)
     }
 
-    private static func close(_ central: BlueZClient, device: String) async {
+    static func close(_ central: BlueZClient, device: String) async {
         try? await central.disconnect(device: device, timeout: .seconds(5))
         for _ in 0..<100 where await central.devices[device]?.connected == true {
             try? await Task.sleep(for: .milliseconds(50))

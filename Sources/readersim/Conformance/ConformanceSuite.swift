@@ -33,6 +33,7 @@ struct ConformanceSuite {
     static let checks: [(section: String, check: String)] = [
         ("§2", "advertisement"), ("§2", "site tag"), ("§4", "GATT layout"), ("§6", "challenge"),
         ("§5", "access at MTU 23"), ("§5", "access at the link's MTU"), ("§6", "replay refused"), ("§6", "actions"),
+        ("§6", "standing challenge"),
         ("§5", "malformed fragment refused"), ("§7", "unknown credential refused"), ("§7", "silent holder timed out"),
     ]
 
@@ -40,6 +41,7 @@ struct ConformanceSuite {
         if let device = await advertisement(listen: listen), await challengeAndLayout(device) {
             await framing(device)
             await actions(device)
+            await standingChallenge(device)
             await malformed(device)
             await unknownCredential(device)
             await timeout(device)
@@ -187,6 +189,70 @@ struct ConformanceSuite {
         }
     }
 
+    /// Version 2 (§6, standing challenges): asked through the hold point, the reader's
+    /// challenge stands and is refreshed within 4 s (with 2 s for the air), and a response
+    /// over the challenge before the refresh is still decided. A reader without a hold point
+    /// speaks version 1, which is conformant: nothing to check.
+    private mutating func standingChallenge(_ device: String) async {
+        let check = "standing challenge"
+        do throws(BlueZError) {
+            try await central.connect(device: device, timeout: .seconds(10))
+            try await central.waitForServicesResolved(device: device, timeout: .seconds(10))
+        } catch {
+            record("§6", check, .fail, "cannot connect and resolve its services: \(error)")
+            return
+        }
+        guard await ConformanceLink.hasHoldPoint(central, device: device) else {
+            await ConformanceLink.close(central, device: device)
+            record("§6", check, .pass, "no hold point: a version 1 reader, no standing challenges to check")
+            return
+        }
+        guard let link = await open(device, "§6", check, standing: true) else { return }
+        var standing = StandingChallenge(readerID: credential.readerID, siteTag: credential.siteTag,
+                                         sitePublicKey: credential.siteKey)
+        var nonces: [[UInt8]] = []
+        var lastAt = ContinuousClock.now
+        var refreshedAfter: Duration?
+        while nonces.count < 2 {
+            let wait = nonces.isEmpty ? ProtocolTimeouts().step : StandingTimings.refresh + .seconds(2)
+            switch await link.nextFragment(by: ContinuousClock.now + wait) {
+            case let .fragment(fragment):
+                do throws(ProtocolError) {
+                    try standing.receive(fragment, at: .zero, replayGuard: &replayGuard)
+                } catch {
+                    await link.close()
+                    record("§6", check, .fail, "\(nonces.isEmpty ? "the challenge" : "the refresh"): \(error)")
+                    return
+                }
+                if let newest = standing.newest?.nonce, newest != nonces.last {
+                    if !nonces.isEmpty { refreshedAfter = ContinuousClock.now - lastAt }
+                    nonces.append(newest)
+                    lastAt = ContinuousClock.now
+                }
+            case .dropped:
+                await link.close()
+                record("§6", check, .fail, nonces.isEmpty ? "the link dropped before a challenge" : "the link dropped before a refresh")
+                return
+            case .nothingBy:
+                await link.close()
+                record("§6", check, .fail, nonces.isEmpty ? "no challenge within 5 s"
+                       : "no refresh within \((StandingTimings.refresh + .seconds(2)).components.seconds) s of the challenge")
+                return
+            }
+        }
+        // Answer the first challenge, as a holder whose response crossed the refresh would.
+        let exchange = await ConformanceExchange.run(
+            on: link, credential: credential, presentation: credential.presentation, operation: .access, mtu: link.mtu,
+            standing: StandingChallenge.Handover(nonce: nonces[0]), replayGuard: &replayGuard)
+        await link.close()
+        let after = refreshedAfter.map { String(format: "%.1f s", Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds)) } ?? "?"
+        if case .decided = exchange.outcome {
+            record("§6", check, .pass, "refreshed after \(after); a response over the challenge before it: \(describe(exchange.outcome))")
+        } else {
+            record("§6", check, .fail, "refreshed after \(after); a response over the challenge before it got \(describe(exchange.outcome))")
+        }
+    }
+
     // MARK: §7
 
     /// A first fragment with a non-zero index (§5 refuses it): error `malformed`.
@@ -239,9 +305,10 @@ struct ConformanceSuite {
 
     // MARK: Helpers
 
-    private mutating func open(_ device: String, _ section: String, _ check: String) async -> ConformanceLink? {
+    private mutating func open(_ device: String, _ section: String, _ check: String,
+                               standing: Bool = false) async -> ConformanceLink? {
         do throws(ConformanceFailure) {
-            return try await ConformanceLink.open(central, device: device)
+            return try await ConformanceLink.open(central, device: device, standing: standing)
         } catch {
             record(section, check, .fail, error.description)
             return nil
