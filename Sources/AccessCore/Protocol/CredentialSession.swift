@@ -128,13 +128,7 @@ public struct CredentialSession: Sendable {
         if case let .error(code) = message { throw .remoteError(code) }
         switch (state, message) {
         case let (.awaitingChallenge, .challenge(challenge)):
-            guard challenge.readerID == readerID else { throw .wrongReader(expected: readerID, actual: challenge.readerID) }
-            guard challenge.siteTag == siteTag else { throw .wrongSite }
-            let content = SignedContent.challenge(readerID: challenge.readerID, siteTag: challenge.siteTag,
-                                                  nonce: challenge.nonce)
-            guard ProtocolCrypto.verify(challenge.signature, over: content, with: sitePublicKey) else { throw .badSignature }
-            // Only a verified challenge is remembered, so garbage cannot fill the guard.
-            guard replayGuard.admit(challenge.nonce) else { throw .replayedChallenge }
+            try challenge.verify(readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
             state = .awaitingDecision(nonce: challenge.nonce)
             return [.cancelTimer, send(response(to: challenge.nonce)), .startTimer(after: timeouts.step)]
 

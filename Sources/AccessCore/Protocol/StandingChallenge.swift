@@ -41,13 +41,7 @@ public struct StandingChallenge: Sendable {
         let message = try ProtocolMessage(decoding: bytes)
         switch message {
         case let .challenge(challenge):
-            guard challenge.readerID == readerID else { throw .wrongReader(expected: readerID, actual: challenge.readerID) }
-            guard challenge.siteTag == siteTag else { throw .wrongSite }
-            let content = SignedContent.challenge(readerID: challenge.readerID, siteTag: challenge.siteTag,
-                                                  nonce: challenge.nonce)
-            guard ProtocolCrypto.verify(challenge.signature, over: content, with: sitePublicKey) else { throw .badSignature }
-            // As in the exchange: only a verified challenge is remembered.
-            guard replayGuard.admit(challenge.nonce) else { throw .replayedChallenge }
+            try challenge.verify(readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
             newest = (challenge.nonce, now)
         case let .error(code):
             throw .remoteError(code)
@@ -62,5 +56,19 @@ public struct StandingChallenge: Sendable {
         var nonce: [UInt8]?
         if let newest, now - newest.receivedAt < StandingTimings.holderFreshness { nonce = newest.nonce }
         return Handover(nonce: nonce, reassembler: reassembler)
+    }
+}
+
+extension ProtocolMessage.Challenge {
+    /// What a holder checks of every challenge before it answers or keeps one: the reader and
+    /// site it expects, the site key's signature, and a nonce never seen (admitted to the
+    /// replay guard only once verified, so garbage cannot fill the guard).
+    func verify(readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
+                replayGuard: inout ChallengeReplayGuard) throws(ProtocolError) {
+        guard self.readerID == readerID else { throw .wrongReader(expected: readerID, actual: self.readerID) }
+        guard self.siteTag == siteTag else { throw .wrongSite }
+        let content = SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce)
+        guard ProtocolCrypto.verify(signature, over: content, with: sitePublicKey) else { throw .badSignature }
+        guard replayGuard.admit(nonce) else { throw .replayedChallenge }
     }
 }

@@ -32,6 +32,26 @@ extension ExchangeEngine {
         }
     }
 
+    /// Writes what is yielded to the control point at `path`, in order, each write answered
+    /// before the next; the first failure calls `failed` and ends the writes.
+    func writer(to path: String, failed: @escaping @Sendable (isolated ExchangeEngine) -> Void)
+        -> (AsyncStream<[UInt8]>.Continuation, Task<Void, Never>)
+    {
+        let (writes, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let task = Task { [central, settings] in
+            for await fragment in writes {
+                do throws(BlueZError) {
+                    try await central.writeValue(characteristic: path, fragment, type: .withResponse,
+                                                 timeout: settings.stepTimeout)
+                } catch {
+                    failed(self)
+                    return
+                }
+            }
+        }
+        return (continuation, task)
+    }
+
     private func reached(_ phase: Phase, _ reader: ReaderID, id: UInt64) {
         guard runs[reader]?.id == id else { return }
         switch phase {
@@ -50,20 +70,9 @@ extension ExchangeEngine {
     /// and the connection. False when the exchange ended meanwhile.
     private func linkUp(_ reader: ReaderID, id: UInt64, characteristic: GattCharacteristicState) -> Bool {
         guard runs[reader]?.id == id else { return false }
-        let (writes, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let path = characteristic.path
-        runs[reader]?.writes = continuation
-        runs[reader]?.writer = Task { [central, settings] in
-            for await fragment in writes {
-                do throws(BlueZError) {
-                    try await central.writeValue(characteristic: path, fragment, type: .withResponse,
-                                                 timeout: settings.stepTimeout)
-                } catch {
-                    self.writeFailed(reader, id: id)
-                    return
-                }
-            }
-        }
+        let (writes, writing) = writer(to: characteristic.path) { engine in engine.writeFailed(reader, id: id) }
+        runs[reader]?.writes = writes
+        runs[reader]?.writer = writing
         if let mtu = characteristic.mtu {
             runs[reader]?.phases.mtu = mtu
             feed(reader, .mtuChanged(mtu))

@@ -34,18 +34,8 @@ extension ExchangeEngine {
                           challenge: StandingChallenge, notifications: AsyncStream<[UInt8]>) {
         // Released meanwhile: its Disconnect ends the subscription.
         guard let link = held, link.reader == reader, link.devicePath == devicePath else { return }
-        let (writes, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let path = controlPoint.path
-        let writer = Task { [central, settings] in
-            for await fragment in writes {
-                do throws(BlueZError) {
-                    try await central.writeValue(characteristic: path, fragment, type: .withResponse,
-                                                 timeout: settings.stepTimeout)
-                } catch {
-                    self.standingWriteFailed(reader, devicePath: devicePath)
-                    return
-                }
-            }
+        let (continuation, writer) = writer(to: controlPoint.path) { engine in
+            engine.standingWriteFailed(reader, devicePath: devicePath)
         }
         let reading = Task {
             for await fragment in notifications {
