@@ -89,11 +89,16 @@ extension ExchangeEngine {
 
     /// The exchange `id` takes over the held link, once it is up: true when it had a standing
     /// subscription, which the exchange now runs on (the session answers the newest challenge
-    /// at `connected`); false when the exchange must subscribe by itself.
+    /// at `connected`), or when the exchange ended meanwhile (its end drops the link); false
+    /// when the exchange must subscribe by itself.
     func takeHeldLink(_ reader: ReaderID, id: UInt64) -> Bool {
         guard let link = held, link.reader == reader else { return false }
         held = nil
-        guard runs[reader]?.id == id, let standing = link.standing else { return false }
+        guard runs[reader]?.id == id else {
+            link.standing?.stop()
+            return true
+        }
+        guard let standing = link.standing else { return false }
         let now = ContinuousClock.now
         let handover = standing.challenge.handover(at: Clocks.monotonic())
         runs[reader]?.session.takeOver(handover)
