@@ -18,18 +18,21 @@ struct ReadersBenchmark: AsyncParsableCommand {
     @Option(help: "Readers advertising for the CPU figure.") var advertising = 100
     @Option(help: "Advertisements per second per reader for the CPU figure.") var rate = 10
     @Option(help: "Seconds of advertising measured.") var seconds = 20
+    @Option(help: "The accessd to measure (default: the one built beside accessbench; the package's is /usr/sbin/accessd).")
+    var accessd: String?
 
     func run() async throws {
         // Metrics on a Unix socket: its advertisement counter says how many accessd took in.
         let metricsSocket = FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
-        let daemon = try await BenchDaemon(config: "[log]\nlevel = \"warning\"\n[metrics]\nlisten = \"\(metricsSocket)\"\n")
+        let daemon = try await BenchDaemon(config: "[log]\nlevel = \"warning\"\n[metrics]\nlisten = \"\(metricsSocket)\"\n",
+                                           executable: accessd)
         defer { unlink(metricsSocket) }
         defer { daemon.stop() }
         let pid = daemon.process.pid
         let connection = try ControlConnection(path: daemon.socketPath)
         try await Task.sleep(for: .seconds(2))
         let idle = Self.statusKB(pid, "RssAnon")
-        print("accessd (release), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
+        print("accessd (\(accessd ?? "release, built beside accessbench")), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
         print("  idle, no reader:          \(resident(pid))")
 
         try await daemon.mock.run(python: MockReaders.appear(1, from: 0))
@@ -43,6 +46,7 @@ struct ReadersBenchmark: AsyncParsableCommand {
         try await advertiseRounds(daemon, readers: many, rounds: 5, every: .seconds(1))
         print("  \(many) readers heard:      \(resident(pid)), anonymous \(mb(Self.statusKB(pid, "RssAnon") - idle)) over idle, "
               + "peak RSS \(mb(Self.peakKB(pid)))")
+        print("    resident by file:        \(Self.residentByFile(pid).prefix(6).map { "\($0.file) \(mb($0.kb))" }.joined(separator: ", "))")
 
         // CPU: `advertising` readers at `rate` Hz, one batch every 1/rate s.
         let period = Duration.seconds(1) / rate
@@ -91,10 +95,38 @@ struct ReadersBenchmark: AsyncParsableCommand {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
+    /// The file-backed resident set per mapped file, largest first (from /proc/PID/smaps), so
+    /// a figure says which binary or library it is; copied-on-write pages count as anonymous.
+    static func residentByFile(_ pid: pid_t) -> [(file: String, kb: Int)] {
+        // Read to the end: String(contentsOfFile:) stops early on this large procfs file.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps") else { return [] }
+        defer { try? handle.close() }
+        let smaps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        var byFile: [String: Int] = [:]
+        var file: String?
+        for line in smaps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if line.hasPrefix("Rss:"), let file, fields.count > 1 {
+                byFile[file, default: 0] += Int(fields[1]) ?? 0
+            } else if line.hasPrefix("Anonymous:"), let file, fields.count > 1 {
+                // Pages of the file written since (relocated pointers, data): anonymous now.
+                byFile[file, default: 0] -= Int(fields[1]) ?? 0
+            } else if let first = fields.first, first.contains("-"), first.allSatisfy(\.isHexDigitOrDash) {
+                // A mapping's header: address range, permissions, offset, device, inode, path.
+                file = fields.count > 5 && fields[5].hasPrefix("/") ? fields[5].split(separator: "/").last.map(String.init) : nil
+            }
+        }
+        return byFile.map { (file: $0.key, kb: $0.value) }.sorted { $0.kb > $1.kb }
+    }
+
     /// RSS, and how much of it is accessd's own memory (anonymous) and how much pages of the
     /// binary and libraries mapped from files (shared, and given back under memory pressure).
     private func resident(_ pid: pid_t) -> String {
         "RSS \(mb(Self.statusKB(pid, "VmRSS"))) (anonymous \(mb(Self.statusKB(pid, "RssAnon"))), "
             + "file-backed \(mb(Self.statusKB(pid, "RssFile"))))"
     }
+}
+
+private extension Character {
+    var isHexDigitOrDash: Bool { isHexDigit || self == "-" }
 }

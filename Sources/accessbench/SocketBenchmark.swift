@@ -139,13 +139,15 @@ final class BenchDaemon: @unchecked Sendable {
     var socketPath: String { bus.directory.path + "/a.sock" }
 
     /// The accessd built beside this binary, on its own private bus, with `config` as its file.
+    /// `executable` nil: the accessd beside this binary; else that one (e.g. the package's,
+    /// which is linked differently: docs/performance.md, "Many readers").
     init(config text: String = "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n",
-         waitForSocket: Bool = true) async throws {
+         waitForSocket: Bool = true, executable: String? = nil) async throws {
         bus = try PrivateBus()
         mock = try await BlueZMock(bus: bus)
         try await mock.addAdapter("hci0")
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("accessd").path
+        let executable = executable ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("accessd").path
         let config = bus.directory.path + "/accessd.toml"
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
