@@ -21,6 +21,8 @@ final class ConformanceLink: Sendable {
     let controlPoint: GattCharacteristicState
     /// The ATT MTU BlueZ reports for the link (`GattCharacteristic1.MTU`), 23 when it says none.
     let mtu: Int
+    /// Whether a standing challenge was asked for through the hold point (version 2, §6).
+    let isStanding: Bool
     private let inbox = NIOLockedValueBox(Inbox())
     private let pump: Task<Void, Never>
 
@@ -31,11 +33,12 @@ final class ConformanceLink: Sendable {
         var largest = 0
     }
 
-    private init(central: BlueZClient, device: String, controlPoint: GattCharacteristicState,
+    private init(central: BlueZClient, device: String, controlPoint: GattCharacteristicState, isStanding: Bool,
                  notifications: AsyncStream<[UInt8]>) {
         self.central = central
         self.device = device
         self.controlPoint = controlPoint
+        self.isStanding = isStanding
         mtu = max(controlPoint.mtu ?? ReaderGATT.minimumMTU, ReaderGATT.minimumMTU)
         let inbox = self.inbox
         pump = Task {
@@ -50,8 +53,8 @@ final class ConformanceLink: Sendable {
     }
 
     /// Connects to `device`, resolves its services and subscribes to the control point.
-    /// `standing`: first asks for a standing challenge through the hold point (version 2,
-    /// §6); fails when the reader has none.
+    /// `standing`: first asks for a standing challenge through the hold point when the reader
+    /// has one (version 2, §6; `isStanding` says whether it had).
     static func open(_ central: BlueZClient, device: String,
                      standing: Bool = false) async throws(ConformanceFailure) -> ConformanceLink {
         do throws(BlueZError) {
@@ -65,12 +68,9 @@ final class ConformanceLink: Sendable {
             await close(central, device: device)
             throw ConformanceFailure("no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
         }
-        if standing {
-            guard let hold = await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
-                                                          characteristic: ReaderGATT.holdPointUUID) else {
-                await close(central, device: device)
-                throw ConformanceFailure("no hold point \(ReaderGATT.holdPointUUID)")
-            }
+        let hold = standing ? await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
+                                                            characteristic: ReaderGATT.holdPointUUID) : nil
+        if let hold {
             do throws(BlueZError) {
                 try await central.writeValue(characteristic: hold.path, [ReaderGATT.standingVersion], type: .withResponse,
                                              timeout: .seconds(5))
@@ -86,13 +86,8 @@ final class ConformanceLink: Sendable {
             await close(central, device: device)
             throw ConformanceFailure("cannot subscribe to the control point: \(error)")
         }
-        return ConformanceLink(central: central, device: device, controlPoint: point, notifications: notifications)
-    }
-
-    /// Whether the reader has a hold point (it offers standing challenges, version 2).
-    static func hasHoldPoint(_ central: BlueZClient, device: String) async -> Bool {
-        await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
-                                     characteristic: ReaderGATT.holdPointUUID) != nil
+        return ConformanceLink(central: central, device: device, controlPoint: point, isStanding: hold != nil,
+                               notifications: notifications)
     }
 
     /// The largest fragment the reader sent so far.
@@ -158,7 +153,7 @@ final class ConformanceLink: Sendable {
         await Self.close(central, device: device)
     }
 
-    static func close(_ central: BlueZClient, device: String) async {
+    private static func close(_ central: BlueZClient, device: String) async {
         try? await central.disconnect(device: device, timeout: .seconds(5))
         for _ in 0..<100 where await central.devices[device]?.connected == true {
             try? await Task.sleep(for: .milliseconds(50))
