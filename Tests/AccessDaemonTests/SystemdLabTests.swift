@@ -160,7 +160,7 @@ struct SystemdLabTests {
         #expect(journal.contains("Thread 0 \"accessd\" crashed"))
         #expect(journal.contains("/usr/sbin/accessd"))
         // Frames in accessd's own code carry names ("_dispatch_sig_thread + 8 in accessd"): the
-        // package exports no symbols, so they come from the symbol table its strip keeps.
+        // package exports no symbols, so they come from its symbol file in /usr/lib/debug.
         #expect(journal.contains(/[\w$.]+ \+ \d+ in accessd/), "a named frame in accessd")
         #expect(journal.contains("status=6/ABRT"), "systemd saw the signal, not a clean exit")
     }
