@@ -29,7 +29,7 @@ public actor BlueZClient: BluetoothCentral {
     public private(set) var gattCharacteristics: [String: GattCharacteristicState] = [:]
     private var signalTask: Task<Void, Never>?
     var notificationSubscribers: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
-    var resolvedWaiters: [String: [UInt64: CheckedContinuation<ResolutionEnd, Never>]] = [:]
+    var resolvedWaiters: [String: [UInt64: ResolutionWaiter]] = [:]
     var nextWaiter: UInt64 = 0
     /// Signal overflows answered with a resynchronisation (diagnostics, tests).
     public private(set) var overflowResyncs = 0
@@ -154,10 +154,16 @@ public actor BlueZClient: BluetoothCentral {
             if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
         }
         if let properties = interfaces[GattService1.interface]?.stringKeyed {
-            gattServices[path] = GattServiceState(path: path, properties: properties)
+            let service = GattServiceState(path: path, properties: properties)
+            gattServices[path] = service
+            wakeResolvedWaiters(device: service.devicePath, .gattChanged)
         }
         if let properties = interfaces[GattCharacteristic1.interface]?.stringKeyed {
             gattCharacteristics[path] = GattCharacteristicState(path: path, properties: properties)
+            // Below its device's path; only devices someone waits for are looked at.
+            for device in resolvedWaiters.keys where path.hasPrefix(device + "/") {
+                wakeResolvedWaiters(device: device, .gattChanged)
+            }
         }
     }
 
@@ -204,8 +210,12 @@ public actor BlueZClient: BluetoothCentral {
             if before.connected != device.connected || before.servicesResolved != device.servicesResolved || disconnected {
                 continuation.yield(.deviceConnectionChanged(device))
             }
-            if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
-            if disconnected { wakeResolvedWaiters(device: path, .disconnected) }
+            // A disconnection first: a ServicesResolved left true beside it is no resolution.
+            if disconnected {
+                wakeResolvedWaiters(device: path, .disconnected)
+            } else if device.servicesResolved {
+                wakeResolvedWaiters(device: path, .resolved)
+            }
         case GattCharacteristic1.interface:
             guard var characteristic = gattCharacteristics[path] else { return }
             characteristic.apply(changed)

@@ -106,6 +106,48 @@ final class GattTests: Sendable {
         #expect(reported != nil)
     }
 
+    /// BlueZ with a cached database: ServicesResolved true, then the peer's database turns
+    /// out changed, false, the services removed and added again, true once more (seen in the
+    /// lab's conformance run, where readersim restarts between faults). A lookup in between
+    /// waits for the second resolution instead of calling the characteristic missing.
+    @Test func aCharacteristicIsFoundAfterBlueZResolvesAgain() async throws {
+        try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
+        try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
+        _ = await waitUntil { await self.client.devices[Self.device]?.servicesResolved == true }
+        let lookup = Task {
+            try await self.client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
+                                                         characteristic: Self.characteristicUUID, timeout: .seconds(20))
+        }
+        #expect(await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 })
+        try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(false))
+        try await addReaderGatt()
+        try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
+        let found = try await lookup.value
+        #expect(found?.path == Self.characteristic)
+        #expect(await client.resolutionWaiters(device: Self.device) == 0)
+    }
+
+    /// A device that resolved its services without the characteristic: nil at the timeout,
+    /// and a disconnection meanwhile ends the wait as the resolution's does.
+    @Test func aMissingCharacteristicIsNilAtTheTimeout() async throws {
+        try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
+        try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
+        _ = await waitUntil { await self.client.devices[Self.device]?.servicesResolved == true }
+        let missing = try await client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
+                                                              characteristic: Self.characteristicUUID,
+                                                              timeout: .milliseconds(300))
+        #expect(missing == nil)
+        #expect(await client.resolutionWaiters(device: Self.device) == 0)
+
+        let lookup = Task {
+            try await self.client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
+                                                         characteristic: Self.characteristicUUID, timeout: .seconds(20))
+        }
+        #expect(await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 })
+        try await mock.set(Self.device, "org.bluez.Device1", "Connected", .bool(false))
+        await #expect(throws: BlueZError.doesNotExist) { try await lookup.value }
+    }
+
     @Test func resolutionTimesOut() async throws {
         try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
         _ = await waitUntil { await self.client.devices[Self.device]?.connected == true }

@@ -16,8 +16,10 @@ extension ExchangeEngine {
             await reached(.connected, reader, id: id)
             try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
             await reached(.resolved, reader, id: id)
-            guard let characteristic = await central.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
-                                                                    characteristic: ReaderGATT.controlPointUUID) else {
+            guard let characteristic = try await central.resolvedCharacteristic(
+                device: devicePath, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.controlPointUUID,
+                timeout: deadline - ContinuousClock.now)
+            else {
                 await noControlPoint(reader, id: id)
                 return
             }
@@ -118,16 +120,20 @@ extension ExchangeEngine {
         logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
         let connecting = Task { [central, settings, logger] in
             await previous?.value
+            let controlPoint: GattCharacteristicState?
             do throws(BlueZError) {
                 let deadline = ContinuousClock.now + settings.connectTimeout
                 try await central.connect(device: devicePath, timeout: settings.connectTimeout)
-                try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
+                controlPoint = try await central.resolvedCharacteristic(
+                    device: devicePath, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.controlPointUUID,
+                    timeout: deadline - ContinuousClock.now)
             } catch {
                 logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
                 return
             }
-            if let siteKey {
-                await self.askForStandingChallenge(attributes, devicePath: devicePath, siteKey: siteKey)
+            if let siteKey, let controlPoint {
+                await self.askForStandingChallenge(attributes, devicePath: devicePath, controlPoint: controlPoint,
+                                                   siteKey: siteKey)
             }
             self.heldLinkUp(reader)
         }

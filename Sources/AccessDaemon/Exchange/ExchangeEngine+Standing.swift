@@ -10,13 +10,14 @@ import Crypto
 extension ExchangeEngine {
     /// On the held link's connecting task, after services resolved. A reader without a hold
     /// point speaks version 1: the link stays held as it is, and the exchange subscribes.
+    /// The hold point is looked up once the control point is found: a service's objects come
+    /// before its resolution, so a version 2 reader's hold point is there by then.
     nonisolated func askForStandingChallenge(_ attributes: ReaderAttributes, devicePath: String,
+                                             controlPoint: GattCharacteristicState,
                                              siteKey: P256.Signing.PublicKey) async {
         let reader = attributes.id
         guard let holdPoint = await central.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
-                                                           characteristic: ReaderGATT.holdPointUUID),
-              let controlPoint = await central.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
-                                                              characteristic: ReaderGATT.controlPointUUID)
+                                                           characteristic: ReaderGATT.holdPointUUID)
         else { return }
         do throws(BlueZError) {
             try await central.writeValue(characteristic: holdPoint.path, [ReaderGATT.standingVersion], type: .withResponse,

@@ -57,14 +57,16 @@ final class ConformanceLink: Sendable {
     /// has one (version 2, §6; `isStanding` says whether it had).
     static func open(_ central: BlueZClient, device: String,
                      standing: Bool = false) async throws(ConformanceFailure) -> ConformanceLink {
+        let found: GattCharacteristicState?
         do throws(BlueZError) {
             try await central.connect(device: device, timeout: .seconds(10))
-            try await central.waitForServicesResolved(device: device, timeout: .seconds(10))
+            found = try await central.resolvedCharacteristic(device: device, service: ReaderGATT.serviceUUID,
+                                                             characteristic: ReaderGATT.controlPointUUID,
+                                                             timeout: .seconds(10))
         } catch {
             throw ConformanceFailure("cannot connect and resolve its services: \(error)")
         }
-        guard let point = await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
-                                                       characteristic: ReaderGATT.controlPointUUID) else {
+        guard let point = found else {
             await close(central, device: device)
             throw ConformanceFailure("no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
         }
