@@ -29,14 +29,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
+        // The MQTT broker project's own client library, for the fleet bridge (docs/fleet.md):
+        // its header (libmosquitto-dev) at build time, libmosquitto.so.1 loaded with dlopen
+        // when the bridge first starts (Sources/CMosquitto/include/mosquitto_library.h says why).
+        .target(name: "CMosquitto"),
         // System libraries the C shim wraps (docs/bluez.md: pkg-config names dbus-1 and bluez).
-        // The MQTT broker project's own client library, for the fleet bridge (docs/fleet.md).
-        .systemLibrary(
-            name: "CMosquitto",
-            path: "Sources/CMosquitto",
-            pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]
-        ),
         .systemLibrary(
             name: "CDBus",
             path: "Sources/CDBus",

@@ -1,5 +1,7 @@
 import AccessJSON
+@testable import AccessDaemon
 import BlueZTestSupport
+import CMosquitto
 import ControlSocket
 import Foundation
 import SuiteTraits
@@ -53,6 +55,42 @@ struct MQTTBridgeTests {
 
     private func mqttState(_ status: JSONValue) -> String? { status["mqtt"]?["state"]?.string }
 
+    /// The files accessd has mapped (/proc/PID/maps).
+    private func mappedFiles(_ harness: DaemonHarness) throws -> Set<String> {
+        let pid = try #require(harness.daemon?.pid)
+        // Read to the end: String(contentsOfFile:) stops early on a large procfs file.
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
+        defer { try? file.close() }
+        let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+        return Set(maps.split(separator: "\n").compactMap { line in
+            line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true).dropFirst(5).first
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        })
+    }
+
+    /// libmosquitto (and the OpenSSL it brings) is loaded when the bridge starts, not by
+    /// every accessd: without `[mqtt]` it is never mapped (docs/performance.md, "Many readers").
+    @Test func withoutTheBridgeLibmosquittoIsNeverLoaded() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        let mapped = try mappedFiles(harness)
+        #expect(!mapped.contains { $0.contains("libmosquitto") }, "\(mapped.sorted())")
+    }
+
+    /// A library that cannot be loaded is a typed failure that names the Debian package.
+    @Test func aMissingLibmosquittoIsAFailureThatNamesThePackage() throws {
+        #expect {
+            _ = try MosquittoLibrary.load("libmosquitto.so.0-not-installed")
+        } throws: { error in
+            "\(error)".contains("cannot load libmosquitto (Debian package libmosquitto1)")
+                && "\(error)".contains("libmosquitto.so.0-not-installed")
+        }
+        let library = try MosquittoLibrary.load(MosquittoLibrary.soname)
+        #expect(String(cString: library.functions.strerror(MOSQ_ERR_SUCCESS.rawValue)) == "No error.")
+    }
+
     @Test func eventsArriveInOrderAndNothingIsLostAcrossABrokerRestart() async throws {
         let harness = try await DaemonHarness()
         let broker = try MosquittoBroker(directory: harness.directory + "/broker")
@@ -65,6 +103,8 @@ struct MQTTBridgeTests {
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        #expect(try mappedFiles(harness).contains { $0.contains("/libmosquitto.so") },
+                "the bridge loads libmosquitto when it starts")
         let first = try lastSequence(harness) + 1
         try makeEvents(harness, switches: 20)
         var last = try lastSequence(harness)

@@ -11,6 +11,7 @@ import NIOConcurrencyHelpers
 /// Why libmosquitto rather than an MQTT client written here: the broker's own library
 /// speaks MQTT 3.1.1 and 5, TLS and the session rules as the broker expects them, and is
 /// packaged for the kiosks this runs on; accessd writes only the bridge's logic (`MQTTBridge`).
+/// It is loaded when the first client is made (`MosquittoLibrary`), not at every start.
 final class MosquittoClient: Sendable {
     enum Event: Sendable, Equatable {
         /// CONNACK: `code` 0 is accepted, else the broker's refusal (`reason`).
@@ -44,54 +45,56 @@ final class MosquittoClient: Sendable {
         var description: String
     }
 
-    /// Where the C callbacks find the stream (passed as libmosquitto's `obj`).
+    /// Where the C callbacks find the stream and the library (passed as libmosquitto's `obj`).
     private final class Sink: Sendable {
         let continuation: AsyncStream<Event>.Continuation
+        let library: MosquittoLibrary
         /// The last error libmosquitto logged: the detail behind "A TLS error occurred."
         let lastError = NIOLockedValueBox<String?>(nil)
-        init(_ continuation: AsyncStream<Event>.Continuation) { self.continuation = continuation }
+        init(_ continuation: AsyncStream<Event>.Continuation, library: MosquittoLibrary) {
+            self.continuation = continuation
+            self.library = library
+        }
     }
-
-    private static let initialized: Bool = {
-        mosquitto_lib_init()
-        return true
-    }()
 
     // libmosquitto's handle is safe to use from any thread once its loop runs in its own
     // (publish and disconnect are documented thread-safe with mosquitto_loop_start).
     nonisolated(unsafe) private let handle: OpaquePointer
+    private let library: MosquittoLibrary
     private let sink: Sink
     private let settings: Settings
     private let started = NIOLockedValueBox(false)
     let events: AsyncStream<Event>
 
-    init(_ settings: Settings) throws(Failure) {
-        _ = Self.initialized
+    /// `library`: the shared object to load, the first time (tests name a missing one).
+    init(_ settings: Settings, library name: String = MosquittoLibrary.soname) throws(Failure) {
+        let library = try MosquittoLibrary.load(name)
         let (stream, continuation) = AsyncStream<Event>.makeStream()
         events = stream
-        sink = Sink(continuation)
+        self.library = library
+        sink = Sink(continuation, library: library)
         self.settings = settings
-        guard let handle = mosquitto_new(settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque()) else {
+        guard let handle = library.functions.new_client(settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque()) else {
             throw Failure(description: "libmosquitto could not make a client: \(String(cString: strerror(errno)))")
         }
         self.handle = handle
-        mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
-        mosquitto_reconnect_delay_set(handle, 1, 30, true)
-        mosquitto_connect_callback_set(handle) { _, object, code in
+        _ = library.functions.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        _ = library.functions.reconnect_delay_set(handle, 1, 30, true)
+        library.functions.connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
-            sink.continuation.yield(.connected(code: code, reason: String(cString: mosquitto_connack_string(code))))
+            sink.continuation.yield(.connected(code: code, reason: String(cString: sink.library.functions.connack_string(code))))
         }
-        mosquitto_disconnect_callback_set(handle) { _, object, code in
+        library.functions.disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
-            sink.continuation.yield(.disconnected(code: code, reason: String(cString: mosquitto_strerror(code))))
+            sink.continuation.yield(.disconnected(code: code, reason: String(cString: sink.library.functions.strerror(code))))
         }
-        mosquitto_publish_callback_set(handle) { _, object, messageID in
+        library.functions.publish_callback_set(handle) { _, object, messageID in
             guard let object else { return }
             Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue().continuation.yield(.published(messageID: messageID))
         }
-        mosquitto_message_callback_set(handle) { _, object, message in
+        library.functions.message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
             let topic = message.pointee.topic.map { String(cString: $0) } ?? ""
@@ -103,7 +106,7 @@ final class MosquittoClient: Sendable {
             let payload = message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
             sink.continuation.yield(.message(topic: topic, payload: payload, oversized: false))
         }
-        mosquitto_log_callback_set(handle) { _, object, level, text in
+        library.functions.log_callback_set(handle) { _, object, level, text in
             guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
             let message = String(cString: text)
@@ -112,18 +115,18 @@ final class MosquittoClient: Sendable {
         }
         do {
             if let username = settings.username {
-                try check(mosquitto_username_pw_set(handle, username, settings.password), "the username")
+                try check(library.functions.username_pw_set(handle, username, settings.password), "the username")
             }
             if settings.caFile != nil || settings.certFile != nil {
-                try check(mosquitto_tls_set(handle, settings.caFile, nil, settings.certFile, settings.keyFile, nil), "TLS")
+                try check(library.functions.tls_set(handle, settings.caFile, nil, settings.certFile, settings.keyFile, nil), "TLS")
             }
             if let will = settings.will {
                 try check(will.payload.withUnsafeBytes {
-                    mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, true)
+                    library.functions.will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, true)
                 }, "the last will")
             }
         } catch {
-            mosquitto_destroy(handle)
+            library.functions.destroy(handle)
             throw error
         }
     }
@@ -134,25 +137,25 @@ final class MosquittoClient: Sendable {
     func connect() async -> String? {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { [self] in
-                let code = mosquitto_connect_async(handle, settings.host, settings.port, settings.keepAlive)
+                let code = library.functions.connect_async(handle, settings.host, settings.port, settings.keepAlive)
                 guard code == MOSQ_ERR_SUCCESS.rawValue else {
                     var reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno))
-                        : String(cString: mosquitto_strerror(code))
+                        : String(cString: library.functions.strerror(code))
                     if let detail = sink.lastError.withLockedValue({ $0 }) { reason += " (\(detail))" }
                     continuation.resume(returning: reason)
                     return
                 }
-                let loop = mosquitto_loop_start(handle)
+                let loop = library.functions.loop_start(handle)
                 started.withLockedValue { $0 = loop == MOSQ_ERR_SUCCESS.rawValue }
                 continuation.resume(returning: loop == MOSQ_ERR_SUCCESS.rawValue ? nil
-                    : "libmosquitto's network thread: \(String(cString: mosquitto_strerror(loop)))")
+                    : "libmosquitto's network thread: \(String(cString: library.functions.strerror(loop)))")
             }
         }
     }
 
     private func check(_ code: Int32, _ what: String) throws(Failure) {
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "libmosquitto refused \(what): \(String(cString: mosquitto_strerror(code)))")
+            throw Failure(description: "libmosquitto refused \(what): \(String(cString: library.functions.strerror(code)))")
         }
     }
 
@@ -161,14 +164,14 @@ final class MosquittoClient: Sendable {
 
     /// Subscribes to `topic` (QoS 1); messages come as `.message`.
     func subscribe(_ topic: String) throws(Failure) {
-        try check(mosquitto_subscribe(handle, nil, topic, 1), "a subscription to \(topic)")
+        try check(library.functions.subscribe(handle, nil, topic, 1), "a subscription to \(topic)")
     }
 
     /// Queues a message; its id comes back in `.published` when the broker has it (QoS 1).
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(Failure) -> Int32 {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes {
-            mosquitto_publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
+            library.functions.publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
         }
         try check(code, "a message to \(topic)")
         return messageID
@@ -177,13 +180,47 @@ final class MosquittoClient: Sendable {
     /// A clean DISCONNECT (no last will), then the thread ends and the handle goes.
     func close() {
         if started.withLockedValue({ $0 }) {
-            mosquitto_disconnect(handle)
-            mosquitto_loop_stop(handle, false)
+            _ = library.functions.disconnect(handle)
+            _ = library.functions.loop_stop(handle, false)
         }
         sink.continuation.finish()
     }
 
     deinit {
-        mosquitto_destroy(handle)
+        library.functions.destroy(handle)
+    }
+}
+
+/// libmosquitto.so.1's functions (Sources/CMosquitto/include/mosquitto_library.h), loaded by
+/// the first client and kept; a kiosk without the fleet bridge never maps the library (nor the
+/// OpenSSL it brings).
+struct MosquittoLibrary: Sendable {
+    static let soname = "libmosquitto.so.1"
+
+    // C function pointers, set once and only read.
+    nonisolated(unsafe) let functions: accessd_mosquitto
+
+    private static let libraries = NIOLockedValueBox<[String: MosquittoLibrary]>([:])
+
+    /// The library `name`, loaded and initialised (`mosquitto_lib_init`) the first time.
+    static func load(_ name: String) throws(MosquittoClient.Failure) -> MosquittoLibrary {
+        let result = libraries.withLockedValue { libraries -> Result<MosquittoLibrary, MosquittoClient.Failure> in
+            if let library = libraries[name] { return .success(library) }
+            var reason = [CChar](repeating: 0, count: 512)
+            // The C side fills the table only when it returns 0 (its fields cannot be nil).
+            let loaded = withUnsafeTemporaryAllocation(of: accessd_mosquitto.self, capacity: 1) { table in
+                accessd_mosquitto_load(name, table.baseAddress!, &reason, UInt(reason.count)) == 0
+                    ? table.baseAddress!.pointee : nil
+            }
+            guard let functions = loaded else {
+                let detail = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                return .failure(.init(description: "cannot load libmosquitto (Debian package libmosquitto1): \(detail)"))
+            }
+            _ = functions.lib_init()
+            let library = MosquittoLibrary(functions: functions)
+            libraries[name] = library
+            return .success(library)
+        }
+        return try result.get()
     }
 }
