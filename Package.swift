@@ -58,6 +58,8 @@ let package = Package(
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
         // A fatal signal sent from outside ends accessd after the runtime's backtrace.
         .target(name: "CFatalSignals"),
+        // How accessd's process uses memory, set before main (Sources/CProcessMemory).
+        .target(name: "CProcessMemory"),
         .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
         .target(name: "BlueZTestSupport", dependencies: ["BlueZ"]),
@@ -108,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "accessd",
             dependencies: [
-                "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "ControlSocket",
+                "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "CProcessMemory", "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -13,6 +13,55 @@ import Glibc
 /// directory and socket, SIGHUP reloads, a stale socket replaced.
 @Suite(.threadOfItsOwn)
 struct ProcessHygieneTests {
+    /// accessd's process memory settings (Sources/CProcessMemory; docs/performance.md, "Many
+    /// readers"): no transparent huge pages (Debian's kernel uses them "always"), and one
+    /// malloc arena, so no thread keeps a heap of its own after a burst.
+    @Test func accessdRunsWithoutHugePagesAndWithOneMallocArena() async throws {
+        let harness = try await DaemonHarness()
+        try await harness.start()
+        defer { _ = harness.stop() }
+        // Work on several of accessd's threads at once: clients asking in parallel.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    let connection = try harness.connect()
+                    for _ in 0..<50 { _ = try connection.call("status.get") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let pid = try #require(harness.daemon?.pid)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("THP_enabled:") }
+        // Linux 5.0 and later say it here; this machine and Debian 12 do.
+        #expect(line.map { $0.hasSuffix("\t0") } == true, "\(line ?? "no THP_enabled line")")
+        // glibc reserves each arena but the first as a 64 MB-aligned 64 MB mapping.
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
+        defer { try? file.close() }
+        let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+        #expect(Self.mallocHeaps(in: maps) == 0, "\(maps)")
+    }
+
+    /// Anonymous regions that start on a 64 MB boundary and, with the reserved (---p) part
+    /// after them, span 64 MB: glibc's non-main malloc arenas.
+    static func mallocHeaps(in maps: String) -> Int {
+        let size: UInt64 = 64 << 20
+        let regions = maps.split(separator: "\n").compactMap { line -> (UInt64, UInt64, Bool)? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count == 5, let dash = fields[0].firstIndex(of: "-"),
+                  let start = UInt64(fields[0][..<dash], radix: 16),
+                  let end = UInt64(fields[0][fields[0].index(after: dash)...], radix: 16) else { return nil }
+            return (start, end, fields[1].hasPrefix("rw"))
+        }
+        var heaps = 0
+        for (index, region) in regions.enumerated() where region.2 && region.0 % size == 0 {
+            let end = index + 1 < regions.count && regions[index + 1].0 == region.1 && !regions[index + 1].2
+                ? regions[index + 1].1 : region.1
+            if end - region.0 == size { heaps += 1 }
+        }
+        return heaps
+    }
+
     /// A second accessd (`sudo accessd` while testing) used to bind over the live socket and
     /// unlink it on exit, cutting the service off from its clients.
     @Test func aSecondAccessdRefusesAndTheFirstKeepsItsSocket() async throws {
