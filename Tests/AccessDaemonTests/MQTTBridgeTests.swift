@@ -204,8 +204,14 @@ struct MQTTBridgeTests {
         #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
         #expect(harness.stop() == 0)
         #expect(try broker.retained("accessd/\(Self.device)/status") == "{\"status\":\"offline\"}")
-        // A clean stop sends no will: the broker logs the client's own disconnect.
-        #expect(broker.log.contains("Client \(Self.device) disconnected."), "\(broker.log)")
+        // A clean stop sends no will: the broker logs the client's own disconnect (when it has
+        // read it: accessd may exit first, so the log is waited for, 10 s at most).
+        var disconnected = false
+        for _ in 0..<100 where !disconnected {
+            disconnected = broker.log.contains("Client \(Self.device) disconnected.")
+            if !disconnected { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(disconnected, "\(broker.log)")
     }
 
     @Test func aBrokerThatRefusesTheCredentialsIsShownAndRetriedWithoutABusyLoop() async throws {
