@@ -24,6 +24,8 @@ public final class AccessStore: Sendable {
 
     public let path: String
     let database: DatabasePool
+    /// Each connection's page cache (`PRAGMA cache_size`, in KiB).
+    static let pageCacheKiB = 256
 
     /// Opens (creating when needed) `directory/accessd.sqlite`. The directory is created
     /// with mode 0700: the database will hold credentials.
@@ -40,6 +42,11 @@ public final class AccessStore: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Deleted credentials' keys are overwritten, not left in free pages.
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            // A page cache of 256 KiB per connection, not SQLite's 2 MB: the journal appends
+            // and reads recent events, a few pages, and the pool's connections (a writer and
+            // readers) each kept what they touched: 0.6 MB after 1,000 readers' events in the
+            // writer alone, growing towards 2 MB each (docs/performance.md, "Many readers").
+            try db.execute(sql: "PRAGMA cache_size = \(-Self.pageCacheKiB)")
         }
         database = try DatabasePool(path: path, configuration: configuration)
         chmod(path, 0o600)

@@ -53,6 +53,20 @@ struct RegistryTests {
         #expect(reader?.flags == [.autoConnectEnabled, .manualConnectEnabled])
     }
 
+    /// The count the status and metrics take agrees with the readers listed, as readers
+    /// enter auto range and expire.
+    @Test mutating func readersInAutoRangeAreCountedAsListed() {
+        #expect(registry.countInAutoConnectRange == 0)
+        for _ in 0..<10 { _ = observe(rssi: -65) }
+        _ = observe(Fixtures.advertisement(id: 0x2A02), rssi: -95)
+        #expect(registry.countInAutoConnectRange == 1)
+        #expect(registry.countInAutoConnectRange == registry.readers.filter(\.isInAutoConnectRange).count)
+        clock.advance(.seconds(11))
+        _ = registry.expire(at: clock.now)
+        #expect(registry.countInAutoConnectRange == 0)
+        #expect(registry.readers.isEmpty)
+    }
+
     @Test mutating func steadyRSSIPublishesNothingMore() {
         _ = observe()
         for _ in 0..<50 { #expect(observe().update == nil) }

@@ -1,6 +1,7 @@
 import AccessCore
 import Crypto
 import Foundation
+import GRDB
 import Testing
 @testable import AccessStore
 
@@ -23,6 +24,15 @@ struct AccessStoreTests {
         #expect((attributes[.posixPermissions] as? Int) == 0o700)
         let file = try FileManager.default.attributesOfItem(atPath: reopened.path)
         #expect((file[.posixPermissions] as? Int) == 0o600)
+    }
+
+    /// Every connection of the pool, the writer's and the readers', keeps a small page cache
+    /// (AccessStore.pageCacheKiB), not SQLite's 2 MB default.
+    @Test func everyConnectionKeepsASmallPageCache() throws {
+        let store = try AccessStore(directory: directory)
+        let expected = -AccessStore.pageCacheKiB
+        #expect(try store.database.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
+        #expect(try store.database.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
     }
 
     @Test func journalSequencesGrowAndReplay() throws {

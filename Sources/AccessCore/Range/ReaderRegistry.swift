@@ -73,6 +73,12 @@ public struct ReaderRegistry: Sendable {
 
     public var count: Int { entries.lazy.filter(\.isAvailable).count }
 
+    /// Available readers in auto-connect range, counted without copying them (the status and
+    /// every metrics scrape ask: `readers` would copy and sort all of them each time).
+    public var countInAutoConnectRange: Int {
+        entries.lazy.filter { $0.isAvailable && $0.attributes.isInAutoConnectRange }.count
+    }
+
     /// Whether a reader other than `id` is available (a rival when `id` enters range).
     /// Stops at the first one found.
     public func isAnotherReaderHeard(besides id: ReaderID) -> Bool {

@@ -190,7 +190,7 @@ actor AccessEngine {
     var status: Status {
         Status(readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
                automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled, seenAdvertisements: sightings.seen,
-               readersInAutoRange: sightings.registry.readers.filter(\.isInAutoConnectRange).count)
+               readersInAutoRange: sightings.registry.countInAutoConnectRange)
     }
 
     func setAutomaticAccess(_ enabled: Bool) {
