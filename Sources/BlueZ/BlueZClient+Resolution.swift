@@ -11,7 +11,7 @@ extension BlueZClient {
     /// How a wait for `ServicesResolved` (or for a change of the device's GATT objects) ended.
     enum ResolutionEnd {
         case resolved, disconnected, vanished, timedOut, cancelled
-        /// A GATT object of the device appeared, or `ServicesResolved` changed.
+        /// A GATT service or characteristic of the device appeared.
         case gattChanged
     }
 

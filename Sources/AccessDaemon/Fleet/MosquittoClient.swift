@@ -60,18 +60,15 @@ final class MosquittoClient: Sendable {
     // libmosquitto's handle is safe to use from any thread once its loop runs in its own
     // (publish and disconnect are documented thread-safe with mosquitto_loop_start).
     nonisolated(unsafe) private let handle: OpaquePointer
-    private let library: MosquittoLibrary
     private let sink: Sink
     private let settings: Settings
     private let started = NIOLockedValueBox(false)
     let events: AsyncStream<Event>
 
-    /// `library`: the shared object to load, the first time (tests name a missing one).
-    init(_ settings: Settings, library name: String = MosquittoLibrary.soname) throws(Failure) {
-        let library = try MosquittoLibrary.load(name)
+    init(_ settings: Settings) throws(Failure) {
+        let library = try MosquittoLibrary.load(MosquittoLibrary.soname)
         let (stream, continuation) = AsyncStream<Event>.makeStream()
         events = stream
-        self.library = library
         sink = Sink(continuation, library: library)
         self.settings = settings
         guard let handle = library.functions.new_client(settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque()) else {
@@ -131,31 +128,34 @@ final class MosquittoClient: Sendable {
         }
     }
 
+    /// The library's functions (the sink holds the library, for the C callbacks too).
+    private var functions: accessd_mosquitto { sink.library.functions }
+
     /// One attempt at the first connection (TCP, and TLS's handshake starts), off the
     /// caller's thread since it blocks; on success the network thread takes over, CONNACK
     /// included. The reason when it failed.
     func connect() async -> String? {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { [self] in
-                let code = library.functions.connect_async(handle, settings.host, settings.port, settings.keepAlive)
+                let code = functions.connect_async(handle, settings.host, settings.port, settings.keepAlive)
                 guard code == MOSQ_ERR_SUCCESS.rawValue else {
                     var reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno))
-                        : String(cString: library.functions.strerror(code))
+                        : String(cString: functions.strerror(code))
                     if let detail = sink.lastError.withLockedValue({ $0 }) { reason += " (\(detail))" }
                     continuation.resume(returning: reason)
                     return
                 }
-                let loop = library.functions.loop_start(handle)
+                let loop = functions.loop_start(handle)
                 started.withLockedValue { $0 = loop == MOSQ_ERR_SUCCESS.rawValue }
                 continuation.resume(returning: loop == MOSQ_ERR_SUCCESS.rawValue ? nil
-                    : "libmosquitto's network thread: \(String(cString: library.functions.strerror(loop)))")
+                    : "libmosquitto's network thread: \(String(cString: functions.strerror(loop)))")
             }
         }
     }
 
     private func check(_ code: Int32, _ what: String) throws(Failure) {
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            throw Failure(description: "libmosquitto refused \(what): \(String(cString: library.functions.strerror(code)))")
+            throw Failure(description: "libmosquitto refused \(what): \(String(cString: functions.strerror(code)))")
         }
     }
 
@@ -164,14 +164,14 @@ final class MosquittoClient: Sendable {
 
     /// Subscribes to `topic` (QoS 1); messages come as `.message`.
     func subscribe(_ topic: String) throws(Failure) {
-        try check(library.functions.subscribe(handle, nil, topic, 1), "a subscription to \(topic)")
+        try check(functions.subscribe(handle, nil, topic, 1), "a subscription to \(topic)")
     }
 
     /// Queues a message; its id comes back in `.published` when the broker has it (QoS 1).
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) throws(Failure) -> Int32 {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes {
-            library.functions.publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
+            functions.publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
         }
         try check(code, "a message to \(topic)")
         return messageID
@@ -180,14 +180,14 @@ final class MosquittoClient: Sendable {
     /// A clean DISCONNECT (no last will), then the thread ends and the handle goes.
     func close() {
         if started.withLockedValue({ $0 }) {
-            _ = library.functions.disconnect(handle)
-            _ = library.functions.loop_stop(handle, false)
+            _ = functions.disconnect(handle)
+            _ = functions.loop_stop(handle, false)
         }
         sink.continuation.finish()
     }
 
     deinit {
-        library.functions.destroy(handle)
+        functions.destroy(handle)
     }
 }
 
