@@ -197,8 +197,8 @@ final class MosquittoClient: Sendable {
 struct MosquittoLibrary: Sendable {
     static let soname = "libmosquitto.so.1"
 
-    // C function pointers, set once and only read.
-    nonisolated(unsafe) let functions: accessd_mosquitto
+    /// C function pointers, set once and only read (Sendable as imported).
+    let functions: accessd_mosquitto
 
     private static let libraries = NIOLockedValueBox<[String: MosquittoLibrary]>([:])
 
