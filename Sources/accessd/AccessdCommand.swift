@@ -12,7 +12,7 @@ import UnixSignals
 import Glibc
 #endif
 
-@main
+/// The command line and the service; started by `AccessdMain` (Main.swift says why not as `@main`).
 struct AccessdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accessd",

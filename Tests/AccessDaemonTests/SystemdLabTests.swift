@@ -159,8 +159,9 @@ struct SystemdLabTests {
         #expect(journal.contains("Program crashed: Aborted"))
         #expect(journal.contains("Thread 0 \"accessd\" crashed"))
         #expect(journal.contains("/usr/sbin/accessd"))
-        // Frames in accessd's own code carry names ("_dispatch_sig_thread + 8 in accessd"): the
-        // package exports no symbols, so they come from its symbol file in /usr/lib/debug.
+        // Frames in accessd's own code carry names ("accessd_main + 145 in accessd", where the
+        // main thread waits for signals): the package exports no symbols, so they come from its
+        // symbol file in /usr/lib/debug.
         #expect(journal.contains(/[\w$.]+ \+ \d+ in accessd/), "a named frame in accessd")
         #expect(journal.contains("status=6/ABRT"), "systemd saw the signal, not a clean exit")
     }

@@ -13,4 +13,11 @@
 /// Applied again by calling it; 0, or the errno of prctl (EINVAL before Linux 3.15).
 int accessd_configure_process_memory(void);
 
+/// The main thread's work once accessd has started it on the cooperative pool: waiting for
+/// signals, forever. An async `@main` ends the main thread in `dispatch_main()`, whose
+/// `pthread_exit` has glibc unwind the main thread's stack, once: the unwinder's binary search
+/// through a 30 MB program's unwind tables left 0.8 MB of them resident for the life of the
+/// process. This waits as `dispatch_main` then does, without that exit.
+__attribute__((noreturn)) void accessd_wait_on_main_thread(void);
+
 #endif
