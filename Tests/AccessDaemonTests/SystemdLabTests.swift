@@ -156,8 +156,14 @@ struct SystemdLabTests {
             try Lab.isRunning() && Lab.property("MainPID") != pid && (Int(try Lab.property("NRestarts")) ?? 0) > restarts
         }
         let journal = try Lab.journal(since: cursor)
+        // Within the unit's TimeoutAbortSec (10 s), or systemd kills the backtracer's process.
+        print(journal.split(separator: "\n").filter { $0.contains("Backtrace took") || $0.contains("failed to suspend") }
+            .joined(separator: "\n"))
         #expect(journal.contains("Program crashed: Aborted"))
         #expect(journal.contains("Thread 0 \"accessd\" crashed"))
+        // The other threads too, where a hang is: the unit's `threads=yes` (`threads=all`, which
+        // the runtime does not know, showed the crashed thread alone).
+        #expect(journal.contains(/Thread [1-9]\d* "[^"]*":/), "another thread's backtrace")
         #expect(journal.contains("/usr/sbin/accessd"))
         // Frames in accessd's own code carry names ("accessd_main + 145 in accessd", where the
         // main thread waits for signals): the package exports no symbols, so they come from its
