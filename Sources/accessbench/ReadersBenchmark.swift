@@ -23,8 +23,12 @@ struct ReadersBenchmark: AsyncParsableCommand {
 
     func run() async throws {
         // Metrics on a Unix socket: its advertisement counter says how many accessd took in.
+        // Logging at the shipped level (info), as kiosks run it: the code that writes those
+        // lines is resident too (at "warning" this benchmark missed 1-2 MB of it).
         let metricsSocket = FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
-        let daemon = try await BenchDaemon(config: "[log]\nlevel = \"warning\"\n[metrics]\nlisten = \"\(metricsSocket)\"\n",
+        let groups = Self.roleGroups()
+        let daemon = try await BenchDaemon(config: "[metrics]\nlisten = \"\(metricsSocket)\"\n"
+                                               + "[socket]\noperator_group = \"\(groups.operator)\"\nadmin_group = \"\(groups.admin)\"\n",
                                            executable: accessd)
         defer { unlink(metricsSocket) }
         defer { daemon.stop() }
@@ -33,6 +37,7 @@ struct ReadersBenchmark: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(2))
         let idle = Self.statusKB(pid, "RssAnon")
         print("accessd (\(accessd ?? "release, built beside accessbench")), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
+        print("  socket roles' groups:     \(groups.operator), \(groups.admin)\(groups.standIn ? " (stand-ins: this machine lacks the package's)" : "")")
         print("  idle, no reader:          \(resident(pid))")
 
         try await daemon.mock.run(python: MockReaders.appear(1, from: 0))
@@ -61,6 +66,20 @@ struct ReadersBenchmark: AsyncParsableCommand {
         print("  \(advertising) readers at \(rate) Hz for \(Int(wall.rounded())) s: \(sent) advertisements sent "
               + "(\(Int((Double(sent) / wall).rounded()))/s), accessd CPU \(String(format: "%.1f", 100 * cpu / wall)) % of one core "
               + "(\(String(format: "%.0f", 1e6 * cpu / Double(max(sent, 1)))) µs each), accessd_advertisements_total \(seen) in all")
+    }
+
+    /// The socket roles' groups, found in /etc/group as on a kiosk, where the package's
+    /// sysusers.d file puts `accessd-operator` and `accessd-admin`. A machine without the
+    /// package lacks them, and glibc then asks NSS's systemd module too, whose loading keeps
+    /// 0.3 MB resident that a kiosk does not have: Debian's base groups `users` and `staff`
+    /// (base-passwd) stand in for them then, looked up the same way.
+    static func roleGroups() -> (operator: String, admin: String, standIn: Bool) {
+        let names = ((try? String(contentsOfFile: "/etc/group", encoding: .utf8)) ?? "")
+            .split(separator: "\n").compactMap { $0.split(separator: ":").first.map(String.init) }
+        if names.contains("accessd-operator") && names.contains("accessd-admin") {
+            return ("accessd-operator", "accessd-admin", false)
+        }
+        return ("users", "staff", true)
     }
 
     private func mb(_ kb: Int) -> String { String(format: "%.1f MB", Double(kb) / 1024) }
