@@ -18,6 +18,9 @@ struct ReadersBenchmark: AsyncParsableCommand {
     @Option(help: "Readers advertising for the CPU figure.") var advertising = 100
     @Option(help: "Advertisements per second per reader for the CPU figure.") var rate = 10
     @Option(help: "Seconds of advertising measured.") var seconds = 20
+    @Option(name: .customLong("quiet-seconds"),
+            help: "Then seconds with no advertisement, as a kiosk's nights (the discovery watchdog restarts scanning), before a last figure.")
+    var quietSeconds = 0
     @Option(help: "The accessd to measure (default: the one built beside accessbench; the package's is /usr/sbin/accessd).")
     var accessd: String?
 
@@ -66,6 +69,14 @@ struct ReadersBenchmark: AsyncParsableCommand {
         print("  \(advertising) readers at \(rate) Hz for \(Int(wall.rounded())) s: \(sent) advertisements sent "
               + "(\(Int((Double(sent) / wall).rounded()))/s), accessd CPU \(String(format: "%.1f", 100 * cpu / wall)) % of one core "
               + "(\(String(format: "%.0f", 1e6 * cpu / Double(max(sent, 1)))) µs each), accessd_advertisements_total \(seen) in all")
+
+        // What runs only after a while (the discovery watchdog after `discovery_watchdog`
+        // seconds without an advertisement, the journal's and the store's upkeep) is resident
+        // on a kiosk too.
+        guard quietSeconds > 0 else { return }
+        try await Task.sleep(for: .seconds(quietSeconds))
+        _ = try connection.call("status.get")
+        print("  then \(quietSeconds) s quiet:         \(resident(pid)), peak RSS \(mb(Self.peakKB(pid)))")
     }
 
     /// The socket roles' groups, found in /etc/group as on a kiosk, where the package's
