@@ -161,9 +161,11 @@ struct SystemdLabTests {
             .joined(separator: "\n"))
         #expect(journal.contains("Program crashed: Aborted"))
         #expect(journal.contains("Thread 0 \"accessd\" crashed"))
-        // The other threads too, where a hang is: the unit's `threads=yes` (`threads=all`, which
-        // the runtime does not know, showed the crashed thread alone).
+        // The other threads too, where a hang is (the unit's `threads=all` showed the crashed
+        // thread alone), and no complaint from the runtime about the unit's SWIFT_BACKTRACE at
+        // the restart (`threads=yes` drew "unknown threads setting").
         #expect(journal.contains(/Thread [1-9]\d* "[^"]*":/), "another thread's backtrace")
+        #expect(!journal.contains("swift runtime:"), "the runtime took SWIFT_BACKTRACE as it is")
         #expect(journal.contains("/usr/sbin/accessd"))
         // Frames in accessd's own code carry names ("accessd_main + 145 in accessd", where the
         // main thread waits for signals): the package exports no symbols, so they come from its
