@@ -57,15 +57,7 @@ struct MQTTBridgeTests {
 
     /// The files accessd has mapped (/proc/PID/maps).
     private func mappedFiles(_ harness: DaemonHarness) throws -> Set<String> {
-        let pid = try #require(harness.daemon?.pid)
-        // Read to the end: String(contentsOfFile:) stops early on a large procfs file.
-        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
-        defer { try? file.close() }
-        let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
-        return Set(maps.split(separator: "\n").compactMap { line in
-            line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true).dropFirst(5).first
-                .map { $0.trimmingCharacters(in: .whitespaces) }
-        })
+        try ProcessMaps(pid: try #require(harness.daemon?.pid)).mappedFiles
     }
 
     /// libmosquitto (and the OpenSSL it brings) is loaded when the bridge starts, not by

@@ -36,23 +36,15 @@ struct ProcessHygieneTests {
         // Linux 5.0 and later say it here; this machine and Debian 12 do.
         #expect(line.map { $0.hasSuffix("\t0") } == true, "\(line ?? "no THP_enabled line")")
         // glibc reserves each arena but the first as a 64 MB-aligned 64 MB mapping.
-        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
-        defer { try? file.close() }
-        let maps = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
-        #expect(Self.mallocHeaps(in: maps) == 0, "\(maps)")
+        let maps = try ProcessMaps(pid: pid)
+        #expect(Self.mallocHeaps(in: maps) == 0, "\(maps.text)")
     }
 
     /// Anonymous regions that start on a 64 MB boundary and, with the reserved (---p) part
     /// after them, span 64 MB: glibc's non-main malloc arenas.
-    static func mallocHeaps(in maps: String) -> Int {
+    static func mallocHeaps(in maps: ProcessMaps) -> Int {
         let size: UInt64 = 64 << 20
-        let regions = maps.split(separator: "\n").compactMap { line -> (UInt64, UInt64, Bool)? in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count == 5, let dash = fields[0].firstIndex(of: "-"),
-                  let start = UInt64(fields[0][..<dash], radix: 16),
-                  let end = UInt64(fields[0][fields[0].index(after: dash)...], radix: 16) else { return nil }
-            return (start, end, fields[1].hasPrefix("rw"))
-        }
+        let regions = maps.regions.filter { $0.path == nil }.map { ($0.start, $0.end, $0.permissions.hasPrefix("rw")) }
         var heaps = 0
         for (index, region) in regions.enumerated() where region.2 && region.0 % size == 0 {
             let end = index + 1 < regions.count && regions[index + 1].0 == region.1 && !regions[index + 1].2

@@ -18,7 +18,7 @@ extension SystemdLabTests {
             return
         }
         let binary = "/usr/sbin/accessd"
-        let base = try #require(try ResidentPages.loadAddress(of: binary, pid: pid))
+        let base = try #require(try ProcessMaps(pid: pid).loadAddress(of: binary))
         var figures: [String] = []
         for name in [".eh_frame_hdr", ".eh_frame"] {
             let section = try #require(try ELFSections.find(name, in: binary))
@@ -72,19 +72,8 @@ enum ELFSections {
     }
 }
 
-/// Which of a process's pages are in memory (/proc/PID/maps and /proc/PID/pagemap; root).
+/// Which of a process's pages are in memory (/proc/PID/pagemap; root).
 enum ResidentPages {
-    /// Where `path` is mapped from its first byte (a PIE's section addresses count from there).
-    static func loadAddress(of path: String, pid: Int32) throws -> UInt64? {
-        let maps = try String(decoding: FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps")).readToEnd() ?? Data(), as: UTF8.self)
-        for line in maps.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, fields[5] == path, fields[2] == "00000000" else { continue }
-            return fields[0].split(separator: "-").first.flatMap { UInt64($0, radix: 16) }
-        }
-        return nil
-    }
-
     static func count(pid: Int32, from address: UInt64, bytes: UInt64) throws -> Int {
         let page: UInt64 = 4096
         let first = address / page, last = (address + bytes - 1) / page
