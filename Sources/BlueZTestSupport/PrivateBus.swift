@@ -8,8 +8,10 @@ public final class PrivateBus: @unchecked Sendable {
     public let address: String
     private let daemon: ChildProcess
 
-    public init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-bus-\(UUID().uuidString)")
+    /// `parent`: where its directory goes (another than the temporary directory when a
+    /// service with a private /tmp is to reach the bus).
+    public init(parent: URL = FileManager.default.temporaryDirectory) throws {
+        directory = parent.appendingPathComponent("accessd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
         address = "unix:path=\(socket)"

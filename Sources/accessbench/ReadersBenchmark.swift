@@ -23,24 +23,45 @@ struct ReadersBenchmark: AsyncParsableCommand {
     var quietSeconds = 0
     @Option(help: "The accessd to measure (default: the one built beside accessbench; the package's is /usr/sbin/accessd).")
     var accessd: String?
+    @Option(help: ArgumentHelp("Measure the installed accessd as this systemd unit runs it (e.g. accessd.service; needs root).",
+                               discussion: "Its user, sandbox, environment and state directory; for the run a drop-in in /run/systemd/system restarts it on the benchmark's bus with --config (default /etc/accessd/accessd.toml, the benchmark's settings added); at the end it is removed and the unit restarted as it was."))
+    var unit: String?
+    @Option(help: ArgumentHelp("accessd's configuration to start from, e.g. config/accessd.toml as the package installs it (default: the built-in defaults).",
+                               discussion: "The benchmark sets [metrics] listen, and [socket]'s groups when this machine lacks the package's."))
+    var config: String?
+    @Option(name: .customLong("state-dir"),
+            help: "accessd's state directory, kept after the run: a second run on it measures a restart, as a kiosk's every start after its first (default: a new, empty one).")
+    var stateDirectory: String?
 
     func run() async throws {
         // Metrics on a Unix socket: its advertisement counter says how many accessd took in.
         // Logging at the shipped level (info), as kiosks run it: the code that writes those
         // lines is resident too (at "warning" this benchmark missed 1-2 MB of it).
-        let metricsSocket = FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
+        // Under the unit, where its RuntimeDirectory lets accessd create a socket.
+        let metricsSocket = unit == nil
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
+            : "/run/accessd/accessbench-\(getpid()).metrics"
         let groups = Self.roleGroups()
-        let daemon = try await BenchDaemon(config: "[metrics]\nlisten = \"\(metricsSocket)\"\n"
-                                               + "[socket]\noperator_group = \"\(groups.operator)\"\nadmin_group = \"\(groups.admin)\"\n",
-                                           executable: accessd)
+        let config = config ?? (unit != nil && access("/etc/accessd/accessd.toml", R_OK) == 0 ? "/etc/accessd/accessd.toml" : nil)
+        let base = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+        let text = Self.configuration(base, metricsSocket: metricsSocket, groups: groups)
+        let daemon: any MeasuredAccessd
+        if let unit {
+            guard stateDirectory == nil else { throw ValidationError("--state-dir: the unit keeps its own (StateDirectory=)") }
+            daemon = try await InstalledService(unit: unit, executable: accessd ?? "/usr/sbin/accessd", config: text)
+        } else {
+            daemon = try await BenchDaemon(config: text, executable: accessd, stateDirectory: stateDirectory)
+        }
         defer { unlink(metricsSocket) }
         defer { daemon.stop() }
-        let pid = daemon.process.pid
+        let pid = daemon.pid
         let connection = try ControlConnection(path: daemon.socketPath)
         try await Task.sleep(for: .seconds(2))
         let idle = Self.statusKB(pid, "RssAnon")
-        print("accessd (\(accessd ?? "release, built beside accessbench")), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
+        let measured = unit.map { "\(accessd ?? "/usr/sbin/accessd") as \($0) runs it" } ?? accessd ?? "release, built beside accessbench"
+        print("accessd (\(measured)), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
         print("  socket roles' groups:     \(groups.operator), \(groups.admin)\(groups.standIn ? " (stand-ins: this machine lacks the package's)" : "")")
+        print("  configuration:            \(config ?? "built-in defaults"); state directory: \(unit != nil ? "the unit's" : stateDirectory ?? "new, empty")")
         print("  idle, no reader:          \(resident(pid))")
 
         try await daemon.mock.run(python: MockReaders.appear(1, from: 0))
@@ -79,6 +100,42 @@ struct ReadersBenchmark: AsyncParsableCommand {
         print("  then \(quietSeconds) s quiet:         \(resident(pid)), peak RSS \(mb(Self.peakKB(pid)))")
     }
 
+    /// accessd's configuration: `base` (a file's text, e.g. the shipped accessd.toml) with
+    /// `[metrics] listen` set to the benchmark's socket and `[socket]`'s groups to `groups`.
+    /// Line by line: a key the benchmark sets is dropped from its table and the benchmark's
+    /// value written under the table's header (appended when the table is absent), as TOML
+    /// refuses a key given twice.
+    static func configuration(_ base: String, metricsSocket: String,
+                              groups: (operator: String, admin: String, standIn: Bool)) -> String {
+        let settings: [String: [(key: String, value: String)]] = [
+            "metrics": [("listen", metricsSocket)],
+            "socket": [("operator_group", groups.operator), ("admin_group", groups.admin)],
+        ]
+        var lines: [String] = []
+        var table = ""
+        var written: Set<String> = []
+        for line in base.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("[") {
+                table = String(trimmed.dropFirst().prefix { $0 != "]" }).trimmingCharacters(in: .whitespaces)
+                lines.append(line)
+                if let keys = settings[table] {
+                    lines += keys.map { "\($0.key) = \"\($0.value)\"" }
+                    written.insert(table)
+                }
+                continue
+            }
+            let key = trimmed.prefix { $0 != "=" && $0 != " " }
+            if let keys = settings[table], keys.contains(where: { $0.key == key }) { continue }
+            lines.append(line)
+        }
+        for (name, keys) in settings.sorted(by: { $0.key < $1.key }) where !written.contains(name) {
+            lines.append("[\(name)]")
+            lines += keys.map { "\($0.key) = \"\($0.value)\"" }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
     /// The socket roles' groups, found in /etc/group as on a kiosk, where the package's
     /// sysusers.d file puts `accessd-operator` and `accessd-admin`. A machine without the
     /// package lacks them, and glibc then asks NSS's systemd module too, whose loading keeps
@@ -98,7 +155,7 @@ struct ReadersBenchmark: AsyncParsableCommand {
     /// Sends `rounds` batches, one advertisement of each of the first `readers` readers per
     /// batch, a batch every `every`; returns the advertisements sent.
     @discardableResult
-    private func advertiseRounds(_ daemon: BenchDaemon, readers: Int, rounds: Int, every: Duration) async throws -> Int {
+    private func advertiseRounds(_ daemon: any MeasuredAccessd, readers: Int, rounds: Int, every: Duration) async throws -> Int {
         var next = ContinuousClock.now
         for round in 0..<rounds {
             try await daemon.mock.run(python: MockReaders.advertise(readers, rssi: -60 - round % 5))

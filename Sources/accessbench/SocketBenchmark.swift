@@ -140,9 +140,10 @@ final class BenchDaemon: @unchecked Sendable {
 
     /// The accessd built beside this binary, on its own private bus, with `config` as its file.
     /// `executable` nil: the accessd beside this binary; else that one (e.g. the package's,
-    /// which is linked differently: docs/performance.md, "Many readers").
+    /// which is linked differently: docs/performance.md, "Many readers"). `stateDirectory`
+    /// nil: a new, empty one beside the bus; else that one, kept (a restart on its state).
     init(config text: String = "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n",
-         waitForSocket: Bool = true, executable: String? = nil) async throws {
+         waitForSocket: Bool = true, executable: String? = nil, stateDirectory: String? = nil) async throws {
         bus = try PrivateBus()
         mock = try await BlueZMock(bus: bus)
         try await mock.addAdapter("hci0")
@@ -151,7 +152,7 @@ final class BenchDaemon: @unchecked Sendable {
         let config = bus.directory.path + "/accessd.toml"
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
-                                    "--state-dir", bus.directory.path + "/state", "--bus", bus.address],
+                                    "--state-dir", stateDirectory ?? bus.directory.path + "/state", "--bus", bus.address],
                                    output: bus.directory.path + "/accessd.log")
         guard waitForSocket else { return }
         for _ in 0..<500 {
