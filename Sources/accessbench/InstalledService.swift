@@ -1,6 +1,5 @@
 import ArgumentParser
 import BlueZTestSupport
-import ControlSocket
 import Foundation
 
 /// The accessd `accessbench readers` measures: its process, its control socket and the
@@ -75,7 +74,7 @@ final class InstalledService: MeasuredAccessd, @unchecked Sendable {
 
     private static func waitForAnswer(_ unit: String) async throws {
         for _ in 0..<500 {
-            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
+            if controlSocketAnswers(socketPath) { return }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw ValidationError("\(unit) did not answer on \(socketPath)")

@@ -156,7 +156,7 @@ final class BenchDaemon: @unchecked Sendable {
                                    output: bus.directory.path + "/accessd.log")
         guard waitForSocket else { return }
         for _ in 0..<500 {
-            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
+            if controlSocketAnswers(socketPath) { return }
             guard process.isRunning else { throw ValidationError("accessd did not start (build it: swift build -c release)") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -166,4 +166,10 @@ final class BenchDaemon: @unchecked Sendable {
     func stop() {
         process.stop()
     }
+}
+
+/// Whether an accessd answers `status.get` on the control socket at `path` (it is up).
+func controlSocketAnswers(_ path: String) -> Bool {
+    guard let connection = try? ControlConnection(path: path) else { return false }
+    return (try? connection.call("status.get")) != nil
 }
