@@ -100,7 +100,7 @@ public final class AccessDaemonServices: Sendable {
                                         topic: "\(mqtt.topicPrefix)/\(device)")
             // The `state` topic: the SDK state with the adapter in use and the usable credentials.
             let currentState: @Sendable () async -> JSONValue = { [sdk, discovery] in
-                guard case var .object(members) = Render.sdkState(sdk.current) else { return .null }
+                guard case var .object(members) = Render.sdkState(sdk.current).json else { return .null }
                 members["adapter"] = await discovery.scanningAndAdapter.1.map { .string($0) } ?? .null
                 members["usableCredentials"] = .int(Int64(sdk.inputs.usableCredentialCount))
                 return .object(members)

@@ -24,10 +24,9 @@ enum Render {
         (try? JSONValue(encoding: value)) ?? .null
     }
 
-    static func sdkState(_ state: SdkState) -> JSONValue {
-        ["isScanning": .bool(state.isScanning),
-         "states": .array(state.states.map { .string($0.rawValue) }),
-         "featureErrors": .array(state.featureSyncErrors.map { .string($0) })]
+    static func sdkState(_ state: SdkState) -> SdkStateEvent {
+        SdkStateEvent(isScanning: state.isScanning, states: state.states.map(\.rawValue),
+                      featureErrors: state.featureSyncErrors.map { $0 })
     }
 }
 

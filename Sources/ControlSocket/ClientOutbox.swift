@@ -157,7 +157,7 @@ final class ClientOutbox: @unchecked Sendable {
             eventCount -= 1
             return line
         case let .gap(from, to):
-            return RPCRequest.notification(method: "events.dropped", params: ["from": .int(from), "to": .int(to)])
+            return RPCRequest.notification(method: RPCRequest.eventsDroppedMethod, params: ["from": .int(from), "to": .int(to)])
         }
     }
 

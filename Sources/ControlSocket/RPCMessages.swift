@@ -113,6 +113,16 @@ public struct RPCRequest: Sendable {
         return JSONValue.object(["jsonrpc": "2.0", "id": id ?? .null, "error": .object(body)]).jsonText
     }
 
+    /// The notification that carries a journal event, and the one that stands for events a
+    /// subscriber's queue could not hold (docs/protocol.md, `events.subscribe`).
+    public static let eventMethod = "event"
+    public static let eventsDroppedMethod = "events.dropped"
+
+    /// An event as the socket sends it: `params: {seq, time, kind, data}`.
+    public static func eventNotification(sequence: Int64, time: Double, kind: String, data: JSONValue) -> String {
+        notification(method: eventMethod, params: ["seq": .int(sequence), "time": .double(time), "kind": .string(kind), "data": data])
+    }
+
     public static func notification(method: String, params: JSONValue) -> String {
         JSONValue.object(["jsonrpc": "2.0", "method": .string(method), "params": params]).jsonText
     }

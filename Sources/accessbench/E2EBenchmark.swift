@@ -247,7 +247,8 @@ final class LabBench: @unchecked Sendable {
             $0["event"] as? String == "provisioned" && ($0["credentials"] as? Int ?? 0) >= 1 ? true : nil
         }
         let events = try ControlConnection(path: socketPath)
-        _ = try events.call("events.subscribe", ["kinds": ["access.completed", "reader.unavailable"]]).get()
+        _ = try events.call("events.subscribe", ["kinds": [.string(EventKind.accessCompleted.rawValue),
+                                                            .string(EventKind.readerUnavailable.rawValue)]]).get()
         self.events = events
     }
 
@@ -272,11 +273,11 @@ final class LabBench: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(40)
         while ContinuousClock.now < deadline {
             guard events.waitReadable(timeout: .milliseconds(200)) else { continue }
-            let event = try events.nextNotification()
-            guard event["params"]?["kind"] == "access.completed", let data = event["params"]?["data"],
-                  data["origin"] == "automatic" else { continue }
-            guard data["granted"] == true, case let .object(timings)? = data["timings"] else {
-                return .failure(ValidationError(data.jsonText))
+            guard case let .accessCompleted(answer)? = ControlEvent(eventNotification: try events.nextNotification()),
+                  answer.origin == "automatic" else { continue }
+            guard answer.granted == true, let encoded = answer.timings.flatMap({ try? JSONValue(encoding: $0) }),
+                  case let .object(timings) = encoded else {
+                return .failure(ValidationError(answer.json.jsonText))
             }
             return .success(timings.compactMapValues { $0.number })
         }

@@ -1,3 +1,4 @@
+import AccessJSON
 import ControlSocket
 import Foundation
 
@@ -37,10 +38,9 @@ extension LabBench {
         if let events {
             let deadline = ContinuousClock.now + .seconds(2)
             while ContinuousClock.now < deadline, events.waitReadable(timeout: .milliseconds(100)) {
-                let event = try events.nextNotification()
-                guard event["params"]?["kind"] == "access.completed", let data = event["params"]?["data"],
-                      data["origin"] != "automatic" else { continue }
-                phases = data["timings"]?.jsonText ?? "{}"
+                guard case let .accessCompleted(answer)? = ControlEvent(eventNotification: try events.nextNotification()),
+                      answer.origin != "automatic" else { continue }
+                phases = answer.timings.flatMap { try? JSONValue(encoding: $0).jsonText } ?? "{}"
                 break
             }
         }

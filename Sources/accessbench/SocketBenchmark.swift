@@ -67,7 +67,7 @@ struct SocketBenchmark: AsyncParsableCommand {
 
     func fanout(_ daemon: BenchDaemon, subscribers count: Int) throws -> [Double] {
         let clients = try (0..<count).map { _ in try ControlConnection(path: daemon.socketPath) }
-        for client in clients { _ = try client.call("events.subscribe", ["kinds": ["sdk.state"]]) }
+        for client in clients { _ = try client.call("events.subscribe", ["kinds": [.string(EventKind.sdkState.rawValue)]]) }
         let control = try ControlConnection(path: daemon.socketPath)
         var latencies: [Double] = []
         var scanning = true

@@ -5,75 +5,69 @@ import ControlSocket
 /// the outcome and where the time went, as `journalctl` shows a message rather than its fields.
 /// `--json` keeps the event object as the socket sends it.
 enum EventText {
+    /// The line for an event as it came (`kind` and `data`): its data as JSON when it is
+    /// not of its kind's type (a newer accessd's kind, or a field this accessctl cannot read).
     static func describe(kind: String, data: JSONValue) -> String {
-        switch EventKind(rawValue: kind) {
-        case .accessCompleted?:
-            guard let answer = try? data.decode(ExchangeAnswer.self) else { break }
-            let origin = answer.trigger == "openNext" ? "open-next" : answer.origin
+        guard let event = try? ControlEvent(kind: kind, data: data) else { return data.jsonText }
+        return describe(event)
+    }
+
+    static func describe(_ event: ControlEvent) -> String {
+        switch event {
+        case let .accessCompleted(answer):
+            let origin = answer.trigger == AccessTrigger.openNext ? "open-next" : answer.origin
             return "\(reader(answer.reader, answer.readerName)): \(origin) \(describeOutcome(answer))"
-        case .accessStarted?:
-            let origin = data["trigger"] == "openNext" ? "open-next" : data["origin"]?.string ?? "?"
-            return "\(reader(data["reader"]?.string, data["readerName"]?.string)): \(origin) "
-                + "\(data["operation"]?.string ?? "access") started"
-        case .accessNextWindow?:
-            let by = data["openedBy"]?.string.map { " (\($0))" } ?? ""
-            switch data["reason"]?.string {
-            case nil: return "open-next: the next door within manual range opens for \(data["expirySeconds"]?.int ?? 0) s\(by)"
-            case "used"?: return "open-next: \(reader(data["reader"]?.string, nil)) is the next door\(by)"
-            case let reason?: return "open-next: \(reason), no door opened\(by)"
+        case let .accessStarted(started):
+            let origin = started.trigger == AccessTrigger.openNext ? "open-next" : started.origin
+            return "\(reader(started.reader, started.readerName)): \(origin) \(started.operation) started"
+        case let .accessNextWindow(window):
+            let by = " (\(window.openedBy))"
+            switch window.reason {
+            case nil: return "open-next: the next door within manual range opens for \(window.expirySeconds ?? 0) s\(by)"
+            case .used?: return "open-next: \(reader(window.reader, nil)) is the next door\(by)"
+            case let reason?: return "open-next: \(reason.rawValue), no door opened\(by)"
             }
-        case .secondFactorRequired?:
-            return "\(reader(data["reader"]?.string, nil)) asks for a PIN: accessctl pin \(data["request"]?.string ?? "?") "
-                + "(\(data["attemptsLeft"]?.int ?? 0) attempts left, \(data["timeoutSeconds"]?.int ?? 0) s)"
-        case .secondFactorAnswered?:
-            let at = reader(data["reader"]?.string, nil)
-            let left = data["attemptsLeft"]?.int ?? 0
-            switch data["result"]?.string {
-            case "accepted"?: return "\(at): PIN accepted (\(data["request"]?.string ?? "?"))"
-            case "wrongPin"?: return "\(at): wrong PIN (\(left) attempt\(left == 1 ? "" : "s") left)"
-            case "lockedOut"?: return "\(at): wrong PIN, the second factor is now locked (accessctl credentials unlock)"
-            case "cancelled"?: return "\(at): PIN prompt declined"
-            default: break
+        case let .secondFactorRequired(prompt):
+            return "\(reader(prompt.reader, nil)) asks for a PIN: accessctl pin \(prompt.request) "
+                + "(\(prompt.attemptsLeft) attempts left, \(prompt.timeoutSeconds) s)"
+        case let .secondFactorAnswered(answer):
+            let at = reader(answer.reader, nil)
+            let left = answer.attemptsLeft ?? 0
+            switch answer.result {
+            case .accepted: return "\(at): PIN accepted (\(answer.request))"
+            case .wrongPin: return "\(at): wrong PIN (\(left) attempt\(left == 1 ? "" : "s") left)"
+            case .lockedOut: return "\(at): wrong PIN, the second factor is now locked (accessctl credentials unlock)"
+            case .cancelled: return "\(at): PIN prompt declined"
+            default: return "\(at): PIN \(answer.result.rawValue)"
             }
-        case .sdkState?:
-            let states = data["states"]?.array?.compactMap(\.string) ?? []
-            let features = data["featureErrors"]?.array?.compactMap(\.string) ?? []
-            return "scanning \(data["isScanning"] == true ? "on" : "off"); states: \(states.isEmpty ? "ok" : states.joined(separator: ", "))"
-                + (features.isEmpty ? "" : "; features failing: \(features.joined(separator: ", "))")
-        case .readerUpdated?:
-            guard let info = try? data.decode(ReaderInfo.self) else { break }
+        case let .sdkState(state):
+            return "scanning \(state.isScanning ? "on" : "off"); states: \(state.states.isEmpty ? "ok" : state.states.joined(separator: ", "))"
+                + (state.featureErrors.isEmpty ? "" : "; features failing: \(state.featureErrors.joined(separator: ", "))")
+        case let .readerUpdated(info):
             let range = info.isInAutoConnectRange ? "in auto range"
                 : info.measuredPathLoss <= Double(info.manualConnectPathLoss) ? "in manual range" : "out of range"
             return "\(reader(info.id, info.name)): path loss \(Int(info.measuredPathLoss.rounded())) dB, \(info.distance), \(range)"
-        case .readerUnavailable?:
-            return "\(reader(data["id"]?.string, nil)): gone"
-        case .readersScopeChanged?:
-            let who = data["uid"]?.int.map { " by uid \($0)" } ?? ""
-            let whom = data["reader"]?.string.map { reader($0, nil) } ?? "every reader"
-            guard let rule = try? data["rule"]?.decode(ReaderRuleInfo.self) else {
-                return "\(whom): scope back to the configuration's\(who)"
-            }
+        case let .readerUnavailable(gone):
+            return "\(reader(gone.reader, nil)): gone"
+        case let .readersScopeChanged(change):
+            let who = " by uid \(change.uid)"
+            let whom = change.reader.map { reader($0, nil) } ?? "every reader"
+            guard let rule = change.rule else { return "\(whom): scope back to the configuration's\(who)" }
             return "\(whom): scope set\(who): \(ScopeText.rule(rule))"
-        case .credentialsChanged?:
-            let id = data["id"]?.string.map { "credential \($0.prefix(8))…" } ?? "a credential"
-            switch data["reason"]?.string {
-            case "state"?: return "\(id): \(data["state"]?.string ?? "?") by the site"
-            case "items"?:
-                return "\(id): items +\(data["added"]?.int ?? 0) ~\(data["updated"]?.int ?? 0) −\(data["removed"]?.int ?? 0)"
-            case let reason?: return "\(id): \(reason)"
-            case nil: break
+        case let .credentialsChanged(change):
+            let id = change.credential.map { "credential \($0.prefix(8))…" } ?? "a credential"
+            switch change.reason {
+            case .state: return "\(id): \(change.state ?? "?") by the site"
+            case .items: return "\(id): items +\(change.added ?? 0) ~\(change.updated ?? 0) −\(change.removed ?? 0)"
+            default: return "\(id): \(change.reason.rawValue)"
             }
-        case .featureState?:
-            let feature = data["feature"]?.string ?? "?"
-            guard data["state"] == "failed" else { return "\(feature): ok" }
-            let retry = data["retryInSeconds"]?.int.map { " (next try in \($0) s)" } ?? ""
-            return "\(feature): failed: \(data["message"]?.string ?? data["error"]?.string ?? "?")\(retry)"
-        case .eventsLost?:
-            return "!! \(data["count"]?.int ?? 0) events lost while the journal could not be written"
-        case nil:
-            break
+        case let .featureState(feature):
+            guard feature.state == .failed else { return "\(feature.feature): ok" }
+            let retry = feature.retryInSeconds.map { " (next try in \($0) s)" } ?? ""
+            return "\(feature.feature): failed: \(feature.message ?? feature.error ?? "?")\(retry)"
+        case let .eventsLost(lost):
+            return "!! \(lost.count) events lost while the journal could not be written"
         }
-        return data.jsonText
     }
 
     private static func reader(_ id: String?, _ name: String?) -> String {

@@ -170,9 +170,9 @@ struct Events: ParsableCommand {
     private func render(_ notification: JSONValue) -> String {
         let params = notification["params"] ?? .null
         if options.json {
-            return notification["method"]?.string == "event" ? params.jsonText : notification.jsonText
+            return notification["method"]?.string == RPCRequest.eventMethod ? params.jsonText : notification.jsonText
         }
-        if notification["method"]?.string == "events.dropped" {
+        if notification["method"]?.string == RPCRequest.eventsDroppedMethod {
             return "!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them"
         }
         let time: Double = switch params["time"] {

@@ -28,23 +28,22 @@ struct InlinePrompt {
 
     /// Handles one notification that arrived while the request waits.
     func handle(_ notification: JSONValue) {
-        guard notification["method"] == "event", let event = notification["params"], let data = event["data"],
-              data["reader"]?.string == reader else { return }
-        switch event["kind"]?.string {
-        case EventKind.accessStarted.rawValue?:
-            if showsProgress && !options.json && data["origin"] == "manual" { printError("connecting…") }
-        case EventKind.secondFactorRequired.rawValue?:
-            answer(data)
+        guard let event = ControlEvent(eventNotification: notification), event.reader == reader else { return }
+        switch event {
+        case let .accessStarted(started):
+            if showsProgress && !options.json && started.origin == "manual" { printError("connecting…") }
+        case let .secondFactorRequired(prompt):
+            answer(prompt)
         default:
             break
         }
     }
 
-    private func answer(_ prompt: JSONValue) {
-        guard let request = prompt["request"]?.string else { return }
-        var attemptsLeft = Int(prompt["attemptsLeft"]?.int ?? 0)
-        let text = prompt["prompt"]?.string ?? "PIN"
-        let seconds = prompt["timeoutSeconds"]?.int ?? 30
+    private func answer(_ prompt: SecondFactorRequiredEvent) {
+        let request = prompt.request
+        var attemptsLeft = prompt.attemptsLeft
+        let text = prompt.prompt
+        let seconds = prompt.timeoutSeconds
         let terminal = !pinStdin && PinPrompt.hasTerminal
         guard pinStdin || terminal else {
             printError("accessctl: reader \(reader) asks for a PIN: answer within \(seconds) s with `accessctl pin \(request)` "

@@ -109,15 +109,15 @@ struct LiveView {
         var accesses: [String] = []
 
         mutating func apply(_ notification: JSONValue) {
-            guard let params = notification["params"], let kind = params["kind"]?.string, let data = params["data"] else { return }
-            switch EventKind(rawValue: kind) {
-            case .readerUpdated?:
-                if let reader = try? data.decode(ReaderInfo.self) { readers[reader.id] = reader }
-            case .readerUnavailable?:
-                if let id = data["id"]?.string { readers[id] = nil }
-            case .accessCompleted?:
-                let time = params["time"]?.number ?? 0
-                accesses.append("\(localTime(time).dropFirst(11).prefix(8))  " + EventText.describe(kind: kind, data: data))
+            guard let event = ControlEvent(eventNotification: notification) else { return }
+            switch event {
+            case let .readerUpdated(reader):
+                readers[reader.id] = reader
+            case let .readerUnavailable(gone):
+                readers[gone.reader] = nil
+            case .accessCompleted:
+                let time = notification["params"]?["time"]?.number ?? 0
+                accesses.append("\(localTime(time).dropFirst(11).prefix(8))  " + EventText.describe(event))
                 if accesses.count > 5 { accesses.removeFirst() }
             default:
                 break

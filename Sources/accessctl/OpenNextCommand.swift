@@ -84,25 +84,25 @@ struct OpenNext: ParsableCommand {
         var result: Result?
 
         mutating func handle(_ notification: JSONValue, _ command: OpenNext) {
-            guard notification["method"] == "event", let event = notification["params"], let data = event["data"] else { return }
-            switch event["kind"]?.string {
-            case EventKind.accessNextWindow.rawValue?:
-                guard data["state"] == "closed" else { return }
-                if data["reason"] == "used" {
-                    reader = data["reader"]?.string
+            guard let event = ControlEvent(eventNotification: notification) else { return }
+            let data = notification["params"]?["data"] ?? .null
+            switch event {
+            case let .accessNextWindow(window):
+                guard window.state == .closed else { return }
+                if window.reason == .used {
+                    reader = window.reader
                 } else if reader == nil {
-                    result = .closed(data["reason"]?.string ?? "closed", data)
+                    result = .closed(window.reason?.rawValue ?? "closed", data)
                 }
-            case EventKind.accessStarted.rawValue?:
-                if let reader, data["reader"]?.string == reader, isatty(2) == 1, !command.options.json {
+            case let .accessStarted(started):
+                if let reader, started.reader == reader, isatty(2) == 1, !command.options.json {
                     printError("connecting to reader \(reader)…")
                 }
-            case EventKind.secondFactorRequired.rawValue?:
-                guard let reader, data["reader"]?.string == reader else { return }
+            case let .secondFactorRequired(prompt):
+                guard let reader, prompt.reader == reader else { return }
                 InlinePrompt(options: command.options, reader: reader, pinStdin: command.pinStdin).handle(notification)
-            case EventKind.accessCompleted.rawValue?:
-                guard let reader, data["reader"]?.string == reader, data["trigger"] == "openNext",
-                      let answer = try? data.decode(ExchangeAnswer.self) else { return }
+            case let .accessCompleted(answer):
+                guard let reader, answer.reader == reader, answer.trigger == AccessTrigger.openNext else { return }
                 result = .completed(data, answer)
             default:
                 break

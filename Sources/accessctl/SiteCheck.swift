@@ -29,12 +29,13 @@ enum SiteCheck {
 
     /// The newest `feature.state` error among the last 1,000 events.
     private static func lastFeatureError(_ connection: ControlConnection, lastSequence: Int64) -> String? {
-        guard case .success? = try? connection.call(.eventsSubscribe, ["since": .int(max(0, lastSequence - 1000)),
-                                                                        "kinds": ["feature.state"]]) else { return nil }
+        let params = SubscribeParams(since: max(0, lastSequence - 1000), kinds: [EventKind.featureState.rawValue])
+        guard let encoded = try? JSONValue(encoding: params),
+              case .success? = try? connection.call(.eventsSubscribe, encoded) else { return nil }
         var error: String?
-        while connection.waitReadable(timeout: .milliseconds(200)), let event = try? connection.nextNotification() {
-            guard let data = event["params"]?["data"] else { continue }
-            error = data["state"] == "failed" ? (data["message"]?.string ?? data["error"]?.string) : nil
+        while connection.waitReadable(timeout: .milliseconds(200)), let notification = try? connection.nextNotification() {
+            guard case let .featureState(feature)? = ControlEvent(eventNotification: notification) else { continue }
+            error = feature.state == .failed ? (feature.message ?? feature.error) : nil
         }
         return error
     }

@@ -62,4 +62,44 @@ struct ControlContractTests {
         let documented = Set(rows.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) })
         #expect(documented == Set(EventKind.allCases.map(\.rawValue)))
     }
+
+    /// The Events table's data column names each kind's fields as its type encodes them:
+    /// a name without `?` is in every event of the kind, one with `?` only in some, and
+    /// nothing else is sent. (`reader.updated` is "a reader, as in `readers.list`".)
+    @Test(arguments: EventKind.allCases.filter { $0 != .readerUpdated })
+    func theEventsTableNamesEachKindsFields(_ kind: EventKind) throws {
+        let row = try #require(Self.document.split(separator: "\n").first { $0.hasPrefix("| `\(kind.rawValue)` |") })
+        let column = row.split(separator: "|")[1].trimmingCharacters(in: .whitespaces)
+        #expect(column.hasPrefix("`{") && column.hasSuffix("}`"), "\(kind.rawValue): \(column)")
+        let names = column.dropFirst(2).dropLast(2).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let documentedRequired = Set(names.filter { !$0.hasSuffix("?") })
+        let documentedOptional = Set(names.filter { $0.hasSuffix("?") }.map { String($0.dropLast()) })
+        func keys(_ data: any ControlEventData) -> Set<String> {
+            guard case let .object(members) = data.json else { return [] }
+            return Set(members.keys)
+        }
+        let always = keys(EventSamples.minimal(kind)), all = keys(EventSamples.full(kind))
+        #expect(documentedRequired == always, "\(kind.rawValue)")
+        #expect(documentedOptional == all.subtracting(always), "\(kind.rawValue)")
+    }
+
+    /// What accessd encodes, a client decodes to the same value, under the same kind.
+    @Test(arguments: EventKind.allCases)
+    func everyKindsDataDecodesAsItWasSent(_ kind: EventKind) throws {
+        for sample in [EventSamples.full(kind), EventSamples.minimal(kind)] {
+            #expect(type(of: sample).kind == kind)
+            let decoded = try ControlEvent(kind: kind.rawValue, data: sample.json)
+            #expect(decoded == sample.event)
+            #expect(decoded.kind == kind)
+        }
+    }
+
+    /// A client reads an event another kind's type cannot: refused naming the field, never
+    /// taken as a different event.
+    @Test func dataOfAnotherKindIsRefusedNamingTheField() {
+        #expect(throws: RPCError.self) {
+            try ControlEvent(kind: EventKind.secondFactorRequired.rawValue, data: EventSamples.full(.sdkState).json)
+        }
+        #expect(throws: RPCError.self) { try ControlEvent(kind: "sdk.stat", data: .object([:])) }
+    }
 }

@@ -11,6 +11,11 @@ import Testing
 /// The journal's replay and fan-out, against a real SQLite store.
 @Suite("Event journal", .threadOfItsOwn)
 struct EventJournalTests {
+    /// An event told apart by its number.
+    static func numbered(_ index: Int) -> EventsLostEvent { EventsLostEvent(count: index, from: 0, to: 0) }
+    static let a = ReaderUnavailableEvent(reader: "00002A01")
+    static let b = FeatureStateEvent(feature: "cloudConnection", state: .ok)
+
     /// A subscriber replays 5,000 events while another task keeps emitting: it receives every
     /// sequence number once, in order, and emitting never waits for the replay's chunks.
     @Test func replayWhileEmittingLosesAndRepeatsNothing() async throws {
@@ -18,14 +23,14 @@ struct EventJournalTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try AccessStore(directory: directory)
         let journal = try EventJournal(store: store, logger: Logger(label: "test"))
-        for index in 0..<5000 { journal.emit("test.event", ["n": .int(Int64(index))]) }
+        for index in 0..<5000 { journal.emit(Self.numbered(index)) }
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 20_000)
         // SQLite writes block: on threads of their own, not the shared pool.
         let emitter = taskOnThreadOfItsOwn {
             var slowest = Duration.zero
             for index in 5000..<5500 {
                 let start = ContinuousClock.now
-                journal.emit("test.event", ["n": .int(Int64(index))])
+                journal.emit(Self.numbered(index))
                 slowest = max(slowest, ContinuousClock.now - start)
             }
             return slowest
@@ -51,13 +56,13 @@ struct EventJournalTests {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
-        for index in 0..<3_000 { journal.emit("test.event", ["n": .int(Int64(index))]) }
+        for index in 0..<3_000 { journal.emit(Self.numbered(index)) }
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 256)
         let started = ContinuousClock.now
         let subscription = try journal.subscribe(client, kinds: nil, since: 0)
         let took = ContinuousClock.now - started
         #expect(subscription.replayed == 256)
-        journal.emit("test.event", ["n": 3_000])
+        journal.emit(Self.numbered(3_000))
         var sequences: [Int64] = []
         for _ in 0..<256 {
             let line = try #require(await client.outbox.next())
@@ -76,18 +81,22 @@ struct EventJournalTests {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
-        journal.emit("credentials.changed", ["reason": "registered", "id": "4b1f0d3e"])
+        journal.emit(CredentialsChangedEvent(reason: .registered, credential: "4b1f0d3e"))
         let observer = ControlClient(id: 1, role: .observer, uid: 1000, pid: 0, eventLimit: 100)
         let admin = ControlClient(id: 2, role: .admin, uid: 0, pid: 0, eventLimit: 100)
         _ = try journal.subscribe(observer, kinds: nil, since: 0)
         _ = try journal.subscribe(admin, kinds: nil, since: 0)
-        journal.emit("credentials.changed", ["reason": "deleted", "id": "4b1f0d3e"])
+        journal.emit(CredentialsChangedEvent(reason: .deleted, credential: "4b1f0d3e", replacedBy: "5c2a1e4f"))
         for client in [observer, admin] {
             for reason in ["registered", "deleted"] {
                 let line = try #require(await client.outbox.next())
                 let data = try #require(try JSONValue.parse(line)["params"]?["data"])
                 #expect(data["reason"] == .string(reason))
-                #expect((data["id"] != nil) == (client.role == .admin), "\(client.role): \(data)")
+                // Neither the credential nor the one replacing it; nor the version 1 alias `id`.
+                let keys = reason == "deleted" ? ["credential", "id", "replacedBy"] : ["credential", "id"]
+                for key in keys {
+                    #expect((data[key] != nil) == (client.role == .admin), "\(client.role): \(key): \(data)")
+                }
             }
         }
     }
@@ -96,19 +105,19 @@ struct EventJournalTests {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
-        journal.emit("a", [:])
-        journal.emit("b", [:])
+        journal.emit(Self.a)
+        journal.emit(Self.b)
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 100)
-        let subscription = try journal.subscribe(client, kinds: ["b"], since: 0)
+        let subscription = try journal.subscribe(client, kinds: [EventKind.featureState.rawValue], since: 0)
         #expect(subscription.replayed == 1)
-        journal.emit("a", [:])
-        journal.emit("b", [:])
+        journal.emit(Self.a)
+        journal.emit(Self.b)
         var kinds: [String] = []
         for _ in 0..<2 {
             let line = try #require(await client.outbox.next())
             kinds.append(try JSONValue.parse(line)["params"]?["kind"]?.string ?? "?")
         }
-        #expect(kinds == ["b", "b"])
+        #expect(kinds == ["feature.state", "feature.state"])
         #expect(journal.unsubscribe(client))
         #expect(!journal.unsubscribe(client))
     }

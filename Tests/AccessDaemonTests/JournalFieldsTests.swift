@@ -1,5 +1,6 @@
 @testable import AccessDaemon
 import AccessJSON
+import ControlSocket
 import Testing
 
 /// What the journal gets for each event, and the reload's view of a changed file.
@@ -13,12 +14,10 @@ struct JournalFieldsTests {
     }
 
     @Test func aDecisionIsANoticeWithItsFields() {
-        let data: JSONValue = [
-            "reader": "00002A01", "origin": "manual", "outcome": "decision", "decision": "granted", "granted": true,
-            "credential": "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab",
-        ]
-        let level = JournalFields.level(kind: "access.completed", data: data)
-        let metadata = JournalFields.metadata(kind: "access.completed", sequence: 7, data: data)
+        var answer = ExchangeAnswer(outcome: "decided", reader: "00002A01", origin: "manual", decision: "granted", granted: true)
+        answer.credential = "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab"
+        let level = JournalFields.level(answer.event)
+        let metadata = JournalFields.metadata(answer.event, sequence: 7)
         #expect(level == .notice)
         let fields = Dictionary(uniqueKeysWithValues: metadata.map { (JournalFields.name(for: $0.key), "\($0.value)") })
         #expect(fields["READER_ID"] == "00002A01")
@@ -30,21 +29,23 @@ struct JournalFieldsTests {
     }
 
     @Test func stateAndSightingsHaveTheirOwnFieldsAndLevels() {
-        let stateData: JSONValue = ["isScanning": true, "states": ["ok"]]
-        let stateLevel = JournalFields.level(kind: "sdk.state", data: stateData)
-        let state = JournalFields.metadata(kind: "sdk.state", sequence: 1, data: stateData)
-        #expect(stateLevel == .notice)
-        #expect(state["sdkState"] == "ok")
-        let sightingLevel = JournalFields.level(kind: "reader.updated", data: ["id": "00002A01"])
-        let sighting = JournalFields.metadata(kind: "reader.updated", sequence: 2, data: ["id": "00002A01"])
-        #expect(sightingLevel == .debug)
-        #expect(sighting["reader"] == "00002A01")
-        let failedLevel = JournalFields.level(kind: "feature.state", data: ["feature": "cloudConnection", "state": "failed"])
-        #expect(failedLevel == .warning)
+        let stateEvent = SdkStateEvent(isScanning: true, states: ["errorNoCredentials"], featureErrors: []).event
+        let state = JournalFields.metadata(stateEvent, sequence: 1)
+        #expect(JournalFields.level(stateEvent) == .notice)
+        #expect(state["sdkState"] == "errorNoCredentials")
+        let sighting = ControlEvent.readerUpdated(EventSamples.reader)
+        #expect(JournalFields.level(sighting) == .debug)
+        #expect(JournalFields.metadata(sighting, sequence: 2)["reader"] == "00002A01")
+        let gone = ReaderUnavailableEvent(reader: "00002A01").event
+        #expect(JournalFields.metadata(gone, sequence: 3)["reader"] == "00002A01")
+        let failed = FeatureStateEvent(feature: "cloudConnection", state: .failed, error: "site.unreachable").event
+        #expect(JournalFields.level(failed) == .warning)
+        #expect(JournalFields.metadata(failed, sequence: 4)["error"] == "site.unreachable")
         #expect(JournalFields.name(for: "retry-in") == "ACCESSD_RETRY_IN")
-        let registered = JournalFields.metadata(kind: "credentials.changed", sequence: 4,
-                                                data: ["reason": "registered", "id": "4b1f0d3e"])
+        let registered = JournalFields.metadata(CredentialsChangedEvent(reason: .registered, credential: "4b1f0d3e").event,
+                                                sequence: 5)
         #expect(registered["credential"] == "4b1f0d3e")
+        #expect(registered["reason"] == "registered")
     }
 
     /// Issue #17: a site name carrying `\n<0>` was written as a second, forged log line.

@@ -7,6 +7,7 @@ extension AccessEngine {
         for action in actions {
             switch action {
             case let .startExchange(reader, origin, operation):
+                requests.operations[reader] = operation
                 guard let attributes = sightings.registry.reader(reader), let adapterPath else {
                     perform(controller.handle(.exchangeEnded(reader, .failed(.deviceNotFound)), at: Clocks.monotonic()))
                     continue
@@ -15,7 +16,7 @@ extension AccessEngine {
                     reader: attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
                     origin: origin, operation: operation,
                     detected: origin == .automatic ? sightings.detected(reader) : nil,
-                    trigger: origin == .automatic && openNextReaders.contains(reader) ? Self.openNextTrigger : nil,
+                    trigger: origin == .automatic && openNextReaders.contains(reader) ? AccessTrigger.openNext : nil,
                     credential: Self.request(of: origin).flatMap { requests.presenting.removeValue(forKey: $0) })))
             case let .abortExchange(reader):
                 exchanges.yield(.abort(reader))
@@ -65,8 +66,9 @@ extension AccessEngine {
                                      timings: requests.timings.removeValue(forKey: reader))
         answer.readerName = sightings.registry.reader(reader)?.name
         answer.credential = requests.credentials.removeValue(forKey: reader)?.description
-        if origin == .automatic, openNextReaders.remove(reader) != nil { answer.trigger = Self.openNextTrigger }
-        journal.emit("access.completed", Render.json(answer))
+        answer.operation = requests.operations.removeValue(forKey: reader).map(Render.operationName)
+        if origin == .automatic, openNextReaders.remove(reader) != nil { answer.trigger = AccessTrigger.openNext }
+        journal.emit(answer)
         guard case let .manual(request) = origin else { return }
         let asked = requests.asked.removeValue(forKey: request)
         if case let .failed(failure) = outcome {
@@ -84,8 +86,9 @@ extension AccessEngine {
         var answer = Render.exchange(reader, origin: .manual(request), outcome: outcome, timings: timings)
         answer.readerName = sightings.registry.reader(reader)?.name
         answer.credential = requests.credentials.removeValue(forKey: reader)?.description
+        answer.operation = requests.operations.removeValue(forKey: reader).map(Render.operationName)
         if case .failed = outcome { answer.error = error.rawValue }
-        journal.emit("access.completed", Render.json(answer))
+        journal.emit(answer)
         let asked = requests.asked.removeValue(forKey: request)
         requests.answer(request, .failure(failure(error, cause: nil, reader: reader, operation: asked?.operation,
                                                   timings: timings)))
@@ -111,6 +114,9 @@ struct ManualRequests: Sendable {
     var asked: [RequestID: (reader: ReaderID, operation: ExchangeOperation)] = [:]
     /// The credential each ended exchange presented, until the controller reports it.
     var credentials: [ReaderID: CredentialID] = [:]
+    /// What each exchange under way does, from its start until it is reported (one
+    /// exchange per reader at a time), for `access.completed`.
+    var operations: [ReaderID: ExchangeOperation] = [:]
     /// The credential a request asked to present (`access.request {credential}`), until it starts.
     var presenting: [RequestID: CredentialID] = [:]
     /// Requests whose timeout fired, by the reader whose aborted exchange has yet to end.

@@ -5,7 +5,6 @@ import ControlSocket
 /// Open the next door (`access.next`, `access.cancel`, a push-button): the controller's
 /// window, its `access.next` events, and the readers already heard judged at once.
 extension AccessEngine {
-    static let openNextTrigger = "openNext"
     /// The bounds of `expiry` (seconds): the SDK's use is a few seconds; a minute at most, so a
     /// forgotten window cannot open a door someone walks past much later.
     static let openNextExpiry = 1...60
@@ -17,10 +16,8 @@ extension AccessEngine {
         let expiry = expiry ?? openNextDefaultExpiry
         let now = Clocks.monotonic()
         openNextOpenedBy = openedBy
-        var data: [String: JSONValue] = ["state": "open", "expirySeconds": .int(expiry.components.seconds),
-                                         "openedBy": .string(openedBy)]
-        if let uid { data["uid"] = .int(Int64(uid)) }
-        journal.emit(EventKind.accessNextWindow.rawValue, .object(data))
+        journal.emit(AccessNextWindowEvent(state: .open, openedBy: openedBy, expirySeconds: Int(expiry.components.seconds),
+                                           uid: uid.map(Int.init)))
         logger.info("open-next window opened", metadata: ["expiry": "\(expiry)", "by": "\(openedBy)"])
         perform(controller.handle(.openNext(expiry: expiry), at: now))
         for reader in sightings.registry.readers where controller.automatic.openNextUntil != nil {
@@ -38,20 +35,18 @@ extension AccessEngine {
         return true
     }
 
-    var isOpeningNext: Bool { controller.automatic.openNextUntil != nil }
-
     func openNextClosed(_ end: AutoConnectMachine.OpenNextEnd) {
-        var data: [String: JSONValue] = ["state": "closed", "openedBy": .string(openNextOpenedBy ?? "socket")]
+        var event = AccessNextWindowEvent(state: .closed, openedBy: openNextOpenedBy ?? "socket")
         switch end {
         case let .used(reader):
             openNextReaders.insert(reader)
-            data["reason"] = "used"
-            data["reader"] = .string(reader.description)
-        case .expired: data["reason"] = "expired"
-        case .cancelled: data["reason"] = "cancelled"
+            event.reason = .used
+            event.reader = reader.description
+        case .expired: event.reason = .expired
+        case .cancelled: event.reason = .cancelled
         }
         openNextOpenedBy = nil
-        journal.emit(EventKind.accessNextWindow.rawValue, .object(data))
-        logger.info("open-next window closed", metadata: ["reason": "\(data["reason"]?.string ?? "?")"])
+        journal.emit(event)
+        logger.info("open-next window closed", metadata: ["reason": "\(event.reason?.rawValue ?? "?")"])
     }
 }

@@ -27,7 +27,7 @@ extension AccessEngine {
     func apply(_ scope: ReaderScope) {
         let now = Clocks.monotonic()
         for reader in sightings.registry.setScope(scope) {
-            journal.emit("reader.updated", Render.json(Render.reader(reader)))
+            journal.emit(Render.reader(reader))
             guard reader.isInAutoConnectRange || connectEarly else { continue }
             perform(controller.handle(.readerObserved(reader, isInAutoConnectRange: reader.isInAutoConnectRange,
                                                       othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),

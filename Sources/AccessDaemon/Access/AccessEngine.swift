@@ -159,11 +159,11 @@ actor AccessEngine {
         if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
         let id = sighting.advertisement.readerID, observation = sighting.observation
         probeHeard(id, at: now)
-        if let update = observation.update { journal.emit("reader.updated", Render.json(Render.reader(update))) }
+        if let update = observation.update { journal.emit(Render.reader(update)) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {
             perform(controller.handle(.presenceHeard(id), at: now))
         }
-        if observation.becameUnavailable { journal.emit("reader.unavailable", ["id": .string(id.description)]) }
+        if observation.becameUnavailable { journal.emit(ReaderUnavailableEvent(reader: id.description)) }
         // Out of auto range the controller hears only of changes worth a report, which is
         // enough to connect early (an approach moves the path loss).
         let nearby = connectEarly && observation.update != nil
@@ -177,7 +177,7 @@ actor AccessEngine {
     }
 
     private func readerGone(_ id: ReaderID, at now: Timestamp) {
-        journal.emit("reader.unavailable", ["id": .string(id.description)])
+        journal.emit(ReaderUnavailableEvent(reader: id.description))
         perform(controller.handle(.readerUnavailable(id), at: now))
     }
 

@@ -164,10 +164,8 @@ extension AccessDaemonServices {
     private func changeScope(_ id: ReaderID?, _ rule: ReaderScope.Rule?, client: ControlClient) async -> Result<ReaderScopeAnswer, RPCError> {
         do {
             let scope = try await access.changeScope(id, rule) { try settings.saveReaderRules($0) }
-            var data: [String: JSONValue] = ["uid": .int(Int64(client.uid))]
-            if let id { data["reader"] = .string(id.description) }
-            if let id, let rule { data["rule"] = Render.json(ReaderScopeCalls.info(id, rule, from: .operator)) }
-            journal.emit(EventKind.readersScopeChanged.rawValue, .object(data))
+            let info = id.flatMap { id in rule.map { ReaderScopeCalls.info(id, $0, from: .operator) } }
+            journal.emit(ReadersScopeChangedEvent(reader: id?.description, rule: info, uid: Int(client.uid)))
             logger.notice(rule == nil ? "reader scope reset by a client" : "reader scope set by a client",
                           metadata: ["reader": "\(id.map(\.description) ?? "all")", "uid": "\(client.uid)"])
             return .success(ReaderScopeCalls.answer(scope))

@@ -2,6 +2,7 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import Foundation
+import ControlSocket
 import Logging
 import NIOConcurrencyHelpers
 import SiteContract
@@ -20,7 +21,7 @@ struct AuditUpload: Sendable {
     /// What a site is sent: decisions (access and actions, with their outcome, second-factor
     /// outcomes included), PIN prompts and what became of each PIN typed. Each carries the
     /// credential presented.
-    static let kinds: Set<String> = ["access.completed", "secondFactor.required", "secondFactor.answered"]
+    static let kinds: Set<String> = Set([EventKind.accessCompleted, .secondFactorRequired, .secondFactorAnswered].map(\.rawValue))
     static let retry = (first: 1, limit: 300)
     /// A site without the route is asked again this often (seconds): it may be upgraded.
     static let unsupportedRetry = 3600

@@ -47,7 +47,7 @@ extension CredentialAdmin {
             return .failure(.internalError("cannot store the new PIN: \(error)"))
         }
         logger.notice("PIN changed", metadata: ["credential": "\(id)", "uid": "\(uid)"])
-        journal.emit("credentials.changed", ["reason": "pinChanged", "id": .string(id.description)])
+        journal.emit(CredentialsChangedEvent(reason: .pinChanged, credential: id.description))
         return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 
@@ -63,7 +63,7 @@ extension CredentialAdmin {
         }
         book.unlock(id)
         logger.notice("second factor unlocked by an administrator", metadata: ["credential": "\(id)", "uid": "\(uid)"])
-        journal.emit("credentials.changed", ["reason": "unlocked", "id": .string(id.description)])
+        journal.emit(CredentialsChangedEvent(reason: .unlocked, credential: id.description))
         return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 

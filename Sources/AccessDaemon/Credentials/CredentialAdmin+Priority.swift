@@ -24,7 +24,7 @@ extension CredentialAdmin {
             return .failure(.internalError("cannot save the priority: \(error)"))
         }
         logger.notice("credential priority set", metadata: ["credential": "\(id)", "priority": "\(params.priority)", "uid": "\(uid)"])
-        journal.emit("credentials.changed", ["reason": "priority", "id": .string(id.description), "priority": .int(Int64(params.priority))])
+        journal.emit(CredentialsChangedEvent(reason: .priority, credential: id.description, priority: params.priority))
         book.changed()
         let updated = book.credential(id) ?? stored
         return .success(Render.credential(updated, items: book.items, pinAttempts: book.pinAttempts))

@@ -101,8 +101,8 @@ struct CredentialAdmin: Sendable {
             "credential": "\(credential.id)", "site": "\(registration.siteName)", "uid": "\(uid)",
         ])
         await sync.setFeature("cloudConnection", ok: true, error: nil)
-        journal.emit("credentials.changed", ["reason": "registered", "id": .string(credential.id.description),
-                                             "state": .string(credential.state.rawValue)])
+        journal.emit(CredentialsChangedEvent(reason: .registered, credential: credential.id.description,
+                                             state: credential.state.rawValue))
         for old in sameSite where old.credential.id != credential.id {
             await replaced(old, by: credential.id, uid: uid)
         }
@@ -133,8 +133,8 @@ struct CredentialAdmin: Sendable {
             return
         }
         logger.notice("credential replaced", metadata: ["credential": "\(old.credential.id)", "by": "\(new)", "uid": "\(uid)"])
-        journal.emit("credentials.changed", ["reason": "deleted", "id": .string(old.credential.id.description),
-                                             "replacedBy": .string(new.description)])
+        journal.emit(CredentialsChangedEvent(reason: .deleted, credential: old.credential.id.description,
+                                             replacedBy: new.description))
         book.changed()
     }
 
@@ -178,7 +178,7 @@ struct CredentialAdmin: Sendable {
             return .failure(.internalError("cannot delete the credential: \(error)"))
         }
         logger.notice("credential deleted", metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "uid": "\(uid)"])
-        journal.emit("credentials.changed", ["reason": "deleted", "id": .string(id.description)])
+        journal.emit(CredentialsChangedEvent(reason: .deleted, credential: id.description))
         book.changed()
         return .success(DeleteAnswer(id: id.description, siteError: siteError))
     }

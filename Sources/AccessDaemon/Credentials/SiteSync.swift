@@ -132,7 +132,7 @@ actor SiteSync {
         if let current = book.credential(id), state != current.credential.state {
             book.setState(state, of: id)
             logger.notice("credential state changed by the site", metadata: ["credential": "\(id)", "state": "\(state.rawValue)"])
-            journal.emit("credentials.changed", ["reason": "state", "id": .string(id.description), "state": .string(state.rawValue)])
+            journal.emit(CredentialsChangedEvent(reason: .state, credential: id.description, state: state.rawValue))
             book.changed()
         }
         var counts = (added: 0, updated: 0, removed: 0)
@@ -177,9 +177,8 @@ actor SiteSync {
         }
         if counts.added + counts.updated + counts.removed > 0 {
             book.reloadItems()
-            journal.emit("credentials.changed", ["reason": "items", "id": .string(id.description),
-                                                 "added": .int(Int64(counts.added)), "updated": .int(Int64(counts.updated)),
-                                                 "removed": .int(Int64(counts.removed))])
+            journal.emit(CredentialsChangedEvent(reason: .items, credential: id.description, added: counts.added,
+                                                 updated: counts.updated, removed: counts.removed))
             book.changed()
         }
         if let failure { throw failure }
@@ -193,11 +192,8 @@ actor SiteSync {
         let state = FeatureState(ok: ok, error: error, message: message)
         guard features[feature] != state else { return }
         features[feature] = state
-        var data: [String: JSONValue] = ["feature": .string(feature), "state": .string(ok ? "ok" : "failed")]
-        if let error { data["error"] = .string(error) }
-        if let message { data["message"] = .string(message) }
-        if let retryIn { data["retryInSeconds"] = .int(retryIn.components.seconds) }
-        journal.emit("feature.state", .object(data))
+        journal.emit(FeatureStateEvent(feature: feature, state: ok ? .ok : .failed, error: error, message: message,
+                                       retryInSeconds: retryIn.map { Int($0.components.seconds) }))
         sdk.update {
             if ok { $0.featureSyncErrors.remove(feature) } else { $0.featureSyncErrors.insert(feature) }
         }

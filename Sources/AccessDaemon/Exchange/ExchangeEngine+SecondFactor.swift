@@ -29,12 +29,10 @@ extension ExchangeEngine {
         }
         if stored.failedPinAttempts >= book.pinAttempts { return .secondFactorUnavailable(.secondFactorLockedOut) }
         runs[reader]?.secondFactorOpenedAt = ContinuousClock.now
-        journal.emit("secondFactor.required", [
-            "request": .string(request), "reader": .string(reader.description),
-            "credential": .string(run.credential.description), "prompt": .string(promptText(run, stored)),
-            "attemptsLeft": .int(Int64(book.pinAttempts - stored.failedPinAttempts)),
-            "timeoutSeconds": .int(settings.secondFactorTimeout.components.seconds),
-        ])
+        journal.emit(SecondFactorRequiredEvent(
+            request: request, reader: reader.description, credential: run.credential.description,
+            prompt: promptText(run, stored), attemptsLeft: book.pinAttempts - stored.failedPinAttempts,
+            timeoutSeconds: Int(settings.secondFactorTimeout.components.seconds)))
         return nil
     }
 
@@ -65,7 +63,7 @@ extension ExchangeEngine {
         runs[reader]?.secondFactorRequest = nil
         logger.notice("second-factor prompt cancelled", metadata: ["reader": "\(reader)", "request": "\(request)"])
         if let credential = runs[reader]?.credential {
-            answered(request, reader: reader, credential: credential, result: "cancelled", attemptsLeft: nil)
+            answered(request, reader: reader, credential: credential, result: .cancelled, attemptsLeft: nil)
         }
         feed(reader, .secondFactorUnavailable(.userCancelled))
         return .success(CancelAnswer(request: request, cancelled: true))
@@ -110,7 +108,7 @@ extension ExchangeEngine {
         switch result {
         case let .success(key):
             book.pinSucceeded(credential)
-            answered(request, reader: reader, credential: credential, result: "accepted", attemptsLeft: book.pinAttempts)
+            answered(request, reader: reader, credential: credential, result: .accepted, attemptsLeft: book.pinAttempts)
             guard promptOpen else {
                 return .failure(.failed("secondFactor.noSuchRequest", "prompt \(request) ended before the PIN was checked"))
             }
@@ -119,7 +117,7 @@ extension ExchangeEngine {
             return .success(PinAnswer(request: request, accepted: true))
         case .failure(.wrongPIN) where attemptsLeft == 0:
             logger.warning("second factor locked after wrong PINs", metadata: ["credential": "\(credential)"])
-            answered(request, reader: reader, credential: credential, result: "lockedOut", attemptsLeft: 0)
+            answered(request, reader: reader, credential: credential, result: .lockedOut, attemptsLeft: 0)
             if promptOpen {
                 runs[reader]?.secondFactorRequest = nil
                 feed(reader, .secondFactorUnavailable(.secondFactorLockedOut))
@@ -127,7 +125,7 @@ extension ExchangeEngine {
             return .failure(.failed("secondFactorLockedOut", "wrong PIN; the second factor is now locked"))
         case .failure(.wrongPIN):
             let failed = book.credential(credential)?.failedPinAttempts ?? book.pinAttempts
-            answered(request, reader: reader, credential: credential, result: "wrongPin",
+            answered(request, reader: reader, credential: credential, result: .wrongPin,
                      attemptsLeft: max(0, book.pinAttempts - failed))
             return .failure(RPCError(code: -32010, message: "wrong PIN",
                                      data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(max(0, book.pinAttempts - failed)))]))
@@ -138,10 +136,9 @@ extension ExchangeEngine {
 
     /// `secondFactor.answered`: what became of a PIN (or of the prompt), for the audit trail
     /// the site receives (docs/site-api.md §4.5); the PIN itself is never in it.
-    private func answered(_ request: String, reader: ReaderID, credential: CredentialID, result: String, attemptsLeft: Int?) {
-        var data: [String: JSONValue] = ["request": .string(request), "reader": .string(reader.description),
-                                         "credential": .string(credential.description), "result": .string(result)]
-        if let attemptsLeft { data["attemptsLeft"] = .int(Int64(attemptsLeft)) }
-        journal.emit(EventKind.secondFactorAnswered.rawValue, .object(data))
+    private func answered(_ request: String, reader: ReaderID, credential: CredentialID,
+                          result: SecondFactorAnsweredEvent.Result, attemptsLeft: Int?) {
+        journal.emit(SecondFactorAnsweredEvent(request: request, reader: reader.description, credential: credential.description,
+                                               result: result, attemptsLeft: attemptsLeft))
     }
 }

@@ -79,11 +79,10 @@ actor ExchangeEngine {
         var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
                               devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
         run.readerName = order.reader.name
-        var started: [String: JSONValue] = ["reader": .string(reader.description), "origin": .string(Render.origin(order.origin)),
-                                            "operation": Render.operation(order.operation), "credential": .string(credential.description)]
-        if let name = order.reader.name, !name.isEmpty { started["readerName"] = .string(name) }
-        if let trigger = order.trigger { started["trigger"] = .string(trigger) }
-        journal.emit("access.started", .object(started))
+        let name = order.reader.name.flatMap { $0.isEmpty ? nil : $0 }
+        journal.emit(AccessStartedEvent(reader: reader.description, readerName: name, origin: Render.origin(order.origin),
+                                        trigger: order.trigger, operation: Render.operationName(order.operation),
+                                        credential: credential.description))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
         // Before connecting: the link connected early for this reader (the exchange takes it
         // over: BlueZ answers Connect on a connected device at once), and the device's last

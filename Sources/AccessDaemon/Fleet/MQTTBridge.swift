@@ -300,7 +300,7 @@ struct MQTTBridge: Sendable {
                 let data = (try? JSONValue.parse(event.data)) ?? .null
                 let payload = JSONValue.object([
                     "seq": .int(event.sequence), "time": .double(event.time), "kind": .string(event.kind),
-                    "data": EventJournal.redactedForObservers(event.kind, data) ?? data,
+                    "data": EventKind(rawValue: event.kind)?.redactedForObservers(data) ?? data,
                 ])
                 do {
                     let id = try client.publish(topic: "\(topic)/events/\(event.kind)", payload: Array(payload.jsonText.utf8),
@@ -313,7 +313,9 @@ struct MQTTBridge: Sendable {
                     logger.debug("an MQTT publish was refused", metadata: ["error": "\(error)"])
                     return
                 }
-                publish(client, retained.observe(kind: event.kind, data: data, now: .now))
+                if let typed = try? ControlEvent(kind: event.kind, data: data) {
+                    publish(client, retained.observe(typed, now: .now))
+                }
             }
         }
     }

@@ -1,4 +1,5 @@
 import AccessJSON
+import ControlSocket
 
 /// The retained reader topics beside the event stream (docs/fleet.md): `readers/<id>` with the reader's attributes (and `available`), at most once per
 /// `readerInterval` per reader, the newest winning; `readers/<id>/access` with the last
@@ -30,31 +31,62 @@ struct MQTTRetainedTopics: Sendable {
     }
 
     /// One journal event; what to publish now.
-    mutating func observe(kind: String, data: JSONValue, now: ContinuousClock.Instant) -> [Message] {
-        switch kind {
-        case "reader.updated", "reader.unavailable":
-            guard let id = data["id"]?.string, Self.isTopicLevel(id) else { return [] }
-            var attributes = kind == "reader.updated" ? data : (readers[id] ?? .object(["id": .string(id)]))
-            if case var .object(members) = attributes {
-                members["available"] = .bool(kind == "reader.updated")
-                attributes = .object(members)
-            }
-            readers[id] = attributes
-            waiting.insert(id)
-            var messages = announce(id, name: data["name"]?.string)
-            messages += due(now: now).filter { $0.topic.hasSuffix("/\(id)") }
-            return messages
-        case "access.completed":
-            guard let id = data["reader"]?.string, Self.isTopicLevel(id) else { return [] }
-            var access: [String: JSONValue] = [:]
-            for key in ["origin", "outcome", "decision", "error", "granted", "operation", "readerName"] {
-                if let value = data[key] { access[key] = value }
-            }
-            access["result"] = data["decision"] ?? data["error"] ?? data["outcome"] ?? "unknown"
-            return announce(id, name: data["readerName"]?.string) + [("\(topic)/readers/\(id)/access", .object(access))]
+    mutating func observe(_ event: ControlEvent, now: ContinuousClock.Instant) -> [Message] {
+        switch event {
+        case let .readerUpdated(info):
+            return reader(info.id, attributes: info.json, available: true, name: info.name, now: now)
+        case let .readerUnavailable(gone):
+            // The attributes last published, or a reader named by its id alone.
+            let attributes = readers[gone.reader] ?? .object(["id": .string(gone.reader)])
+            return reader(gone.reader, attributes: attributes, available: false, name: nil, now: now)
+        case let .accessCompleted(answer):
+            guard Self.isTopicLevel(answer.reader) else { return [] }
+            let access = LastAccess(answer).json
+            return announce(answer.reader, name: answer.readerName) + [("\(topic)/readers/\(answer.reader)/access", access)]
         default:
             return []
         }
+    }
+
+    private mutating func reader(_ id: String, attributes: JSONValue, available: Bool, name: String?,
+                                 now: ContinuousClock.Instant) -> [Message] {
+        guard Self.isTopicLevel(id) else { return [] }
+        var attributes = attributes
+        if case var .object(members) = attributes {
+            members["available"] = .bool(available)
+            attributes = .object(members)
+        }
+        readers[id] = attributes
+        waiting.insert(id)
+        var messages = announce(id, name: name)
+        messages += due(now: now).filter { $0.topic.hasSuffix("/\(id)") }
+        return messages
+    }
+
+    /// `readers/<id>/access`: the last exchange at a reader (docs/fleet.md), from its
+    /// `access.completed`; `result` is the decision, else the error, else the outcome.
+    struct LastAccess: Encodable {
+        var origin: String
+        var outcome: String
+        var decision: String?
+        var error: String?
+        var granted: Bool?
+        var operation: String?
+        var readerName: String?
+        var result: String
+
+        init(_ answer: ExchangeAnswer) {
+            origin = answer.origin
+            outcome = answer.outcome
+            decision = answer.decision
+            error = answer.error
+            granted = answer.granted
+            operation = answer.operation
+            readerName = answer.readerName
+            result = answer.decision ?? answer.error ?? answer.outcome
+        }
+
+        var json: JSONValue { (try? JSONValue(encoding: self)) ?? .null }
     }
 
     /// Readers whose newest attributes waited for their interval and may go now.

@@ -52,14 +52,17 @@ public final class EventJournal: Sendable {
         try store.sequence(before: time)
     }
 
-    public func emit(_ kind: String, _ data: JSONValue) {
+    public func emit<Data: ControlEventData>(_ data: Data) {
+        emit(HeldEvents.Event(event: data.event, data: data.json, time: Clocks.wall()))
+    }
+
+    private func emit(_ event: HeldEvents.Event) {
         var woken: [@Sendable () -> Void] = []
-        let written: [(event: AccessStore.Event, data: JSONValue)] = state.withLockedValue { state in
-            let event = HeldEvents.Event(kind: kind, data: data, time: Clocks.wall())
+        let written: [(event: AccessStore.Event, typed: HeldEvents.Event)] = state.withLockedValue { state in
             let pending = state.held.pending + [event]
             let appended: [AccessStore.Event]
             do {
-                appended = try store.append(pending.map { ($0.kind, $0.data.jsonText, $0.time) })
+                appended = try store.append(pending.map { ($0.kind.rawValue, $0.data.jsonText, $0.time) })
             } catch {
                 state.held.hold(event)
                 if !state.held.failing {
@@ -73,8 +76,8 @@ public final class EventJournal: Sendable {
                 let (held, lost) = state.held.written()
                 logger.notice("journaling events again", metadata: ["held": "\(held)", "lost": "\(lost)"])
             }
-            let written = Array(zip(appended, pending.map(\.data)))
-            for (event, data) in written { fanOut(event, data: data, to: state.subscribers) }
+            let written = Array(zip(appended, pending))
+            for (event, typed) in written { fanOut(event, typed: typed, to: state.subscribers) }
             state.lastSequence = appended.last?.sequence ?? state.lastSequence
             woken = state.watchers.values.filter { watcher in
                 appended.contains { watcher.kinds?.contains($0.kind) ?? true }
@@ -84,9 +87,9 @@ public final class EventJournal: Sendable {
         for wake in woken { wake() }
         // Outside the lock, and the fields built only when the level is logged (reader
         // sightings, at debug, are most events).
-        for (event, data) in written {
-            logger.log(level: JournalFields.level(kind: event.kind, data: data), "event \(event.kind)",
-                       metadata: JournalFields.metadata(kind: event.kind, sequence: event.sequence, data: data))
+        for (event, typed) in written {
+            logger.log(level: JournalFields.level(typed.event), "event \(event.kind)",
+                       metadata: JournalFields.metadata(typed.event, sequence: event.sequence))
         }
     }
 
@@ -105,12 +108,12 @@ public final class EventJournal: Sendable {
         state.withLockedValue { _ = $0.watchers.removeValue(forKey: token) }
     }
 
-    private func fanOut(_ event: AccessStore.Event, data: JSONValue, to subscribers: [ControlClient: Set<String>?]) {
-        let line = Self.notification(event, data: data)
+    private func fanOut(_ event: AccessStore.Event, typed: HeldEvents.Event, to subscribers: [ControlClient: Set<String>?]) {
+        let line = Self.notification(event, data: typed.data)
         // Built once, for the first observer that needs it.
         var observerLine: String?
         for (client, kinds) in subscribers where kinds?.contains(event.kind) ?? true {
-            if client.role == .observer, let redacted = Self.redactedForObservers(event.kind, data) {
+            if client.role == .observer, let redacted = typed.kind.redactedForObservers(typed.data) {
                 let redactedLine = observerLine ?? Self.notification(event, data: redacted)
                 observerLine = redactedLine
                 client.deliver(sequence: event.sequence, notification: redactedLine)
@@ -174,24 +177,15 @@ public final class EventJournal: Sendable {
     private func deliver(_ events: [AccessStore.Event], to client: ControlClient) {
         for event in events {
             var data = (try? JSONValue.parse(event.data)) ?? .null
-            if client.role == .observer, let redacted = Self.redactedForObservers(event.kind, data) { data = redacted }
+            if client.role == .observer, let redacted = EventKind(rawValue: event.kind)?.redactedForObservers(data) {
+                data = redacted
+            }
             client.deliver(sequence: event.sequence, notification: Self.notification(event, data: data))
         }
     }
 
-    /// What an observer may not see of an event, taken out; nil when it may see all of it.
-    /// Credential ids are admin knowledge (`credentials.list` is admin-only): observers saw
-    /// them in `credentials.changed` (issue #17).
-    static func redactedForObservers(_ kind: String, _ data: JSONValue) -> JSONValue? {
-        guard kind == "credentials.changed", case var .object(members) = data, members["id"] != nil else { return nil }
-        members["id"] = nil
-        return .object(members)
-    }
-
     static func notification(_ event: AccessStore.Event, data: JSONValue) -> String {
-        RPCRequest.notification(method: "event", params: [
-            "seq": .int(event.sequence), "time": .double(event.time), "kind": .string(event.kind), "data": data,
-        ])
+        RPCRequest.eventNotification(sequence: event.sequence, time: event.time, kind: event.kind, data: data)
     }
 
     /// Retention: at start, then hourly, the journal keeps at most `maxEvents` events and

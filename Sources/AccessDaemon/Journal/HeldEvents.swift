@@ -1,4 +1,5 @@
 import AccessJSON
+import ControlSocket
 
 /// Events the store refused (a full disk, an I/O error), held in order until it takes events
 /// again: then written first, with the times they happened, in one transaction with the event
@@ -10,9 +11,12 @@ struct HeldEvents {
     static let capacity = 1024
 
     struct Event {
-        var kind: String
+        var event: ControlEvent
+        /// `event`'s data as the journal keeps it, encoded once.
         var data: JSONValue
         var time: Double
+
+        var kind: EventKind { event.kind }
     }
 
     private var held: [Event] = []
@@ -34,8 +38,8 @@ struct HeldEvents {
     /// that were not held.
     var pending: [Event] {
         guard lost.count > 0 else { return held }
-        return held + [Event(kind: "events.lost", data: ["count": .int(Int64(lost.count)), "from": .double(lost.from),
-                                                          "to": .double(lost.to)], time: lost.to)]
+        let notice = EventsLostEvent(count: lost.count, from: lost.from, to: lost.to)
+        return held + [Event(event: notice.event, data: notice.json, time: lost.to)]
     }
 
     /// The pending events were written: forgets them, and says how many there were.

@@ -20,12 +20,12 @@ public final class SdkStatePublisher: Sendable {
         // Journalled under the lock: two services changing inputs at once cannot report
         // their states in the opposite order.
         tracker.withLockedValue { tracker in
-            if let state = tracker.update(change) { journal.emit("sdk.state", Render.sdkState(state)) }
+            if let state = tracker.update(change) { journal.emit(Render.sdkState(state)) }
         }
     }
 
     /// The state as it is, journalled (at start).
     func announce() {
-        tracker.withLockedValue { journal.emit("sdk.state", Render.sdkState($0.current)) }
+        tracker.withLockedValue { journal.emit(Render.sdkState($0.current)) }
     }
 }

@@ -43,31 +43,45 @@ public enum JournalFields {
 
     /// An event's level: decisions and state changes at notice, what a fleet alerts on at
     /// warning, reader sightings at debug.
-    static func level(kind: String, data: JSONValue) -> Logger.Level {
-        switch kind {
-        case "access.completed", "sdk.state", "credentials.changed", "secondFactor.required": .notice
-        case "feature.state": data["state"]?.string == "failed" ? .warning : .notice
-        case "events.lost": .warning
-        case "secondFactor.answered": ["wrongPin", "lockedOut"].contains(data["result"]?.string ?? "") ? .warning : .notice
-        case "reader.updated": .debug
-        default: .info
+    static func level(_ event: ControlEvent) -> Logger.Level {
+        switch event {
+        case .accessCompleted, .sdkState, .credentialsChanged, .secondFactorRequired: .notice
+        case let .featureState(feature): feature.state == .failed ? .warning : .notice
+        case .eventsLost: .warning
+        case let .secondFactorAnswered(answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice
+        case .readerUpdated: .debug
+        case .readerUnavailable, .readersScopeChanged, .accessStarted, .accessNextWindow: .info
         }
     }
 
-    /// An event's fields (metadata keys; `name(for:)` gives their journal names).
-    static func metadata(kind: String, sequence: Int64, data: JSONValue) -> Logger.Metadata {
+    /// An event's fields (metadata keys; `name(for:)` gives their journal names): the reader
+    /// and the credential it is about, and the few values a fleet searches by.
+    static func metadata(_ event: ControlEvent, sequence: Int64) -> Logger.Metadata {
+        let kind = event.kind.rawValue
         var metadata: Logger.Metadata = ["messageID": "\(messageID(kind: kind))", "kind": "\(kind)", "seq": "\(sequence)"]
-        let readerKey = kind.hasPrefix("reader.") ? "id" : "reader"
-        if let reader = data[readerKey]?.string { metadata["reader"] = "\(reader)" }
-        let credentialKey = kind == "credentials.changed" ? "id" : "credential"
-        if let credential = data[credentialKey]?.string { metadata["credential"] = "\(credential)" }
-        for key in ["decision", "outcome", "origin", "error", "feature", "state", "reason", "result"] {
-            if let value = data[key]?.string { metadata[key] = "\(value)" }
+        if let reader = event.reader { metadata["reader"] = "\(reader)" }
+        if let credential = event.credential { metadata["credential"] = "\(credential)" }
+        var values: [String: String?] = [:]
+        switch event {
+        case let .accessCompleted(answer):
+            values = ["decision": answer.decision, "outcome": answer.outcome, "origin": answer.origin, "error": answer.error]
+            if let granted = answer.granted { metadata["granted"] = "\(granted)" }
+        case let .accessStarted(started):
+            values = ["origin": started.origin]
+        case let .accessNextWindow(window):
+            values = ["state": window.state.rawValue, "reason": window.reason?.rawValue]
+        case let .featureState(feature):
+            values = ["feature": feature.feature, "state": feature.state.rawValue, "error": feature.error]
+        case let .credentialsChanged(change):
+            values = ["reason": change.reason.rawValue, "state": change.state]
+        case let .secondFactorAnswered(answer):
+            values = ["result": answer.result.rawValue]
+        case let .sdkState(state):
+            metadata["sdkState"] = "\(state.states.joined(separator: ","))"
+        case .readerUpdated, .readerUnavailable, .readersScopeChanged, .secondFactorRequired, .eventsLost:
+            break
         }
-        if let granted = data["granted"]?.bool { metadata["granted"] = "\(granted)" }
-        if kind == "sdk.state", let states = data["states"]?.array {
-            metadata["sdkState"] = "\(states.compactMap(\.string).joined(separator: ","))"
-        }
+        for case let (key, value?) in values { metadata[key] = "\(value)" }
         return metadata
     }
 }

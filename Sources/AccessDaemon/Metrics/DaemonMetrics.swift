@@ -1,4 +1,6 @@
 import AccessJSON
+import AccessStore
+import ControlSocket
 import Foundation
 import NIOConcurrencyHelpers
 import Prometheus
@@ -70,30 +72,37 @@ final class DaemonMetrics: Sendable {
 
     // MARK: From the journal
 
-    /// One journalled event.
-    func record(kind: String, data: JSONValue) {
+    /// One event as the journal keeps it.
+    func record(_ stored: AccessStore.Event) {
+        let data = (try? JSONValue.parse(stored.data)) ?? .null
+        record(kind: stored.kind, event: try? ControlEvent(kind: stored.kind, data: data))
+    }
+
+    /// One journalled event: its kind as the journal holds it (counted even if its data no
+    /// longer decodes), and the event when it does.
+    func record(kind: String, event: ControlEvent?) {
         counter("accessd_events_total", [("kind", kind)]).increment()
-        switch kind {
-        case "access.completed":
-            let outcome = data["outcome"]?.string ?? "unknown"
-            let result = data["decision"]?.string ?? data["error"]?.string ?? (outcome == "actionPerformed" ? "performed" : "none")
+        switch event {
+        case let .accessCompleted(answer)?:
+            let result = answer.decision ?? answer.error ?? (answer.outcome == "actionPerformed" ? "performed" : "none")
             // "actions.perform 2": the action's number is not a label (unbounded).
-            let operation = (data["operation"]?.string ?? data["mode"]?.string ?? "access").split(separator: " ").first
-                .map(String.init) ?? "access"
-            counter("accessd_exchanges_total", [("origin", data["origin"]?.string ?? "unknown"), ("operation", operation),
-                                                ("outcome", outcome), ("result", result)]).increment()
-            for (phase, key) in [("detection", "detectionMs"), ("connect", "connectMs"), ("services", "resolveMs"),
-                                 ("exchange", "exchangeMs"), ("total", "totalMs")] {
-                guard let milliseconds = data["timings"]?[key]?.number, milliseconds >= 0, milliseconds < 3_600_000 else { continue }
+            let operation = answer.operation?.split(separator: " ").first.map(String.init) ?? "access"
+            counter("accessd_exchanges_total", [("origin", answer.origin), ("operation", operation),
+                                                ("outcome", answer.outcome), ("result", result)]).increment()
+            let timings = answer.timings
+            for (phase, milliseconds) in [("detection", timings?.detectionMs), ("connect", timings?.connectMs),
+                                          ("services", timings?.resolveMs), ("exchange", timings?.exchangeMs),
+                                          ("total", timings?.totalMs)] {
+                guard let milliseconds, milliseconds >= 0, milliseconds < 3_600_000 else { continue }
                 registry.makeDurationHistogram(descriptor: descriptor("accessd_exchange_phase_seconds"),
                                                labels: [("phase", phase)], buckets: Self.phaseBuckets)
                     .recordNanoseconds(Int64(milliseconds * 1_000_000))
             }
-        case "feature.state" where data["state"]?.string == "failed":
-            counter("accessd_site_failures_total", [("feature", data["feature"]?.string ?? "unknown"),
-                                                    ("error", data["error"]?.string ?? "unknown")]).increment()
-        case "events.lost":
-            counter("accessd_events_lost_total").increment(by: max(0, data["count"]?.int ?? 0))
+        case let .featureState(feature)? where feature.state == .failed:
+            counter("accessd_site_failures_total", [("feature", feature.feature), ("error", feature.error ?? "unknown")])
+                .increment()
+        case let .eventsLost(lost)?:
+            counter("accessd_events_lost_total").increment(by: Int64(max(0, lost.count)))
         default:
             break
         }

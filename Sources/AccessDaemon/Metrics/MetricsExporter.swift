@@ -1,5 +1,6 @@
 import AccessJSON
 import AccessStore
+import ControlSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -99,7 +100,7 @@ public struct MetricsExporter: Sendable {
         for await _ in wakes {
             while let events = try? journal.store.events(after: cursor, limit: 1000), !events.isEmpty {
                 for event in events {
-                    metrics.record(kind: event.kind, data: (try? JSONValue.parse(event.data)) ?? .null)
+                    metrics.record(event)
                     cursor = event.sequence
                 }
             }

@@ -204,6 +204,9 @@ public struct ExchangeAnswer: Codable, Sendable, Hashable {
     public var origin: String
     /// `openNext` when an open-next window (`access.next`) started this automatic exchange.
     public var trigger: String?
+    /// What the exchange did, as in `access.started`: `access`, `actions.list` or
+    /// `actions.perform N`.
+    public var operation: String?
     public var decision: String?
     public var granted: Bool?
     public var mode: String?

@@ -35,3 +35,10 @@ extension ControlCalls {
         public static let method = ControlMethod.accessCancel
     }
 }
+
+/// What started an automatic exchange, when not the reader coming into range
+/// (`access.started` and `access.completed`'s `trigger`).
+public enum AccessTrigger {
+    /// An open-next window (`access.next`, the push-button).
+    public static let openNext = "openNext"
+}
