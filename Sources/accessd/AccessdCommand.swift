@@ -29,6 +29,12 @@ struct AccessdCommand: AsyncParsableCommand {
         version: AccessDaemon.version
     )
 
+    /// How long a stop (SIGTERM) may take before the services are cancelled, and the
+    /// cancellation after that (docs/operations.md, "Stopping"): 12 s in all, inside the
+    /// unit's TimeoutStopSec=15s.
+    static let gracefulStopLimit: Duration = .seconds(8)
+    static let cancellationLimit: Duration = .seconds(4)
+
     @Option(help: "Configuration file (built-in defaults when the default file is absent).")
     var config: String = "/etc/accessd/accessd.toml"
     @Option(help: "Control socket path (overrides [socket] path).") var socket: String?
@@ -135,7 +141,7 @@ struct AccessdCommand: AsyncParsableCommand {
         let configPath = config
         // Trapped before the socket is up: SIGHUP's default action would end the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        let group = ServiceGroup(configuration: .init(
+        var configuration = ServiceGroupConfiguration(
             // Shut down in reverse order: the access service first, while the socket is still
             // up, so the requests it answers on the way out (`shuttingDown`) reach their clients.
             services: [
@@ -157,7 +163,13 @@ struct AccessdCommand: AsyncParsableCommand {
                 }, successTerminationBehavior: .ignore),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+            logger: logger)
+        // Within the unit's TimeoutStopSec (15 s): a graceful stop that has not ended in 8 s
+        // is cancelled, and a cancellation that has not ended 4 s later aborts with every
+        // thread's backtrace (the runtime's, in the journal) instead of systemd's silent SIGKILL.
+        configuration.maximumGracefulShutdownDuration = Self.gracefulStopLimit
+        configuration.maximumCancellationDuration = Self.cancellationLimit
+        let group = ServiceGroup(configuration: configuration)
         logger.notice("accessd \(AccessDaemon.version) starting",
                       metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
         var failure: (any Error)?

@@ -84,10 +84,10 @@ actor AccessEngine {
     }
 
     /// Handles the door's inputs until the stream ends or the task is cancelled; then answers
-    /// every pending request (`shuttingDown`) and stops the timers.
+    /// every pending request, and every later one, `shuttingDown`, and stops the timers.
     func run(inputs: AsyncStream<Input>) async {
         for await input in inputs { handle(input) }
-        requests.pending.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
+        requests.pending.close()
         for timer in timers.values { timer.task.cancel() }
         timers.removeAll()
     }
@@ -203,12 +203,24 @@ actor AccessEngine {
                  credential: CredentialID? = nil) async -> Result<ExchangeAnswer, RPCError> {
         let request = requests.next()
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
-        return await withCheckedContinuation { continuation in
-            requests.pending.wait(request.rawValue, continuation)
-            requests.asked[request] = (reader, operation)
-            if let credential { requests.presenting[request] = credential }
-            perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
-                                      at: Clocks.monotonic()))
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // A caller already cancelled (its client gone, the socket stopping) starts nothing.
+                guard !Task.isCancelled else { return continuation.resume(returning: PendingAnswers.shuttingDown) }
+                guard requests.pending.wait(request.rawValue, continuation) else { return }
+                requests.asked[request] = (reader, operation)
+                if let credential { requests.presenting[request] = credential }
+                perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
+                                          at: Clocks.monotonic()))
+            }
+        } onCancel: {
+            Task { await self.abandon(request) }
         }
+    }
+
+    /// The caller of `request` was cancelled: it is answered now; its exchange, if one
+    /// started, runs to its end and is journalled as usual.
+    private func abandon(_ request: RequestID) {
+        requests.answer(request, PendingAnswers.shuttingDown)
     }
 }

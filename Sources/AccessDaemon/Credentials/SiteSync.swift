@@ -56,16 +56,27 @@ actor SiteSync {
         } tick: {
             await self.askIfDue()
         }
-        waiting.answerAll(.failure(.failed("shuttingDown", "accessd is stopping")))
+        waiting.close()
     }
 
     /// `items.sync`: a sync now, answered when it ends.
+    /// Answered `shuttingDown` at once when the sync has stopped, or when the caller is
+    /// cancelled while it waits.
     func syncNow(reason: String) async -> Result<SyncAnswer, RPCError> {
-        await withCheckedContinuation { continuation in
-            let id = waiting.number()
-            waiting.wait(id, continuation)
-            requests.yield(Request(id: id, reason: reason))
+        let id = waiting.number()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume(returning: PendingAnswers.shuttingDown) }
+                guard waiting.wait(id, continuation) else { return }
+                requests.yield(Request(id: id, reason: reason))
+            }
+        } onCancel: {
+            Task { await self.abandon(id) }
         }
+    }
+
+    private func abandon(_ id: UInt64) {
+        waiting.answer(id, PendingAnswers.shuttingDown)
     }
 
     /// The next check runs a sync (after a registration, so items arrive at once).
