@@ -151,11 +151,13 @@ let package = Package(
             dependencies: [
                 "AccessCore",
                 "AccessJSON",
+                "AccessStore",
                 "BlueZ",
                 "BlueZTestSupport",
                 "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The e2e baseline script runs from the source tree (the lab sees the host's files).
             exclude: ["Baseline"]

@@ -71,8 +71,9 @@ public final class AccessDaemonServices: Sendable {
                                   scope: ReaderScope(configuration: configuration.readerRules, operatorRules: operatorRules),
                                   door: accessDoor,
                                   exchanges: commandDoor, journal: journal, clock: clock, logger: logger)
+        let keys = KeyDerivation()
         let exchanges = ExchangeEngine(central: central, book: book, journal: journal, settings: ExchangeSettings(configuration),
-                                       reports: accessDoor, clock: clock, logger: logger)
+                                       reports: accessDoor, keys: keys, clock: clock, logger: logger)
         let discovery = DiscoveryService(central: central, configuration: configuration, scanningEnabled: scanning, sdk: sdk,
                                          access: accessDoor, exchanges: commandDoor, clock: clock, logger: logger)
         let sync = SiteSync(site: site, book: book, journal: journal, sdk: sdk, interval: configuration.siteSyncInterval,
@@ -111,7 +112,7 @@ public final class AccessDaemonServices: Sendable {
                                 logger: logger)
         }
         self.mqtt = bridge?.progress
-        self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync,
+        self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync, keys: keys,
                                      deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
         self.aperioEnabled = aperio

@@ -33,6 +33,30 @@ public enum MockReaders {
         """
     }
 
+    /// Reader `reader` appears, if it has not, and advertises once: the first advertisement of
+    /// a new reader, which accessd reports at once (`reader.updated`).
+    public static func appearAndAdvertise(_ reader: Int, rssi: Int) -> String {
+        """
+        for i in [\(reader)]:
+        \(device)
+            if path not in objects:
+                properties = {'Address': dbus.String(address), 'Adapter': dbus.ObjectPath('/org/bluez/hci0'),
+                              'RSSI': dbus.Int16(\(rssi)), 'Connected': dbus.Boolean(False)}
+                self.AddObject(path, 'org.bluez.Device1', properties, [])
+                objects['/'].EmitSignal('org.freedesktop.DBus.ObjectManager', 'InterfacesAdded', 'oa{sa{sv}}',
+                                        [dbus.ObjectPath(path), {'org.bluez.Device1': properties}])
+            objects[path].EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as',
+                ['org.bluez.Device1', {'RSSI': dbus.Int16(\(rssi)), 'ServiceData': dbus.Dictionary(
+                    {'0000fff8-0000-1000-8000-00805f9b34fb': dbus.Array(payload, signature='y')}, signature='sv')}, []])
+        """
+    }
+
+    /// Reader `i`'s id as accessd shows it (`reader.updated`'s `id`).
+    public static func readerID(_ reader: Int) -> String {
+        let hex = String(reader + 1, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+    }
+
     /// Reader `i`'s object path, address and service data (indented for the loop body).
     private static let device = """
             path = '/org/bluez/hci0/dev_00_BB_03_00_%02X_%02X' % (i // 256, i % 256)

@@ -30,19 +30,30 @@ extension CredentialAdmin {
         } catch {
             return .failure(.invalidParams("oldPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
         }
-        // scrypt twice (a tenth of a second each) on this request's task.
+        // scrypt twice (a tenth of a second each), on the derivation thread.
         let key: P256.Signing.PrivateKey
-        do {
-            key = try attempt.sealed.unseal(pin: params.oldPin, credential: id)
-        } catch {
+        let (sealedOld, oldPin) = (attempt.sealed, params.oldPin)
+        switch await keys.run({ () throws(SecondFactorError) in try sealedOld.unseal(pin: oldPin, credential: id) }) {
+        case let .success(unsealed):
+            key = unsealed
+        case .failure(.notRun):
+            return .failure(.failed("shuttingDown", "accessd is stopping"))
+        case .failure(.failed):
             logger.warning("PIN change refused: wrong PIN", metadata: ["credential": "\(id)", "uid": "\(uid)"])
             return .failure(RPCError(code: -32010, message: "wrong PIN",
                                      data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(attempt.attemptsLeftAfterCharge))]))
         }
-        var generator = SystemRandomNumberGenerator()
+        let newPin = params.newPin
+        let resealed = await keys.run { () throws -> SealedSecondFactorKey in
+            var generator = SystemRandomNumberGenerator()
+            return try SealedSecondFactorKey.seal(key, pin: newPin, credential: id, using: &generator)
+        }
         do {
-            let sealed = try SealedSecondFactorKey.seal(key, pin: params.newPin, credential: id, using: &generator)
-            try book.replaceSealedSecondFactor(id, sealed)
+            switch resealed {
+            case let .success(sealed): try book.replaceSealedSecondFactor(id, sealed)
+            case .failure(.notRun): return .failure(.failed("shuttingDown", "accessd is stopping"))
+            case let .failure(.failed(error)): throw error
+            }
         } catch {
             return .failure(.internalError("cannot store the new PIN: \(error)"))
         }

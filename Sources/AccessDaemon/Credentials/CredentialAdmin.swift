@@ -12,6 +12,8 @@ struct CredentialAdmin: Sendable {
     let book: CredentialBook
     let journal: EventJournal
     let sync: SiteSync
+    /// Where PINs are sealed and checked (scrypt), off the cooperative pool.
+    let keys: KeyDerivation
     let deviceName: String?
     let logger: Logger
 
@@ -66,13 +68,15 @@ struct CredentialAdmin: Sendable {
         }
         var sealed: SealedSecondFactorKey?
         if let pin, let secondFactorKey {
-            // scrypt takes a tenth of a second and 32 MiB: on this request's task.
-            var generator = SystemRandomNumberGenerator()
-            do {
-                sealed = try SealedSecondFactorKey.seal(secondFactorKey, pin: pin, credential: registration.credentialID,
-                                                        using: &generator)
-            } catch {
-                return .failure(.internalError("cannot seal the second-factor key: \(error)"))
+            // scrypt takes a tenth of a second and 32 MiB: on the derivation thread.
+            let credentialID = registration.credentialID
+            switch await keys.run({ () throws -> SealedSecondFactorKey in
+                var generator = SystemRandomNumberGenerator()
+                return try SealedSecondFactorKey.seal(secondFactorKey, pin: pin, credential: credentialID, using: &generator)
+            }) {
+            case let .success(key): sealed = key
+            case .failure(.notRun): return .failure(.failed("shuttingDown", "accessd is stopping"))
+            case let .failure(.failed(error)): return .failure(.internalError("cannot seal the second-factor key: \(error)"))
             }
         }
         let credential = Credential(

@@ -69,15 +69,24 @@ extension ExchangeEngine {
         return .success(CancelAnswer(request: request, cancelled: true))
     }
 
-    /// `secondFactor.respond {request, pin}`. The key derivation runs on the caller's task,
-    /// never on the engine.
+    /// `secondFactor.respond {request, pin}`. The key derivation runs on the derivation
+    /// thread (`KeyDerivation`), never on the engine nor the cooperative pool.
     nonisolated func respond(request: String, pin: String) async -> Result<PinAnswer, RPCError> {
         switch await charge(request: request, pin: pin) {
         case let .refused(error):
             return .failure(error)
         case let .charged(reader, run, credential, sealed, attemptsLeft):
-            let result = Result { () throws(SecondFactorError) -> P256.Signing.PrivateKey in
+            let derived = await keys.run { () throws(SecondFactorError) -> P256.Signing.PrivateKey in
                 try sealed.unseal(pin: pin, credential: credential)
+            }
+            let result: Result<P256.Signing.PrivateKey, SecondFactorError>
+            switch derived {
+            case let .success(key): result = .success(key)
+            case let .failure(.failed(error)): result = .failure(error)
+            case .failure(.notRun):
+                // accessd is stopping, or the caller left before its turn: the attempt stays
+                // charged (never checked, so it told nobody anything).
+                return .failure(.failed("shuttingDown", "accessd is stopping"))
             }
             return await evaluated(request: request, reader: reader, run: run, credential: credential, result,
                                    attemptsLeft: attemptsLeft)

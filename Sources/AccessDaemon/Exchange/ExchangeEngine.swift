@@ -18,6 +18,8 @@ actor ExchangeEngine {
     let journal: EventJournal
     var settings: ExchangeSettings
     let reports: AccessEngine.Door
+    /// Where PINs are checked: never on the engine, nor the cooperative pool.
+    let keys: KeyDerivation
     let clock: any Clock<Duration>
     let logger: Logger
     var runs: [ReaderID: ExchangeRun] = [:]
@@ -36,7 +38,8 @@ actor ExchangeEngine {
     var nextID: UInt64 = 0
 
     init(central: any BluetoothCentral, book: CredentialBook, journal: EventJournal, settings: ExchangeSettings,
-         reports: AccessEngine.Door, clock: any Clock<Duration>, logger: Logger) {
+         reports: AccessEngine.Door, keys: KeyDerivation, clock: any Clock<Duration>, logger: Logger) {
+        self.keys = keys
         self.central = central
         self.book = book
         self.journal = journal
