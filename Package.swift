@@ -60,7 +60,9 @@ let package = Package(
         .target(name: "CFatalSignals"),
         // How accessd's process uses memory, set before main (Sources/CProcessMemory).
         .target(name: "CProcessMemory"),
-        .target(name: "BlueZ", dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+        .target(
+            name: "BlueZ",
+            dependencies: ["CBlueZ", "CDBus", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // A private dbus-daemon and python-dbusmock's bluez5 template, for tests and benchmarks.
         .target(name: "BlueZTestSupport", dependencies: ["BlueZ"]),
 
@@ -93,7 +95,8 @@ let package = Package(
         .target(
             name: "AccessDaemon",
             dependencies: [
-                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "CMosquitto", "ControlSocket", "CSystemd", "SiteContract",
+                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "CMosquitto", "ControlSocket", "CSystemd",
+                "SiteContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -119,7 +122,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "accessctl",
-            dependencies: ["AccessCore", "AccessJSON", "ControlSocket", "BlueZ", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "AccessCore", "AccessJSON", "ControlSocket", "BlueZ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "readersim",
@@ -142,8 +148,10 @@ let package = Package(
         // One fuzz harness per parser of outside input (docs/testing.md, "Fuzzing").
         .target(
             name: "AccessFuzzing",
-            dependencies: ["AccessCore", "AccessDaemon", "AccessJSON", "ControlSocket", "ReaderSimulation", "SiteContract",
-                           .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "AccessCore", "AccessDaemon", "AccessJSON", "ControlSocket", "ReaderSimulation", "SiteContract",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .executableTarget(name: "accessfuzz", dependencies: ["AccessFuzzing", "CLibFuzzer"]),
         .executableTarget(
@@ -167,7 +175,9 @@ let package = Package(
         // Traits the suites that block on sockets and child processes share.
         .target(name: "SuiteTraits", dependencies: ["BlueZTestSupport"], path: "Tests/SuiteTraits"),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport", "SuiteTraits"]),
-        .testTarget(name: "AccessStoreTests", dependencies: ["AccessStore", "AccessCore", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "AccessStoreTests",
+            dependencies: ["AccessStore", "AccessCore", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "AccessDaemonTests",
             dependencies: [

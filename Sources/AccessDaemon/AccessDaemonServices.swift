@@ -43,9 +43,11 @@ public final class AccessDaemonServices: Sendable {
     /// Hands a reloaded configuration to the engines, in order with their other inputs.
     private let reconfigureEngines: @Sendable (AccessdConfiguration) -> Void
 
-    public init(configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
-                logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock(),
-                configFile: String? = nil) throws {
+    public init(
+        configuration: AccessdConfiguration, store: AccessStore, central: any BluetoothCentral, site: SiteClient,
+        logLevel: LogLevelSetting, logger: Logger, clock: any Clock<Duration> = ContinuousClock(),
+        configFile: String? = nil
+    ) throws {
         // Settings changed at run time win over the configuration's start values.
         let settings = RuntimeSettings(store: store, logLevel: logLevel)
         self.configFile = configFile
@@ -56,28 +58,34 @@ public final class AccessDaemonServices: Sendable {
         do {
             operatorRules = try settings.savedReaderRules()
         } catch {
-            logger.warning("the operator's reader scope cannot be read; the file's applies", metadata: ["error": "\(error)"])
+            logger.warning(
+                "the operator's reader scope cannot be read; the file's applies", metadata: ["error": "\(error)"])
         }
         let journal = try EventJournal(store: store, logger: logger)
-        let book = try CredentialBook(store: store, pinAttempts: configuration.pinAttempts,
-                                      maxOffline: configuration.maxOffline.map { Double($0.components.seconds) }, logger: logger)
+        let book = try CredentialBook(
+            store: store, pinAttempts: configuration.pinAttempts,
+            maxOffline: configuration.maxOffline.map { Double($0.components.seconds) }, logger: logger)
         var inputs = SdkStateInputs()
         inputs.scanningEnabled = scanning
         book.applyCounts(to: &inputs)
         let sdk = SdkStatePublisher(inputs, journal: journal)
         let (accessInputs, accessDoor) = AsyncStream<AccessEngine.Input>.makeStream()
         let (commands, commandDoor) = AsyncStream<ExchangeCommand>.makeStream()
-        let access = AccessEngine(configuration: configuration, automaticAccessEnabled: automatic,
-                                  scope: ReaderScope(configuration: configuration.readerRules, operatorRules: operatorRules),
-                                  door: accessDoor,
-                                  exchanges: commandDoor, journal: journal, clock: clock, logger: logger)
+        let access = AccessEngine(
+            configuration: configuration, automaticAccessEnabled: automatic,
+            scope: ReaderScope(configuration: configuration.readerRules, operatorRules: operatorRules),
+            door: accessDoor,
+            exchanges: commandDoor, journal: journal, clock: clock, logger: logger)
         let keys = KeyDerivation()
-        let exchanges = ExchangeEngine(central: central, book: book, journal: journal, settings: ExchangeSettings(configuration),
-                                       reports: accessDoor, keys: keys, clock: clock, logger: logger)
-        let discovery = DiscoveryService(central: central, configuration: configuration, scanningEnabled: scanning, sdk: sdk,
-                                         access: accessDoor, exchanges: commandDoor, clock: clock, logger: logger)
-        let sync = SiteSync(site: site, book: book, journal: journal, sdk: sdk, interval: configuration.siteSyncInterval,
-                            clock: clock, logger: logger)
+        let exchanges = ExchangeEngine(
+            central: central, book: book, journal: journal, settings: ExchangeSettings(configuration),
+            reports: accessDoor, keys: keys, clock: clock, logger: logger)
+        let discovery = DiscoveryService(
+            central: central, configuration: configuration, scanningEnabled: scanning, sdk: sdk,
+            access: accessDoor, exchanges: commandDoor, clock: clock, logger: logger)
+        let sync = SiteSync(
+            site: site, book: book, journal: journal, sdk: sdk, interval: configuration.siteSyncInterval,
+            clock: clock, logger: logger)
         let aperio = configuration.features.contains("aperio")
         book.onChange { [book, sdk] in
             sdk.update { book.applyCounts(to: &$0) }
@@ -97,23 +105,26 @@ public final class AccessDaemonServices: Sendable {
         var bridge: MQTTBridge?
         if let mqtt = configuration.mqtt {
             let device = mqtt.clientID ?? MQTTConfiguration.defaultDevice()
-            let progress = MQTTProgress(broker: "\(mqtt.tls ? "mqtts" : "mqtt")://\(mqtt.host):\(mqtt.port)",
-                                        topic: "\(mqtt.topicPrefix)/\(device)")
+            let progress = MQTTProgress(
+                broker: "\(mqtt.tls ? "mqtts" : "mqtt")://\(mqtt.host):\(mqtt.port)",
+                topic: "\(mqtt.topicPrefix)/\(device)")
             // The `state` topic: the SDK state with the adapter in use and the usable credentials.
             let currentState: @Sendable () async -> JSONValue = { [sdk, discovery] in
-                guard case var .object(members) = Render.sdkState(sdk.current).json else { return .null }
+                guard case .object(var members) = Render.sdkState(sdk.current).json else { return .null }
                 members["adapter"] = await discovery.scanningAndAdapter.1.map { .string($0) } ?? .null
                 members["usableCredentials"] = .int(Int64(sdk.inputs.usableCredentialCount))
                 return .object(members)
             }
-            bridge = MQTTBridge(configuration: mqtt, device: device, journal: journal, currentState: currentState,
-                                progress: progress,
-                                commands: mqtt.commands ? MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands") : nil,
-                                logger: logger)
+            bridge = MQTTBridge(
+                configuration: mqtt, device: device, journal: journal, currentState: currentState,
+                progress: progress,
+                commands: mqtt.commands ? MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands") : nil,
+                logger: logger)
         }
         self.mqtt = bridge?.progress
-        self.admin = CredentialAdmin(site: site, book: book, journal: journal, sync: sync, keys: keys,
-                                     deviceName: configuration.deviceName, logger: logger)
+        self.admin = CredentialAdmin(
+            site: site, book: book, journal: journal, sync: sync, keys: keys,
+            deviceName: configuration.deviceName, logger: logger)
         self.settings = settings
         self.aperioEnabled = aperio
         self.logger = logger
@@ -127,13 +138,16 @@ public final class AccessDaemonServices: Sendable {
                 try await journal.runRetention(maxEvents: retention.0, maxAge: retention.1, clock: clock)
             },
             untilGracefulShutdown { try await sync.run() },
-            untilGracefulShutdown { await SiteWatch(site: site, book: book, sync: sync, clock: clock, logger: logger).run() },
+            untilGracefulShutdown {
+                await SiteWatch(site: site, book: book, sync: sync, clock: clock, logger: logger).run()
+            },
             untilGracefulShutdown { await exchanges.run(commands: commands) },
             untilGracefulShutdown { await access.run(inputs: accessInputs) },
             untilGracefulShutdown { try await discovery.run() },
         ]
         if configuration.auditUpload {
-            let upload = AuditUpload(site: site, book: book, journal: journal, progress: audit, clock: clock, logger: logger)
+            let upload = AuditUpload(
+                site: site, book: book, journal: journal, progress: audit, clock: clock, logger: logger)
             runners.append(untilGracefulShutdown { await upload.run() })
         }
         if let bridge {

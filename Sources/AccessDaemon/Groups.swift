@@ -1,7 +1,7 @@
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Group look-ups for socket roles.
@@ -19,7 +19,8 @@ public enum Groups {
         var passwd = passwd()
         var buffer = [CChar](repeating: 0, count: 4096)
         var result: UnsafeMutablePointer<passwd>?
-        guard getpwuid_r(uid, &passwd, &buffer, buffer.count, &result) == 0, result != nil, let name = passwd.pw_name else {
+        guard getpwuid_r(uid, &passwd, &buffer, buffer.count, &result) == 0, result != nil, let name = passwd.pw_name
+        else {
             return [primary]
         }
         var count: Int32 = 64
@@ -53,7 +54,9 @@ public enum Groups {
             var member: Set<gid_t>
             if let held = identity.supplementaryGroups {
                 member = Set(held).union([identity.gid])
-                if rootGroupGrantsARole, groups(of: identity.uid, primary: identity.gid).contains(0) { member.insert(0) }
+                if rootGroupGrantsARole, groups(of: identity.uid, primary: identity.gid).contains(0) {
+                    member.insert(0)
+                }
             } else {
                 // An old kernel, or more groups than the buffer holds: the group database.
                 member = groups(of: identity.uid, primary: identity.gid)

@@ -1,7 +1,7 @@
 import AccessCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The shell's clocks: CLOCK_MONOTONIC for the core's timers and ranges, the wall clock

@@ -50,8 +50,10 @@ struct PendingAnswers<Value: Sendable>: Sendable {
 
 /// Runs `consume` (a service's input stream) and, beside it, `tick` once a second on
 /// `clock`, until either ends or the task is cancelled.
-func consumeWhileTicking(clock: any Clock<Duration>, consume: @escaping @Sendable () async -> Void,
-                         tick: @escaping @Sendable () async -> Void) async throws {
+func consumeWhileTicking(
+    clock: any Clock<Duration>, consume: @escaping @Sendable () async -> Void,
+    tick: @escaping @Sendable () async -> Void
+) async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await consume() }
         group.addTask {

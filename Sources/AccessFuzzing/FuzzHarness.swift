@@ -76,7 +76,9 @@ struct FuzzInput {
 }
 
 /// A property that must hold for every input; a broken one is a finding.
-func require(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
-             file: StaticString = #fileID, line: UInt = #line) {
+func require(
+    _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
+    file: StaticString = #fileID, line: UInt = #line
+) {
     if !condition() { fatalError("fuzz property broken: \(message())", file: file, line: line) }
 }

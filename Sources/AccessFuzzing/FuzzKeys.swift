@@ -10,8 +10,9 @@ enum FuzzKeys {
     static let site = key("c9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721")
     static let credential = key("519b423d715f8b581f4fa8ee59f4771a5b44c8130b4e3eacca54a56dda72b464")
     static let secondFactor = key("a8ea150cb80125d7381c4c1f1da8e9de2711f9917060406a73d7904519e51388")
-    static let aperio = AperioSecret(identifier: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7],
-                                     key: Array(0x00...0x1F))!
+    static let aperio = AperioSecret(
+        identifier: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7],
+        key: Array(0x00...0x1F))!
     static let nonce: [UInt8] = Array(0x10...0x1F)
     static let secondFactorNonce: [UInt8] = Array(0x20...0x2F)
 

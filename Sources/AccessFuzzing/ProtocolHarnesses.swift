@@ -6,7 +6,8 @@ enum AdvertisementHarness {
     static func run(_ bytes: [UInt8]) {
         // The whole input once as legacy advertising data (readersim's and a holder's view).
         if let parsed = try? ReaderAdvertisement(advertisingData: bytes) {
-            require((try? ReaderAdvertisement(serviceData: parsed.serviceData)) == parsed, "advertising data re-decodes")
+            require(
+                (try? ReaderAdvertisement(serviceData: parsed.serviceData)) == parsed, "advertising data re-decodes")
         }
         var input = FuzzInput(bytes)
         var registry = ReaderRegistry()
@@ -26,8 +27,9 @@ enum AdvertisementHarness {
             }
             require(advertisement.serviceData == payload, "service data re-encodes to the same bytes")
             guard ReaderRegistry.measurableRSSI.contains(rssi) else { continue }
-            let observation = registry.observe(advertisement, rssi: rssi, address: DeviceAddress(rawValue: 0xBB01_0000_0000),
-                                               name: nil, at: now)
+            let observation = registry.observe(
+                advertisement, rssi: rssi, address: DeviceAddress(rawValue: 0xBB01_0000_0000),
+                name: nil, at: now)
             require(observation.measuredPathLoss.isFinite, "path loss is a number")
             readers.insert(advertisement.readerID)
             _ = registry.expire(at: now)
@@ -82,16 +84,19 @@ enum HolderSessionHarness {
     static func run(_ bytes: [UInt8]) {
         var input = FuzzInput(bytes)
         let setup = input.byte()
-        let operation: ExchangeOperation = switch setup % 3 {
-        case 0: .access
-        case 1: .enumerateActions
-        default: .performAction(Int8(bitPattern: input.byte()))
-        }
-        let presentation: CredentialSession.Presentation = setup & 0x80 == 0
+        let operation: ExchangeOperation =
+            switch setup % 3 {
+            case 0: .access
+            case 1: .enumerateActions
+            default: .performAction(Int8(bitPattern: input.byte()))
+            }
+        let presentation: CredentialSession.Presentation =
+            setup & 0x80 == 0
             ? .mobile(FuzzKeys.credentialID, FuzzKeys.credential) : .aperio(FuzzKeys.aperio)
-        var session = CredentialSession(readerID: FuzzKeys.readerID, siteTag: FuzzKeys.siteTag,
-                                        sitePublicKey: FuzzKeys.site.publicKey, presentation: presentation,
-                                        operation: operation)
+        var session = CredentialSession(
+            readerID: FuzzKeys.readerID, siteTag: FuzzKeys.siteTag,
+            sitePublicKey: FuzzKeys.site.publicKey, presentation: presentation,
+            operation: operation)
         var replayGuard = ChallengeReplayGuard()
         var finishes = 0
         func count(_ actions: [CredentialSession.Action]) {
@@ -100,17 +105,23 @@ enum HolderSessionHarness {
         }
         count(session.handle(.connected, replayGuard: &replayGuard))
         while !input.isEmpty {
-            let actions: [CredentialSession.Action] = switch SessionStep.next(&input) {
-            case let .fragment(fragment): session.handle(.fragmentReceived(fragment), replayGuard: &replayGuard)
-            case .timer: session.handle(.timerFired, replayGuard: &replayGuard)
-            case let .mtu(mtu): session.handle(.mtuChanged(mtu), replayGuard: &replayGuard)
-            case let .secondFactor(given):
-                session.handle(given ? .secondFactorKey(FuzzKeys.secondFactor) : .secondFactorUnavailable(.secondFactorLockedOut),
-                               replayGuard: &replayGuard)
-            }
+            let actions: [CredentialSession.Action] =
+                switch SessionStep.next(&input) {
+                case .fragment(let fragment): session.handle(.fragmentReceived(fragment), replayGuard: &replayGuard)
+                case .timer: session.handle(.timerFired, replayGuard: &replayGuard)
+                case .mtu(let mtu): session.handle(.mtuChanged(mtu), replayGuard: &replayGuard)
+                case .secondFactor(let given):
+                    session.handle(
+                        given
+                            ? .secondFactorKey(FuzzKeys.secondFactor)
+                            : .secondFactorUnavailable(.secondFactorLockedOut),
+                        replayGuard: &replayGuard)
+                }
             count(actions)
-            for case let .send(fragments) in actions {
-                require(fragments.allSatisfy { $0.count <= max(session.mtu, ReaderGATT.minimumMTU) - 3 }, "fragments fit the MTU")
+            for case .send(let fragments) in actions {
+                require(
+                    fragments.allSatisfy { $0.count <= max(session.mtu, ReaderGATT.minimumMTU) - 3 },
+                    "fragments fit the MTU")
             }
         }
         count(session.handle(.disconnected, replayGuard: &replayGuard))
@@ -124,12 +135,16 @@ enum ReaderSessionHarness {
         var input = FuzzInput(bytes)
         let setup = input.byte()
         let configuration = ReaderSession.Configuration(
-            readerID: FuzzKeys.readerID, siteTag: FuzzKeys.siteTag, kind: setup & 0x40 == 0 ? .gallagherStyle : .aperioStyle,
+            readerID: FuzzKeys.readerID, siteTag: FuzzKeys.siteTag,
+            kind: setup & 0x40 == 0 ? .gallagherStyle : .aperioStyle,
             siteKey: FuzzKeys.site, secondFactorRequired: setup & 0x80 != 0,
             actions: [ReaderAction(id: 1, name: "Arm"), ReaderAction(id: 2, name: "Disarm")],
             actionOutcomes: [2: .deniedLockdown],
-            credentials: [.init(id: FuzzKeys.credentialID, publicKey: FuzzKeys.credential.publicKey,
-                                secondFactorPublicKey: FuzzKeys.secondFactor.publicKey)],
+            credentials: [
+                .init(
+                    id: FuzzKeys.credentialID, publicKey: FuzzKeys.credential.publicKey,
+                    secondFactorPublicKey: FuzzKeys.secondFactor.publicKey)
+            ],
             aperioCredentials: [.init(secret: FuzzKeys.aperio)])
         var session = ReaderSession(configuration: configuration)
         var finishes = 0
@@ -143,13 +158,16 @@ enum ReaderSessionHarness {
                 count(session.handle(.freshNonce(FuzzKeys.nonce.map { $0 ^ refreshes })))
             }
         }
-        count(session.handle(.connected(nonce: FuzzKeys.nonce, secondFactorNonce: FuzzKeys.secondFactorNonce,
-                                        standing: setup & 0x20 != 0)))
+        count(
+            session.handle(
+                .connected(
+                    nonce: FuzzKeys.nonce, secondFactorNonce: FuzzKeys.secondFactorNonce,
+                    standing: setup & 0x20 != 0)))
         while !input.isEmpty {
             switch SessionStep.next(&input) {
-            case let .fragment(fragment): count(session.handle(.fragmentReceived(fragment)))
+            case .fragment(let fragment): count(session.handle(.fragmentReceived(fragment)))
             case .timer: count(session.handle(.timerFired))
-            case let .mtu(mtu): count(session.handle(.mtuChanged(mtu)))
+            case .mtu(let mtu): count(session.handle(.mtuChanged(mtu)))
             case .secondFactor: continue
             }
         }

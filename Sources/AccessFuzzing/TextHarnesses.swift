@@ -13,14 +13,16 @@ enum ControlRequestHarness {
     static func run(_ bytes: [UInt8]) {
         for var line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).prefix(64) {
             if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            guard line.count <= ControlServer.maximumLineLength, let text = String(validating: line, as: UTF8.self) else {
+            guard line.count <= ControlServer.maximumLineLength, let text = String(validating: line, as: UTF8.self)
+            else {
                 continue
             }
             switch RPCRequest.parse(text) {
-            case let .failure(failure):
+            case .failure(let failure):
                 answerIsJSON(RPCRequest.errorResponse(id: failure.id, error: failure.error))
-            case let .success(request):
-                require((try? JSONValue.parse(request.params.jsonText)) == request.params, "params survive a round trip")
+            case .success(let request):
+                require(
+                    (try? JSONValue.parse(request.params.jsonText)) == request.params, "params survive a round trip")
                 guard let method = ControlMethod(rawValue: request.method) else { continue }
                 do throws(RPCError) {
                     try checkParams(method, request.params)
@@ -39,7 +41,8 @@ enum ControlRequestHarness {
 
     private static func checkParams(_ method: ControlMethod, _ params: JSONValue) throws(RPCError) {
         switch method {
-        case .statusGet, .readersList, .readersGetScope, .accessCancel, .eventsUnsubscribe, .credentialsList, .itemsSync, .itemsList, .secondFactorList:
+        case .statusGet, .readersList, .readersGetScope, .accessCancel, .eventsUnsubscribe, .credentialsList,
+            .itemsSync, .itemsList, .secondFactorList:
             _ = try params.decode(NoParams.self)
         case .eventsSubscribe: _ = try params.decode(SubscribeParams.self)
         case .readersProbe: _ = ReaderID(try params.decode(ProbeParams.self).reader)
@@ -85,27 +88,37 @@ enum SiteAnswerHarness {
             let data = try SiteAnswers.body(body)
             switch call {
             case 0:
-                if case let .answer(answer) = try SiteAnswers.read(RegistrationAnswer.self, status: status, body: data,
-                                                                   firstAttempt: firstAttempt, now: now) {
+                if case .answer(let answer) = try SiteAnswers.read(
+                    RegistrationAnswer.self, status: status, body: data,
+                    firstAttempt: firstAttempt, now: now)
+                {
                     _ = try SiteAnswers.registration(answer)
                 }
             case 1:
-                _ = try SiteAnswers.read(CredentialStatusAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
+                _ = try SiteAnswers.read(
+                    CredentialStatusAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             case 2:
-                if case let .answer(answer) = try SiteAnswers.read(ItemPageAnswer.self, status: status, body: data,
-                                                                   firstAttempt: firstAttempt, now: now) {
+                if case .answer(let answer) = try SiteAnswers.read(
+                    ItemPageAnswer.self, status: status, body: data,
+                    firstAttempt: firstAttempt, now: now)
+                {
                     let page = try SiteAnswers.itemPage(answer, credential: FuzzKeys.credentialID)
-                    require(page.items.allSatisfy { $0.data.map { (try? JSONValue.parse($0)) != nil } ?? true },
-                            "stored item data is JSON accessd can read back")
+                    require(
+                        page.items.allSatisfy { $0.data.map { (try? JSONValue.parse($0)) != nil } ?? true },
+                        "stored item data is JSON accessd can read back")
                 }
             case 3:
-                _ = try SiteAnswers.read(ChangesAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
+                _ = try SiteAnswers.read(
+                    ChangesAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             case 4:
-                _ = try SiteAnswers.read(AuditUploadAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
+                _ = try SiteAnswers.read(
+                    AuditUploadAnswer.self, status: status, body: data, firstAttempt: firstAttempt, now: now)
             case 5:
                 // A reader controller's provisioning page (site API §7): validated whole, then applied.
-                if case let .answer(answer) = try SiteAnswers.read(ProvisioningPage.self, status: status, body: data,
-                                                                   firstAttempt: firstAttempt, now: now) {
+                if case .answer(let answer) = try SiteAnswers.read(
+                    ProvisioningPage.self, status: status, body: data,
+                    firstAttempt: firstAttempt, now: now)
+                {
                     do {
                         var state = ReaderProvisioningState()
                         state.apply(try answer.validated())
@@ -154,17 +167,20 @@ enum InvitationHarness {
         let text = String(decoding: bytes, as: UTF8.self)
         if let (address, code) = try? SiteAddress.parseInvitation(text) {
             require((try? InvitationCode(code.canonical)) == code, "a canonical code parses to itself")
-            require((try? SiteAddress.parseHost(address.description)) == address, "an address parses back from its text")
+            require(
+                (try? SiteAddress.parseHost(address.description)) == address, "an address parses back from its text")
         }
         if let address = try? SiteAddress.parseHost(text) {
-            require((try? SiteAddress.parseHost(address.description)) == address, "an address parses back from its text")
+            require(
+                (try? SiteAddress.parseHost(address.description)) == address, "an address parses back from its text")
         }
         if let code = try? InvitationCode(text) {
             require((try? InvitationCode(code.description)) == code, "a code parses back from its grouped form")
         }
         if let authorization = SiteRequestAuthorization(headerValue: text) {
-            require(SiteRequestAuthorization(headerValue: authorization.headerValue) == authorization,
-                    "an Authorization header parses back from its text")
+            require(
+                SiteRequestAuthorization(headerValue: authorization.headerValue) == authorization,
+                "an Authorization header parses back from its text")
         }
     }
 }

@@ -12,48 +12,56 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int64.self) { self = .int(value) }
-        else if let value = try? container.decode(Double.self) { self = .double(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
-        case let .bool(value): try container.encode(value)
-        case let .int(value): try container.encode(value)
-        case let .double(value): try container.encode(value.isFinite ? value : 0)
-        case let .string(value): try container.encode(value)
-        case let .array(value): try container.encode(value)
-        case let .object(value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value.isFinite ? value : 0)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
         }
     }
 
     public subscript(key: String) -> JSONValue? {
-        if case let .object(members) = self { return members[key] }
+        if case .object(let members) = self { return members[key] }
         return nil
     }
 
-    public var string: String? { if case let .string(v) = self { v } else { nil } }
-    public var bool: Bool? { if case let .bool(v) = self { v } else { nil } }
+    public var string: String? { if case .string(let v) = self { v } else { nil } }
+    public var bool: Bool? { if case .bool(let v) = self { v } else { nil } }
     public var int: Int64? {
         switch self {
-        case let .int(v): v
-        case let .double(v) where v.rounded() == v && abs(v) < 9e15: Int64(v)
+        case .int(let v): v
+        case .double(let v) where v.rounded() == v && abs(v) < 9e15: Int64(v)
         default: nil
         }
     }
-    public var array: [JSONValue]? { if case let .array(v) = self { v } else { nil } }
+    public var array: [JSONValue]? { if case .array(let v) = self { v } else { nil } }
     /// Any number (JSON does not tell 10 from 10.0).
     public var number: Double? {
         switch self {
-        case let .int(v): Double(v)
-        case let .double(v): v
+        case .int(let v): Double(v)
+        case .double(let v): v
         default: nil
         }
     }
@@ -61,8 +69,8 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
     /// How deep arrays and objects nest: 0 for a scalar, 1 for `{}` or `[1]`.
     public var depth: Int {
         switch self {
-        case let .array(items): 1 + (items.map(\.depth).max() ?? 0)
-        case let .object(members): 1 + (members.values.map(\.depth).max() ?? 0)
+        case .array(let items): 1 + (items.map(\.depth).max() ?? 0)
+        case .object(let members): 1 + (members.values.map(\.depth).max() ?? 0)
         default: 0
         }
     }
@@ -81,9 +89,9 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
     private func write(to output: inout [UInt8]) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
-        case let .bool(value): output.append(contentsOf: value ? "true".utf8 : "false".utf8)
-        case let .int(value): Self.writeInteger(value, to: &output)
-        case let .double(value):
+        case .bool(let value): output.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        case .int(let value): Self.writeInteger(value, to: &output)
+        case .double(let value):
             if !value.isFinite {
                 output.append(contentsOf: "null".utf8)
             } else if value.rounded() == value, abs(value) < 1e15 {
@@ -92,8 +100,8 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
             } else {
                 output.append(contentsOf: "\(value)".utf8)
             }
-        case let .string(value): Self.writeString(value, to: &output)
-        case let .array(items):
+        case .string(let value): Self.writeString(value, to: &output)
+        case .array(let items):
             output.append(UInt8(ascii: "["))
             var first = true
             for item in items {
@@ -102,7 +110,7 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
                 item.write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
-        case let .object(members):
+        case .object(let members):
             output.append(UInt8(ascii: "{"))
             var first = true
             for member in members.sorted(by: { $0.key < $1.key }) {
@@ -163,13 +171,16 @@ public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Parses one JSON text; text nesting deeper than `JSONNesting.limit` is refused
     /// (`JSONTooDeep`) before the decoder sees it.
     public static func parse(_ text: some StringProtocol) throws -> JSONValue {
-        guard !JSONNesting.exceeds(JSONNesting.limit, in: text.utf8) else { throw JSONTooDeep(limit: JSONNesting.limit) }
+        guard !JSONNesting.exceeds(JSONNesting.limit, in: text.utf8) else {
+            throw JSONTooDeep(limit: JSONNesting.limit)
+        }
         return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
     }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
-    ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral {
+    ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
+{
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int64) { self = .int(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }

@@ -30,8 +30,9 @@ public final class AccessStore: Sendable {
     /// Opens (creating when needed) `directory/accessd.sqlite`. The directory is created
     /// with mode 0700: the database will hold credentials.
     public init(directory: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         path = directory + "/accessd.sqlite"
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
@@ -74,13 +75,17 @@ public final class AccessStore: Sendable {
     // MARK: Settings
 
     public func setting(_ key: String) throws -> String? {
-        try database.read { db in try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key]) }
+        try database.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
+        }
     }
 
     public func setSetting(_ key: String, _ value: String) throws {
         try database.write { db in
-            try db.execute(sql: "INSERT INTO setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                           arguments: [key, value])
+            try db.execute(
+                sql:
+                    "INSERT INTO setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
         }
     }
 
@@ -104,8 +109,9 @@ public final class AccessStore: Sendable {
     public func append(_ events: [(kind: String, data: String, time: Double)]) throws -> [Event] {
         try database.write { db in
             try events.map { event in
-                try db.execute(sql: "INSERT INTO event(time, kind, data) VALUES (?, ?, ?)",
-                               arguments: [event.time, event.kind, event.data])
+                try db.execute(
+                    sql: "INSERT INTO event(time, kind, data) VALUES (?, ?, ?)",
+                    arguments: [event.time, event.kind, event.data])
                 return Event(sequence: db.lastInsertedRowID, time: event.time, kind: event.kind, data: event.data)
             }
         }
@@ -120,13 +126,17 @@ public final class AccessStore: Sendable {
                 var arguments: [any DatabaseValueConvertible] = [sequence]
                 arguments += kinds.sorted() as [any DatabaseValueConvertible]
                 arguments.append(limit)
-                rows = try Row.fetchAll(db, sql: """
-                    SELECT sequence, time, kind, data FROM event WHERE sequence > ? AND kind IN (\(placeholders))
-                    ORDER BY sequence LIMIT ?
-                    """, arguments: StatementArguments(arguments))
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT sequence, time, kind, data FROM event WHERE sequence > ? AND kind IN (\(placeholders))
+                        ORDER BY sequence LIMIT ?
+                        """, arguments: StatementArguments(arguments))
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT sequence, time, kind, data FROM event WHERE sequence > ? ORDER BY sequence LIMIT ?",
-                                        arguments: [sequence, limit])
+                rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT sequence, time, kind, data FROM event WHERE sequence > ? ORDER BY sequence LIMIT ?",
+                    arguments: [sequence, limit])
             }
             return rows.map { Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"]) }
         }
@@ -163,9 +173,10 @@ public final class AccessStore: Sendable {
         try database.write { db in
             try db.execute(sql: "DELETE FROM event WHERE time < ?", arguments: [now - maxAge])
             var deleted = db.changesCount
-            try db.execute(sql: """
-                DELETE FROM event WHERE sequence <= (SELECT sequence FROM event ORDER BY sequence DESC LIMIT 1 OFFSET ?)
-                """, arguments: [maxEvents])
+            try db.execute(
+                sql: """
+                    DELETE FROM event WHERE sequence <= (SELECT sequence FROM event ORDER BY sequence DESC LIMIT 1 OFFSET ?)
+                    """, arguments: [maxEvents])
             deleted += db.changesCount
             return deleted
         }

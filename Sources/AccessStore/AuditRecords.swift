@@ -28,46 +28,55 @@ extension AccessStore {
             }
             // Credentials held before the upgrade start at the journal's end: their older
             // events predate the upload and are not sent (docs/site-api.md §4.5).
-            try db.execute(sql: """
-                INSERT INTO audit_cursor(credentialID, through)
-                SELECT id, (SELECT IFNULL(MAX(sequence), 0) FROM event) FROM credential
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO audit_cursor(credentialID, through)
+                    SELECT id, (SELECT IFNULL(MAX(sequence), 0) FROM event) FROM credential
+                    """)
         }
     }
 
     /// Called in the transaction that inserts a credential: its upload starts at the
     /// journal's end (no earlier event can be its own).
     static func startAuditCursor(_ db: Database, credential: String) throws {
-        try db.execute(sql: """
-            INSERT INTO audit_cursor(credentialID, through)
-            VALUES (?, MAX((SELECT IFNULL(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'event'),
-                           (SELECT IFNULL(MAX(sequence), 0) FROM event)))
-            ON CONFLICT(credentialID) DO NOTHING
-            """, arguments: [credential])
+        try db.execute(
+            sql: """
+                INSERT INTO audit_cursor(credentialID, through)
+                VALUES (?, MAX((SELECT IFNULL(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'event'),
+                               (SELECT IFNULL(MAX(sequence), 0) FROM event)))
+                ON CONFLICT(credentialID) DO NOTHING
+                """, arguments: [credential])
     }
 
     /// The sequence up to which the site acknowledged the credential's events (nil: no such credential).
     public func auditCursor(_ credential: String) throws -> Int64? {
         try database.read { db in
-            try Int64.fetchOne(db, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [credential])
+            try Int64.fetchOne(
+                db, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [credential])
         }
     }
 
     /// Moves the cursor forward (never back): the site acknowledged up to `through`.
     public func setAuditCursor(_ credential: String, through: Int64) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE audit_cursor SET through = MAX(through, ?) WHERE credentialID = ?",
-                           arguments: [through, credential])
+            try db.execute(
+                sql: "UPDATE audit_cursor SET through = MAX(through, ?) WHERE credentialID = ?",
+                arguments: [through, credential])
         }
     }
 
     /// Up to `limit` of the credential's events of `kinds` after `cursor`, read in one
     /// snapshot with the journal's end, so nothing appended meanwhile is passed over.
-    public func auditBatch(_ credential: String, after cursor: Int64, kinds: Set<String>, limit: Int) throws -> AuditBatch {
+    public func auditBatch(_ credential: String, after cursor: Int64, kinds: Set<String>, limit: Int) throws
+        -> AuditBatch
+    {
         try database.read { db in
-            let rows = try Row.fetchAll(db, sql: Self.auditQuery("sequence, time, kind, data", kinds) + " ORDER BY sequence LIMIT ?",
-                                        arguments: Self.auditArguments(credential, cursor, kinds) + [limit])
-            let events = rows.map { Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"]) }
+            let rows = try Row.fetchAll(
+                db, sql: Self.auditQuery("sequence, time, kind, data", kinds) + " ORDER BY sequence LIMIT ?",
+                arguments: Self.auditArguments(credential, cursor, kinds) + [limit])
+            let events = rows.map {
+                Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"])
+            }
             let end = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM event") ?? cursor
             let through = events.count == limit ? events[events.count - 1].sequence : max(cursor, end)
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event")
@@ -78,7 +87,9 @@ extension AccessStore {
     /// How many of the credential's events of `kinds` come after `cursor` (the backlog).
     public func auditBacklog(_ credential: String, after cursor: Int64, kinds: Set<String>) throws -> Int {
         try database.read { db in
-            try Int.fetchOne(db, sql: Self.auditQuery("COUNT(*)", kinds), arguments: Self.auditArguments(credential, cursor, kinds)) ?? 0
+            try Int.fetchOne(
+                db, sql: Self.auditQuery("COUNT(*)", kinds), arguments: Self.auditArguments(credential, cursor, kinds))
+                ?? 0
         }
     }
 
@@ -92,7 +103,9 @@ extension AccessStore {
             """
     }
 
-    private static func auditArguments(_ credential: String, _ cursor: Int64, _ kinds: Set<String>) -> StatementArguments {
+    private static func auditArguments(_ credential: String, _ cursor: Int64, _ kinds: Set<String>)
+        -> StatementArguments
+    {
         var values: [any DatabaseValueConvertible] = [cursor]
         values += kinds.sorted() as [any DatabaseValueConvertible]
         values.append(credential)

@@ -18,8 +18,10 @@ public struct StoredCredential: Sendable {
     /// Where several sites' readers are in range, a higher priority's reader goes first.
     public var priority: Int
 
-    public init(credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
-                lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0, priority: Int = 0) {
+    public init(
+        credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
+        lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0, priority: Int = 0
+    ) {
         self.priority = priority
         self.credential = credential
         self.siteName = siteName
@@ -53,9 +55,11 @@ public struct StoredItem: Sendable, Hashable {
         (validFrom.map { time >= $0 } ?? true) && (validUntil.map { time < $0 } ?? true)
     }
 
-    public init(id: String, credentialID: CredentialID, type: String, name: String, state: CredentialState,
-                siteTag: SiteTag? = nil, aperioIdentifier: [UInt8]? = nil, aperioKey: [UInt8]? = nil, data: String? = nil,
-                validFrom: Double? = nil, validUntil: Double? = nil) {
+    public init(
+        id: String, credentialID: CredentialID, type: String, name: String, state: CredentialState,
+        siteTag: SiteTag? = nil, aperioIdentifier: [UInt8]? = nil, aperioKey: [UInt8]? = nil, data: String? = nil,
+        validFrom: Double? = nil, validUntil: Double? = nil
+    ) {
         self.validFrom = validFrom
         self.validUntil = validUntil
         self.id = id
@@ -124,22 +128,26 @@ extension AccessStore {
 
     public func credentials() throws -> [StoredCredential] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(Self.credential(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(
+                Self.credential(from:))
         }
     }
 
     public func insertCredential(_ stored: StoredCredential) throws {
         let c = stored.credential
         try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO credential(id, siteName, siteTag, sitePublicKey, siteURL, cardholder, deviceName, state,
-                  secondFactor, signingKey, sealedSecondFactor, failedPinAttempts, registeredAt, lastSyncAt, itemCursor, priority)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [
+            try db.execute(
+                sql: """
+                    INSERT INTO credential(id, siteName, siteTag, sitePublicKey, siteURL, cardholder, deviceName, state,
+                      secondFactor, signingKey, sealedSecondFactor, failedPinAttempts, registeredAt, lastSyncAt, itemCursor, priority)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
                     c.id.description, stored.siteName, Int64(c.siteTag.rawValue), c.sitePublicKey.x963Representation,
                     stored.siteURL, c.cardholderName, stored.deviceName, c.state.rawValue, c.secondFactorEnabled,
                     c.signingKey?.rawRepresentation ?? Data(), c.sealedSecondFactor.map { Data($0.encoded) },
-                    stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor, stored.priority,
+                    stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor,
+                    stored.priority,
                 ])
             try Self.startAuditCursor(db, credential: c.id.description)
         }
@@ -165,7 +173,8 @@ extension AccessStore {
 
     public func setCredentialState(_ id: CredentialID, _ state: CredentialState) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET state = ? WHERE id = ?", arguments: [state.rawValue, id.description])
+            try db.execute(
+                sql: "UPDATE credential SET state = ? WHERE id = ?", arguments: [state.rawValue, id.description])
         }
     }
 
@@ -173,53 +182,62 @@ extension AccessStore {
     /// write-ahead log, as a deleted key is.
     public func setSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET sealedSecondFactor = ?, failedPinAttempts = 0 WHERE id = ?",
-                           arguments: [Data(sealed.encoded), id.description])
+            try db.execute(
+                sql: "UPDATE credential SET sealedSecondFactor = ?, failedPinAttempts = 0 WHERE id = ?",
+                arguments: [Data(sealed.encoded), id.description])
         }
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }
 
     public func setCredentialPriority(_ id: CredentialID, _ priority: Int) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET priority = ? WHERE id = ?", arguments: [priority, id.description])
+            try db.execute(
+                sql: "UPDATE credential SET priority = ? WHERE id = ?", arguments: [priority, id.description])
         }
     }
 
     public func setFailedPinAttempts(_ id: CredentialID, _ count: Int) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET failedPinAttempts = ? WHERE id = ?", arguments: [count, id.description])
+            try db.execute(
+                sql: "UPDATE credential SET failedPinAttempts = ? WHERE id = ?", arguments: [count, id.description])
         }
     }
 
     private static func credential(from row: Row) -> StoredCredential? {
         guard let id = CredentialID(row["id"] as String),
-              let sitePublicKey = try? P256.Signing.PublicKey(x963Representation: row["sitePublicKey"] as Data),
-              let state = CredentialState(rawValue: row["state"])
+            let sitePublicKey = try? P256.Signing.PublicKey(x963Representation: row["sitePublicKey"] as Data),
+            let state = CredentialState(rawValue: row["state"])
         else { return nil }
         let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: row["signingKey"] as Data)
         let sealed = (row["sealedSecondFactor"] as Data?).flatMap { try? SealedSecondFactorKey(encoded: Array($0)) }
         let credential = Credential(
-            id: id, siteTag: SiteTag(UInt32(truncatingIfNeeded: row["siteTag"] as Int64)), cardholderName: row["cardholder"],
+            id: id, siteTag: SiteTag(UInt32(truncatingIfNeeded: row["siteTag"] as Int64)),
+            cardholderName: row["cardholder"],
             kind: .mobile, state: state, sitePublicKey: sitePublicKey, signingKey: signingKey,
             sealedSecondFactor: sealed, secondFactorEnabled: row["secondFactor"])
-        return StoredCredential(credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
-                                deviceName: row["deviceName"], registeredAt: row["registeredAt"],
-                                lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
-                                failedPinAttempts: row["failedPinAttempts"], priority: row["priority"])
+        return StoredCredential(
+            credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
+            deviceName: row["deviceName"], registeredAt: row["registeredAt"],
+            lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
+            failedPinAttempts: row["failedPinAttempts"], priority: row["priority"])
     }
 
     // MARK: Items
 
     public func items(of credential: CredentialID? = nil) throws -> [StoredItem] {
         try database.read { db in
-            let rows = if let credential {
-                try Row.fetchAll(db, sql: "SELECT * FROM item WHERE credentialID = ? ORDER BY id", arguments: [credential.description])
-            } else {
-                try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY credentialID, id")
-            }
+            let rows =
+                if let credential {
+                    try Row.fetchAll(
+                        db, sql: "SELECT * FROM item WHERE credentialID = ? ORDER BY id",
+                        arguments: [credential.description])
+                } else {
+                    try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY credentialID, id")
+                }
             return rows.compactMap { row in
                 guard let credential = CredentialID(row["credentialID"] as String),
-                      let state = CredentialState(rawValue: row["state"]) else { return nil }
+                    let state = CredentialState(rawValue: row["state"])
+                else { return nil }
                 return StoredItem(
                     id: row["id"], credentialID: credential, type: row["type"], name: row["name"], state: state,
                     siteTag: (row["siteTag"] as Int64?).map { SiteTag(UInt32(truncatingIfNeeded: $0)) },
@@ -232,29 +250,35 @@ extension AccessStore {
 
     /// Applies one sync answer in one transaction: the items, the removals and the new
     /// cursor land together or not at all, so an interrupted sync is simply redone.
-    public func applyItemSync(credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
-                              at time: Double) throws {
+    public func applyItemSync(
+        credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
+        at time: Double
+    ) throws {
         try database.write { db in
             for item in upserted {
-                try db.execute(sql: """
-                    INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data,
-                      validFrom, validUntil)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(credentialID, id) DO UPDATE SET type = excluded.type, name = excluded.name,
-                      state = excluded.state, siteTag = excluded.siteTag, aperioIdentifier = excluded.aperioIdentifier,
-                      aperioKey = excluded.aperioKey, data = excluded.data, validFrom = excluded.validFrom,
-                      validUntil = excluded.validUntil
-                    """, arguments: [
+                try db.execute(
+                    sql: """
+                        INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data,
+                          validFrom, validUntil)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(credentialID, id) DO UPDATE SET type = excluded.type, name = excluded.name,
+                          state = excluded.state, siteTag = excluded.siteTag, aperioIdentifier = excluded.aperioIdentifier,
+                          aperioKey = excluded.aperioKey, data = excluded.data, validFrom = excluded.validFrom,
+                          validUntil = excluded.validUntil
+                        """,
+                    arguments: [
                         credential.description, item.id, item.type, item.name, item.state.rawValue,
                         item.siteTag.map { Int64($0.rawValue) }, item.aperioIdentifier.map { Data($0) },
                         item.aperioKey.map { Data($0) }, item.data, item.validFrom, item.validUntil,
                     ])
             }
             for id in removed {
-                try db.execute(sql: "DELETE FROM item WHERE credentialID = ? AND id = ?", arguments: [credential.description, id])
+                try db.execute(
+                    sql: "DELETE FROM item WHERE credentialID = ? AND id = ?", arguments: [credential.description, id])
             }
-            try db.execute(sql: "UPDATE credential SET itemCursor = ?, lastSyncAt = ? WHERE id = ?",
-                           arguments: [cursor, time, credential.description])
+            try db.execute(
+                sql: "UPDATE credential SET itemCursor = ?, lastSyncAt = ? WHERE id = ?",
+                arguments: [cursor, time, credential.description])
         }
     }
 }

@@ -58,8 +58,10 @@ extension BlueZClient {
     /// `ServicesResolved`, and when the characteristic is not there, for BlueZ to resolve the
     /// services again (see above) until `timeout`. Nil when the device resolved its services
     /// and the characteristic did not appear by then; the errors are `waitForServicesResolved`'s.
-    public func resolvedCharacteristic(device: String, service: String, characteristic: String,
-                                       timeout: Duration) async throws(BlueZError) -> GattCharacteristicState? {
+    public func resolvedCharacteristic(
+        device: String, service: String, characteristic: String,
+        timeout: Duration
+    ) async throws(BlueZError) -> GattCharacteristicState? {
         let deadline = ContinuousClock.now + timeout
         while true {
             try await waitForServicesResolved(device: device, timeout: deadline - ContinuousClock.now)
@@ -93,8 +95,9 @@ extension BlueZClient {
                 if Task.isCancelled {
                     continuation.resume(returning: ResolutionEnd.cancelled)
                 } else {
-                    resolvedWaiters[device, default: [:]][id] = ResolutionWaiter(continuation: continuation,
-                                                                                 wantsChanges: wantsChanges)
+                    resolvedWaiters[device, default: [:]][id] = ResolutionWaiter(
+                        continuation: continuation,
+                        wantsChanges: wantsChanges)
                 }
             }
         } onCancel: {

@@ -53,11 +53,13 @@ public actor BlueZClient: BluetoothCentral {
     public func start() async throws(BlueZError) {
         guard signalTask == nil else { return }
         let rules = [
-            DBusMatchRule(sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
-                          arg0: Self.service),
+            DBusMatchRule(
+                sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
+                arg0: Self.service),
             DBusMatchRule(sender: Self.service, interface: DBusObjectManager.interface),
-            DBusMatchRule(sender: Self.service, interface: DBusProperties.interface, member: "PropertiesChanged",
-                          pathNamespace: "/org/bluez"),
+            DBusMatchRule(
+                sender: Self.service, interface: DBusProperties.interface, member: "PropertiesChanged",
+                pathNamespace: "/org/bluez"),
         ]
         let signals: DBusSignalStream
         do {
@@ -69,7 +71,7 @@ public actor BlueZClient: BluetoothCentral {
             for await signal in signals {
                 guard let self else { return }
                 switch signal {
-                case let .message(message): await self.handle(message)
+                case .message(let message): await self.handle(message)
                 case .overflow: await self.overflowed()
                 }
             }
@@ -88,9 +90,10 @@ public actor BlueZClient: BluetoothCentral {
     }
 
     private func currentOwner() async -> String? {
-        let reply = try? await connection.call(destination: DBusDaemon.service, path: DBusDaemon.path,
-                                               interface: DBusDaemon.interface, method: "GetNameOwner",
-                                               arguments: [.string(Self.service)])
+        let reply = try? await connection.call(
+            destination: DBusDaemon.service, path: DBusDaemon.path,
+            interface: DBusDaemon.interface, method: "GetNameOwner",
+            arguments: [.string(Self.service)])
         return reply?.first?.string
     }
 
@@ -101,7 +104,8 @@ public actor BlueZClient: BluetoothCentral {
         switch (message.interface, message.member) {
         case (DBusDaemon.interface, "NameOwnerChanged"):
             guard message.arguments.count == 3, message.arguments[0].string == Self.service else { return }
-            let previous = message.arguments[1].string ?? "", next = message.arguments[2].string ?? ""
+            let previous = message.arguments[1].string ?? ""
+            let next = message.arguments[2].string ?? ""
             if !previous.isEmpty, previous == owner { vanish() }
             if !next.isEmpty {
                 owner = next
@@ -109,15 +113,17 @@ public actor BlueZClient: BluetoothCentral {
             }
         case (DBusObjectManager.interface, "InterfacesAdded"):
             guard message.sender == owner, message.arguments.count == 2, let path = message.arguments[0].string,
-                  let interfaces = message.arguments[1].stringKeyed else { return }
+                let interfaces = message.arguments[1].stringKeyed
+            else { return }
             add(path: path, interfaces: interfaces)
         case (DBusObjectManager.interface, "InterfacesRemoved"):
             guard message.sender == owner, message.arguments.count == 2, let path = message.arguments[0].string,
-                  let interfaces = message.arguments[1].strings else { return }
+                let interfaces = message.arguments[1].strings
+            else { return }
             remove(path: path, interfaces: interfaces)
         case (DBusProperties.interface, "PropertiesChanged"):
             guard message.sender == owner, message.arguments.count >= 2, let path = message.path,
-                  let interface = message.arguments[0].string, let changed = message.arguments[1].stringKeyed
+                let interface = message.arguments[0].string, let changed = message.arguments[1].stringKeyed
             else { return }
             let invalidated = message.arguments.count > 2 ? (message.arguments[2].strings ?? []) : []
             propertiesChanged(path: path, interface: interface, changed: changed, invalidated: invalidated)
@@ -190,7 +196,8 @@ public actor BlueZClient: BluetoothCentral {
         }
     }
 
-    private func propertiesChanged(path: String, interface: String, changed: [String: DBusValue], invalidated: [String]) {
+    private func propertiesChanged(path: String, interface: String, changed: [String: DBusValue], invalidated: [String])
+    {
         switch interface {
         case Adapter1.interface:
             guard var adapter = adapters[path] else { return }
@@ -207,7 +214,9 @@ public actor BlueZClient: BluetoothCentral {
             // connect without ever signalling Connected=true (see DeviceState.apply), so a
             // device still marked disconnected here may well be connected.
             let disconnected = changed["Connected"]?.bool == false
-            if before.connected != device.connected || before.servicesResolved != device.servicesResolved || disconnected {
+            if before.connected != device.connected || before.servicesResolved != device.servicesResolved
+                || disconnected
+            {
                 continuation.yield(.deviceConnectionChanged(device))
             }
             // A disconnection first: a ServicesResolved left true beside it is no resolution.
@@ -249,8 +258,9 @@ public actor BlueZClient: BluetoothCentral {
         let expectedOwner = owner
         let reply: DBusConnection.Reply
         do {
-            reply = try await connection.callForReply(destination: Self.service, path: "/",
-                                                      interface: DBusObjectManager.interface, method: "GetManagedObjects")
+            reply = try await connection.callForReply(
+                destination: Self.service, path: "/",
+                interface: DBusObjectManager.interface, method: "GetManagedObjects")
         } catch {
             return  // bluetoothd went away again: NameOwnerChanged will say so
         }
@@ -270,7 +280,9 @@ public actor BlueZClient: BluetoothCentral {
             remove(path: path, interfaces: [Adapter1.interface])
         }
         // Adapters first, so that a device's adapter is known when the device is reported.
-        let ordered = objects.keys.sorted { ($0.split(separator: "/").count, $0) < ($1.split(separator: "/").count, $1) }
+        let ordered = objects.keys.sorted {
+            ($0.split(separator: "/").count, $0) < ($1.split(separator: "/").count, $1)
+        }
         for path in ordered {
             if let interfaces = objects[path]?.stringKeyed { add(path: path, interfaces: interfaces) }
         }
@@ -279,11 +291,14 @@ public actor BlueZClient: BluetoothCentral {
 
     // MARK: Calls
 
-    nonisolated func call(_ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
-                          timeout: Duration = .seconds(25)) async throws(BlueZError) -> [DBusValue] {
+    nonisolated func call(
+        _ path: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25)
+    ) async throws(BlueZError) -> [DBusValue] {
         do {
-            return try await connection.call(destination: Self.service, path: path, interface: interface,
-                                             method: method, arguments: arguments, timeout: timeout)
+            return try await connection.call(
+                destination: Self.service, path: path, interface: interface,
+                method: method, arguments: arguments, timeout: timeout)
         } catch {
             let failure = BlueZError(error)
             failures.withLockedValue { $0[failure.code, default: 0] += 1 }

@@ -32,27 +32,28 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
         switch error {
         case .disconnected, .connectionFailed: self = .disconnected
         case .cancelled: self = .cancelled
-        case let .invalidArgument(reason), let .unexpectedReply(reason): self = .invalidArguments(reason)
+        case .invalidArgument(let reason), .unexpectedReply(let reason): self = .invalidArguments(reason)
         case .outOfMemory: self = .failed("out of memory")
-        case let .remote(name, message):
+        case .remote(let name, let message):
             switch name {
             case "org.bluez.Error.NotReady": self = .notReady
             case "org.bluez.Error.InProgress", "org.bluez.Error.Busy": self = .inProgress
             case "org.bluez.Error.AlreadyConnected": self = .alreadyConnected
             case "org.bluez.Error.Failed":
-                self = message.contains("abort") || message.contains("Software caused connection abort")
+                self =
+                    message.contains("abort") || message.contains("Software caused connection abort")
                     ? .connectionAborted(message) : .failed(message)
             case "org.bluez.Error.NotPermitted", "org.bluez.Error.NotAuthorized",
-                 "org.freedesktop.DBus.Error.AccessDenied":
+                "org.freedesktop.DBus.Error.AccessDenied":
                 self = .accessDenied(message)
             case "org.bluez.Error.NotSupported": self = .notSupported
             case "org.bluez.Error.InvalidArguments", "org.freedesktop.DBus.Error.InvalidArgs":
                 self = .invalidArguments(message)
             case "org.bluez.Error.DoesNotExist", "org.bluez.Error.NotAvailable",
-                 "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod":
+                "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod":
                 self = .doesNotExist
             case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
-                 "org.freedesktop.DBus.Error.TimedOut":
+                "org.freedesktop.DBus.Error.TimedOut":
                 self = .timeout
             case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
                 self = .serviceUnknown
@@ -91,10 +92,10 @@ public enum BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .connectionAborted(message), let .failed(message), let .accessDenied(message),
-             let .invalidArguments(message):
+        case .connectionAborted(let message), .failed(let message), .accessDenied(let message),
+            .invalidArguments(let message):
             "\(code): \(message)"
-        case let .other(name, message): "\(name): \(message)"
+        case .other(let name, let message): "\(name): \(message)"
         default: code
         }
     }

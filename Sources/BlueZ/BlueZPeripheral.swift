@@ -19,8 +19,10 @@ public final class BlueZPeripheral: Sendable {
         public var intervalMilliseconds: UInt32?
         public var includeTxPower: Bool
 
-        public init(serviceData: [String: [UInt8]], serviceUUIDs: [String] = [], localName: String? = nil,
-                    intervalMilliseconds: UInt32? = nil, includeTxPower: Bool = false) {
+        public init(
+            serviceData: [String: [UInt8]], serviceUUIDs: [String] = [], localName: String? = nil,
+            intervalMilliseconds: UInt32? = nil, includeTxPower: Bool = false
+        ) {
             self.serviceData = serviceData
             self.serviceUUIDs = serviceUUIDs
             self.localName = localName
@@ -48,7 +50,9 @@ public final class BlueZPeripheral: Sendable {
     private let onWrite: @Sendable (Write) -> Void
     private let onHoldPointWrite: @Sendable (Write) -> Void
     private let onNotifyingChanged: @Sendable (Bool) -> Void
-    private let state = NIOLockedValueBox<(notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)>(
+    private let state = NIOLockedValueBox<
+        (notifying: Bool, value: [UInt8], registered: Bool, presence: Advertisement?)
+    >(
         (false, [], false, nil))
 
     public var advertisementPath: String { root + "/advertisement" }
@@ -57,11 +61,13 @@ public final class BlueZPeripheral: Sendable {
     public var characteristicPath: String { root + "/service0/char0" }
     public var holdPointPath: String { root + "/service0/char1" }
 
-    public init(connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
-                serviceUUID: String, characteristicUUID: String, holdPointUUID: String? = nil,
-                onNotifyingChanged: @escaping @Sendable (Bool) -> Void = { _ in },
-                onHoldPointWrite: @escaping @Sendable (Write) -> Void = { _ in },
-                onWrite: @escaping @Sendable (Write) -> Void) {
+    public init(
+        connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
+        serviceUUID: String, characteristicUUID: String, holdPointUUID: String? = nil,
+        onNotifyingChanged: @escaping @Sendable (Bool) -> Void = { _ in },
+        onHoldPointWrite: @escaping @Sendable (Write) -> Void = { _ in },
+        onWrite: @escaping @Sendable (Write) -> Void
+    ) {
         self.connection = connection
         self.adapter = adapter
         self.root = root
@@ -89,13 +95,15 @@ public final class BlueZPeripheral: Sendable {
         }
         var applicationRegistered = false
         do {
-            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: GattManager1.interface, method: "RegisterApplication",
-                                          arguments: [.objectPath(root), .properties([:])])
+            _ = try await connection.call(
+                destination: BlueZClient.service, path: adapter,
+                interface: GattManager1.interface, method: "RegisterApplication",
+                arguments: [.objectPath(root), .properties([:])])
             applicationRegistered = true
-            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
-                                          arguments: [.objectPath(advertisementPath), .properties([:])])
+            _ = try await connection.call(
+                destination: BlueZClient.service, path: adapter,
+                interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
+                arguments: [.objectPath(advertisementPath), .properties([:])])
         } catch {
             // All or nothing: an application left registered would make the next attempt
             // fail with AlreadyExists (seen when the advertisement was refused by an adapter
@@ -115,9 +123,10 @@ public final class BlueZPeripheral: Sendable {
         }
         await stopPresence()
         if wasRegistered {
-            _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                           interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
-                                           arguments: [.objectPath(advertisementPath)])
+            _ = try? await connection.call(
+                destination: BlueZClient.service, path: adapter,
+                interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
+                arguments: [.objectPath(advertisementPath)])
             await unregisterApplication()
         }
         for path in [advertisementPath, characteristicPath, holdPointPath, servicePath, root] {
@@ -126,16 +135,18 @@ public final class BlueZPeripheral: Sendable {
     }
 
     private func unregisterApplication() async {
-        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: GattManager1.interface, method: "UnregisterApplication",
-                                       arguments: [.objectPath(root)])
+        _ = try? await connection.call(
+            destination: BlueZClient.service, path: adapter,
+            interface: GattManager1.interface, method: "UnregisterApplication",
+            arguments: [.objectPath(root)])
     }
 
     /// Stops advertising but keeps the GATT service (a reader that goes quiet).
     public func stopAdvertising() async {
-        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
-                                       arguments: [.objectPath(advertisementPath)])
+        _ = try? await connection.call(
+            destination: BlueZClient.service, path: adapter,
+            interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
+            arguments: [.objectPath(advertisementPath)])
         await stopPresence()
     }
 
@@ -152,9 +163,10 @@ public final class BlueZPeripheral: Sendable {
         do {
             connection.unexport(path: presencePath)  // left exported when bluetoothd released it
             try connection.export(path: presencePath) { [weak self] in self?.handlePresence($0) }
-            _ = try await connection.call(destination: BlueZClient.service, path: adapter,
-                                          interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
-                                          arguments: [.objectPath(presencePath), .properties([:])])
+            _ = try await connection.call(
+                destination: BlueZClient.service, path: adapter,
+                interface: LEAdvertisingManager1.interface, method: "RegisterAdvertisement",
+                arguments: [.objectPath(presencePath), .properties([:])])
         } catch {
             state.withLockedValue { $0.presence = nil }
             connection.unexport(path: presencePath)
@@ -164,10 +176,16 @@ public final class BlueZPeripheral: Sendable {
 
     /// Stops the presence advertisement, if one runs.
     public func stopPresence() async {
-        guard state.withLockedValue({ state in defer { state.presence = nil }; return state.presence != nil }) else { return }
-        _ = try? await connection.call(destination: BlueZClient.service, path: adapter,
-                                       interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
-                                       arguments: [.objectPath(presencePath)])
+        guard
+            state.withLockedValue({ state in
+                defer { state.presence = nil }
+                return state.presence != nil
+            })
+        else { return }
+        _ = try? await connection.call(
+            destination: BlueZClient.service, path: adapter,
+            interface: LEAdvertisingManager1.interface, method: "UnregisterAdvertisement",
+            arguments: [.objectPath(presencePath)])
         connection.unexport(path: presencePath)
     }
 
@@ -179,10 +197,13 @@ public final class BlueZPeripheral: Sendable {
         }
         guard notifying else { throw .notReady }
         do {
-            try connection.emitSignal(path: characteristicPath, interface: DBusProperties.interface,
-                                      name: "PropertiesChanged",
-                                      arguments: [.string(GattCharacteristic1.interface),
-                                                  .properties(["Value": .bytes(value)]), .strings([])])
+            try connection.emitSignal(
+                path: characteristicPath, interface: DBusProperties.interface,
+                name: "PropertiesChanged",
+                arguments: [
+                    .string(GattCharacteristic1.interface),
+                    .properties(["Value": .bytes(value)]), .strings([]),
+                ])
         } catch {
             throw BlueZError(error)
         }
@@ -199,9 +220,10 @@ public final class BlueZPeripheral: Sendable {
     static func properties(of advertisement: Advertisement, type: String) -> [String: DBusValue] {
         var values: [String: DBusValue] = [
             "Type": .string(type),
-            "ServiceData": .dictionary(keySignature: "s", valueSignature: "v",
-                                       advertisement.serviceData.sorted { $0.key < $1.key }
-                                           .map { .init(.string($0.key), .variant(.bytes($0.value))) }),
+            "ServiceData": .dictionary(
+                keySignature: "s", valueSignature: "v",
+                advertisement.serviceData.sorted { $0.key < $1.key }
+                    .map { .init(.string($0.key), .variant(.bytes($0.value))) }),
         ]
         if !advertisement.serviceUUIDs.isEmpty { values["ServiceUUIDs"] = .strings(advertisement.serviceUUIDs) }
         if let name = advertisement.localName { values["LocalName"] = .string(name) }
@@ -215,8 +237,10 @@ public final class BlueZPeripheral: Sendable {
 
     var serviceProperties: [String: DBusValue] {
         let characteristics = [characteristicPath] + (holdPointUUID == nil ? [] : [holdPointPath])
-        return ["UUID": .string(serviceUUID), "Primary": .bool(true),
-                "Characteristics": .array(elementSignature: "o", characteristics.map { .objectPath($0) })]
+        return [
+            "UUID": .string(serviceUUID), "Primary": .bool(true),
+            "Characteristics": .array(elementSignature: "o", characteristics.map { .objectPath($0) }),
+        ]
     }
 
     var holdPointProperties: [String: DBusValue] {
@@ -225,8 +249,10 @@ public final class BlueZPeripheral: Sendable {
 
     var characteristicProperties: [String: DBusValue] {
         let (notifying, value) = state.withLockedValue { ($0.notifying, $0.value) }
-        return ["UUID": .string(characteristicUUID), "Service": .objectPath(servicePath),
-                "Flags": .strings(["write", "notify"]), "Notifying": .bool(notifying), "Value": .bytes(value)]
+        return [
+            "UUID": .string(characteristicUUID), "Service": .objectPath(servicePath),
+            "Flags": .strings(["write", "notify"]), "Notifying": .bool(notifying), "Value": .bytes(value),
+        ]
     }
 
     // MARK: Method calls (bus thread: quick, no waiting)
@@ -244,8 +270,11 @@ public final class BlueZPeripheral: Sendable {
             let value = DBusValue.dictionary(
                 keySignature: "o", valueSignature: "a{sa{sv}}",
                 objects.map { path, interface, properties in
-                    .init(.objectPath(path), .dictionary(keySignature: "s", valueSignature: "a{sv}",
-                                                         [.init(.string(interface), .properties(properties))]))
+                    .init(
+                        .objectPath(path),
+                        .dictionary(
+                            keySignature: "s", valueSignature: "a{sv}",
+                            [.init(.string(interface), .properties(properties))]))
                 })
             try? connection.reply(to: call, with: [value])
         default:
@@ -274,8 +303,9 @@ public final class BlueZPeripheral: Sendable {
             return
         }
         let presence = state.withLockedValue { $0.presence }
-        properties(call, interface: LEAdvertisement1.interface,
-                   values: presence.map { Self.properties(of: $0, type: "broadcast") } ?? [:])
+        properties(
+            call, interface: LEAdvertisement1.interface,
+            values: presence.map { Self.properties(of: $0, type: "broadcast") } ?? [:])
     }
 
     private func handleCharacteristic(_ call: DBusMessage) {
@@ -286,7 +316,8 @@ public final class BlueZPeripheral: Sendable {
         switch call.member {
         case "WriteValue":
             guard call.arguments.count == 2, let value = call.arguments[0].bytes else {
-                try? connection.replyError(to: call, name: "org.bluez.Error.InvalidArguments", message: "expected ay a{sv}")
+                try? connection.replyError(
+                    to: call, name: "org.bluez.Error.InvalidArguments", message: "expected ay a{sv}")
                 return
             }
             let options = call.arguments[1].stringKeyed ?? [:]
@@ -334,8 +365,10 @@ public final class BlueZPeripheral: Sendable {
             try? connection.reply(to: call, with: [.properties(values)])
         case "Get":
             guard call.arguments.count == 2, call.arguments[0].string == interface,
-                  let name = call.arguments[1].string, let value = values[name] else {
-                try? connection.replyError(to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
+                let name = call.arguments[1].string, let value = values[name]
+            else {
+                try? connection.replyError(
+                    to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "no such property")
                 return
             }
             try? connection.reply(to: call, with: [.variant(value)])
@@ -345,7 +378,8 @@ public final class BlueZPeripheral: Sendable {
     }
 
     private func unknown(_ call: DBusMessage) {
-        try? connection.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownMethod",
-                                   message: "\(call.interface ?? "").\(call.member ?? "") not handled here")
+        try? connection.replyError(
+            to: call, name: "org.freedesktop.DBus.Error.UnknownMethod",
+            message: "\(call.interface ?? "").\(call.member ?? "") not handled here")
     }
 }

@@ -29,15 +29,21 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes.0); hasher.combine(bytes.1); hasher.combine(bytes.2)
-        hasher.combine(bytes.3); hasher.combine(bytes.4); hasher.combine(bytes.5)
+        hasher.combine(bytes.0)
+        hasher.combine(bytes.1)
+        hasher.combine(bytes.2)
+        hasher.combine(bytes.3)
+        hasher.combine(bytes.4)
+        hasher.combine(bytes.5)
     }
 }
 
 /// The libdbus-1 this process runs with, for diagnostics.
 public enum LibDBus {
     public static var version: String {
-        var major: Int32 = 0, minor: Int32 = 0, micro: Int32 = 0
+        var major: Int32 = 0
+        var minor: Int32 = 0
+        var micro: Int32 = 0
         cbz_dbus_version(&major, &minor, &micro)
         return "\(major).\(minor).\(micro)"
     }

@@ -28,17 +28,22 @@ public protocol BluetoothCentral: Sendable {
     func characteristic(device: String, service: String, characteristic: String) async -> GattCharacteristicState?
     /// A characteristic once the device's services are resolved, waiting until `timeout` for
     /// a resolution that is redone (BlueZClient explains when); nil when it did not appear.
-    func resolvedCharacteristic(device: String, service: String, characteristic: String,
-                                timeout: Duration) async throws(BlueZError) -> GattCharacteristicState?
-    func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType, timeout: Duration) async throws(BlueZError)
+    func resolvedCharacteristic(
+        device: String, service: String, characteristic: String,
+        timeout: Duration
+    ) async throws(BlueZError) -> GattCharacteristicState?
+    func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType, timeout: Duration)
+        async throws(BlueZError)
     /// Notifications of a characteristic, until it (or its device, or the service) goes away.
     func notifications(characteristic: String) async throws(BlueZError) -> AsyncStream<[UInt8]>
 }
 
 extension BluetoothCentral {
     /// For a central whose resolution is final (an in-memory one): resolved, then looked up once.
-    public func resolvedCharacteristic(device: String, service: String, characteristic: String,
-                                       timeout: Duration) async throws(BlueZError) -> GattCharacteristicState? {
+    public func resolvedCharacteristic(
+        device: String, service: String, characteristic: String,
+        timeout: Duration
+    ) async throws(BlueZError) -> GattCharacteristicState? {
         try await waitForServicesResolved(device: device, timeout: timeout)
         return await self.characteristic(device: device, service: service, characteristic: characteristic)
     }

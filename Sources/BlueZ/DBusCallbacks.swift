@@ -31,7 +31,7 @@ final class ReplyBox: Sendable {
     func resume(_ answer: Answer) {
         let continuation = state.withLockedValue { state -> CheckedContinuation<Answer, Never>? in
             defer { state = .answered }
-            if case let .installed(continuation) = state { return continuation }
+            if case .installed(let continuation) = state { return continuation }
             return nil
         }
         continuation?.resume(returning: answer)
@@ -51,14 +51,18 @@ func onReply(_ context: UnsafeMutableRawPointer?, _ reply: OpaquePointer?) {
         let text = DBusMessageCodec.arguments(of: reply).first?.string ?? ""
         box.resume(.failure(.remote(name: name, message: text)))
     } else {
-        box.resume(.success(DBusConnection.Reply(arguments: DBusMessageCodec.arguments(of: reply),
-                                                 serial: dbus_message_get_serial(reply))))
+        box.resume(
+            .success(
+                DBusConnection.Reply(
+                    arguments: DBusMessageCodec.arguments(of: reply),
+                    serial: dbus_message_get_serial(reply))))
     }
 }
 
 func onMessage(_ context: UnsafeMutableRawPointer?, _ message: OpaquePointer?) -> Int32 {
     guard let context, let message else { return 0 }
-    return DBusConnection.deliver(message, router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
+    return DBusConnection.deliver(
+        message, router: Unmanaged<DBusConnection.Router>.fromOpaque(context).takeUnretainedValue())
 }
 
 func onDisconnect(_ context: UnsafeMutableRawPointer?) {

@@ -3,7 +3,7 @@ import CDBus
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A connection to a D-Bus bus, driven by the C shim's own thread.
@@ -50,11 +50,12 @@ public final class DBusConnection: @unchecked Sendable {
         let router = Router()
         let pointer = Unmanaged.passRetained(router).toOpaque()
         var failure: UnsafeMutablePointer<CChar>?
-        let opened: OpaquePointer? = if let address {
-            address.withCString { cbz_bus_open($0, onMessage, onDisconnect, pointer, &failure) }
-        } else {
-            cbz_bus_open(nil, onMessage, onDisconnect, pointer, &failure)
-        }
+        let opened: OpaquePointer? =
+            if let address {
+                address.withCString { cbz_bus_open($0, onMessage, onDisconnect, pointer, &failure) }
+            } else {
+                cbz_bus_open(nil, onMessage, onDisconnect, pointer, &failure)
+            }
         guard let opened else {
             Unmanaged<Router>.fromOpaque(pointer).release()
             let reason = failure.map { String(cString: $0) } ?? "unknown error"
@@ -120,8 +121,10 @@ public final class DBusConnection: @unchecked Sendable {
         destination: String, path: String, interface: String, method: String, arguments: [DBusValue] = [],
         timeout: Duration = .seconds(25)
     ) async throws(DBusError) -> [DBusValue] {
-        try await callForReply(destination: destination, path: path, interface: interface, method: method,
-                               arguments: arguments, timeout: timeout).arguments
+        try await callForReply(
+            destination: destination, path: path, interface: interface, method: method,
+            arguments: arguments, timeout: timeout
+        ).arguments
     }
 
     /// Calls a method and returns its whole reply.
@@ -130,19 +133,22 @@ public final class DBusConnection: @unchecked Sendable {
         timeout: Duration = .seconds(25)
     ) async throws(DBusError) -> Reply {
         guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
-        guard let message = destination.withCString({ destination in
-            path.withCString { path in
-                interface.withCString { interface in
-                    method.withCString { dbus_message_new_method_call(destination, path, interface, $0) }
+        guard
+            let message = destination.withCString({ destination in
+                path.withCString { path in
+                    interface.withCString { interface in
+                        method.withCString { dbus_message_new_method_call(destination, path, interface, $0) }
+                    }
                 }
-            }
-        }) else { throw .invalidArgument("cannot build a call to \(interface).\(method)") }
+            })
+        else { throw .invalidArgument("cannot build a call to \(interface).\(method)") }
         defer { dbus_message_unref(message) }
         try DBusMessageCodec.append(arguments, to: message)
 
         await router.inFlight.acquire()
         defer { router.inFlight.release() }
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         // A cancelled caller is answered at once with `.cancelled`; the reply, when it comes,
         // is dropped (the box resumes its continuation once, whichever comes first).
         let box = ReplyBox()
@@ -164,9 +170,11 @@ public final class DBusConnection: @unchecked Sendable {
     /// Sends a signal.
     public func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue]) throws(DBusError) {
         guard DBusMessageCodec.isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
-        guard let message = path.withCString({ path in
-            interface.withCString { interface in name.withCString { dbus_message_new_signal(path, interface, $0) } }
-        }) else { throw .invalidArgument("cannot build signal \(interface).\(name)") }
+        guard
+            let message = path.withCString({ path in
+                interface.withCString { interface in name.withCString { dbus_message_new_signal(path, interface, $0) } }
+            })
+        else { throw .invalidArgument("cannot build signal \(interface).\(name)") }
         defer { dbus_message_unref(message) }
         try DBusMessageCodec.append(arguments, to: message)
         guard cbz_bus_send(bus, message) == 0 else { throw .disconnected }
@@ -201,17 +209,19 @@ public final class DBusConnection: @unchecked Sendable {
             guard removed, self.isConnected else { return }
             Task {
                 for rule in rules {
-                    _ = try? await self.call(destination: DBusDaemon.service, path: DBusDaemon.path,
-                                             interface: DBusDaemon.interface, method: "RemoveMatch",
-                                             arguments: [.string(rule.description)])
+                    _ = try? await self.call(
+                        destination: DBusDaemon.service, path: DBusDaemon.path,
+                        interface: DBusDaemon.interface, method: "RemoveMatch",
+                        arguments: [.string(rule.description)])
                 }
             }
         }
         do {
             for rule in rules {
-                _ = try await call(destination: DBusDaemon.service, path: DBusDaemon.path,
-                                   interface: DBusDaemon.interface, method: "AddMatch",
-                                   arguments: [.string(rule.description)])
+                _ = try await call(
+                    destination: DBusDaemon.service, path: DBusDaemon.path,
+                    interface: DBusDaemon.interface, method: "AddMatch",
+                    arguments: [.string(rule.description)])
             }
         } catch {
             continuation.finish()
@@ -250,7 +260,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     public func replyError(to call: DBusMessage, name: String, message text: String) throws(DBusError) {
         guard let original = call.reference?.message,
-              let message = name.withCString({ name in text.withCString { dbus_message_new_error(original, name, $0) } })
+            let message = name.withCString({ name in text.withCString { dbus_message_new_error(original, name, $0) } })
         else { throw .invalidArgument("not a method call") }
         defer { dbus_message_unref(message) }
         guard cbz_bus_send(bus, message) == 0 else { throw .disconnected }

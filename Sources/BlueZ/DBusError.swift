@@ -15,17 +15,17 @@ public enum DBusError: Error, Hashable, Sendable, CustomStringConvertible {
     case cancelled
 
     public var name: String? {
-        if case let .remote(name, _) = self { return name }
+        if case .remote(let name, _) = self { return name }
         return nil
     }
 
     public var description: String {
         switch self {
-        case let .remote(name, message): "\(name): \(message)"
-        case let .connectionFailed(reason): "cannot connect to D-Bus: \(reason)"
+        case .remote(let name, let message): "\(name): \(message)"
+        case .connectionFailed(let reason): "cannot connect to D-Bus: \(reason)"
         case .disconnected: "D-Bus connection closed"
-        case let .invalidArgument(reason): "invalid D-Bus argument: \(reason)"
-        case let .unexpectedReply(reason): "unexpected D-Bus reply: \(reason)"
+        case .invalidArgument(let reason): "invalid D-Bus argument: \(reason)"
+        case .unexpectedReply(let reason): "unexpected D-Bus reply: \(reason)"
         case .outOfMemory: "out of memory building a D-Bus message"
         case .cancelled: "cancelled"
         }

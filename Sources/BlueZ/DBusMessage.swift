@@ -63,8 +63,10 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     public var pathNamespace: String?
     public var arg0: String?
 
-    public init(sender: String? = nil, interface: String? = nil, member: String? = nil, path: String? = nil,
-                pathNamespace: String? = nil, arg0: String? = nil) {
+    public init(
+        sender: String? = nil, interface: String? = nil, member: String? = nil, path: String? = nil,
+        pathNamespace: String? = nil, arg0: String? = nil
+    ) {
         self.sender = sender
         self.interface = interface
         self.member = member
@@ -96,7 +98,8 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         if let member, message.member != member { return false }
         if let path, message.path != path { return false }
         if let pathNamespace, let messagePath = message.path {
-            guard messagePath == pathNamespace || messagePath.hasPrefix(pathNamespace == "/" ? "/" : pathNamespace + "/")
+            guard
+                messagePath == pathNamespace || messagePath.hasPrefix(pathNamespace == "/" ? "/" : pathNamespace + "/")
             else { return false }
         }
         if let arg0, message.arguments.first?.string != arg0 { return false }

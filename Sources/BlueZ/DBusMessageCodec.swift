@@ -16,28 +16,28 @@ enum DBusMessageCodec {
     private static func append(_ value: DBusValue, to iterator: inout DBusMessageIter) throws(DBusError) {
         var ok: dbus_bool_t = 1
         switch value {
-        case var .byte(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_BYTE, &v)
-        case let .bool(b):
+        case .byte(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_BYTE, &v)
+        case .bool(let b):
             var v: dbus_bool_t = b ? 1 : 0
             ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_BOOLEAN, &v)
-        case var .int16(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT16, &v)
-        case var .uint16(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT16, &v)
-        case var .int32(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT32, &v)
-        case var .uint32(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT32, &v)
-        case var .int64(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT64, &v)
-        case var .uint64(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT64, &v)
-        case var .double(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_DOUBLE, &v)
-        case var .unixFD(v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UNIX_FD, &v)
-        case let .string(text):
+        case .int16(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT16, &v)
+        case .uint16(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT16, &v)
+        case .int32(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT32, &v)
+        case .uint32(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT32, &v)
+        case .int64(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_INT64, &v)
+        case .uint64(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UINT64, &v)
+        case .double(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_DOUBLE, &v)
+        case .unixFD(var v): ok = dbus_message_iter_append_basic(&iterator, CBZ_TYPE_UNIX_FD, &v)
+        case .string(let text):
             guard !text.utf8.contains(0) else { throw .invalidArgument("string contains NUL") }
             ok = appendText(text, type: CBZ_TYPE_STRING, to: &iterator)
-        case let .objectPath(path):
+        case .objectPath(let path):
             guard isValidObjectPath(path) else { throw .invalidArgument("invalid object path \(path)") }
             ok = appendText(path, type: CBZ_TYPE_OBJECT_PATH, to: &iterator)
-        case let .signature(signature):
+        case .signature(let signature):
             guard isValidSignature(signature) else { throw .invalidArgument("invalid signature \(signature)") }
             ok = appendText(signature, type: CBZ_TYPE_SIGNATURE, to: &iterator)
-        case let .array(element, items):
+        case .array(let element, let items):
             guard isValidSignature(element), items.allSatisfy({ $0.signature == element }) else {
                 throw .invalidArgument("array elements do not match \(element)")
             }
@@ -48,10 +48,10 @@ enum DBusMessageCodec {
                     for item in items { try append(item, to: &sub) }
                 }
             }
-        case let .dictionary(key, valueSignature, entries):
+        case .dictionary(let key, let valueSignature, let entries):
             let entrySignature = "{" + key + valueSignature + "}"
             guard isValidSignature("a" + entrySignature),
-                  entries.allSatisfy({ $0.key.signature == key && $0.value.signature == valueSignature })
+                entries.allSatisfy({ $0.key.signature == key && $0.value.signature == valueSignature })
             else { throw .invalidArgument("dictionary entries do not match \(entrySignature)") }
             try container(CBZ_TYPE_ARRAY, signature: entrySignature, in: &iterator) { sub throws(DBusError) in
                 for entry in entries {
@@ -61,11 +61,11 @@ enum DBusMessageCodec {
                     }
                 }
             }
-        case let .variant(inner):
+        case .variant(let inner):
             try container(CBZ_TYPE_VARIANT, signature: inner.signature, in: &iterator) { sub throws(DBusError) in
                 try append(inner, to: &sub)
             }
-        case let .structure(members):
+        case .structure(let members):
             guard !members.isEmpty else { throw .invalidArgument("empty structure") }
             try container(CBZ_TYPE_STRUCT, signature: nil, in: &iterator) { sub throws(DBusError) in
                 for member in members { try append(member, to: &sub) }
@@ -189,7 +189,9 @@ enum DBusMessageCodec {
             while dbus_message_iter_get_arg_type(&sub) == CBZ_TYPE_DICT_ENTRY {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                guard let key = read(&pair), dbus_message_iter_next(&pair) != 0, let value = read(&pair) else { return nil }
+                guard let key = read(&pair), dbus_message_iter_next(&pair) != 0, let value = read(&pair) else {
+                    return nil
+                }
                 entries.append(.init(key, value))
                 dbus_message_iter_next(&sub)
             }

@@ -9,7 +9,7 @@ public enum DBusSignal: Sendable {
 
     /// The signal, or nil for an overflow notice.
     public var message: DBusMessage? {
-        if case let .message(message) = self { return message }
+        if case .message(let message) = self { return message }
         return nil
     }
 }

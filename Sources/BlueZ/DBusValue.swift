@@ -47,32 +47,33 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
         case .objectPath: "o"
         case .signature: "g"
         case .unixFD: "h"
-        case let .array(element, _): "a" + element
-        case let .dictionary(key, value, _): "a{" + key + value + "}"
+        case .array(let element, _): "a" + element
+        case .dictionary(let key, let value, _): "a{" + key + value + "}"
         case .variant: "v"
-        case let .structure(members): "(" + members.map(\.signature).joined() + ")"
+        case .structure(let members): "(" + members.map(\.signature).joined() + ")"
         }
     }
 
     public var description: String {
         switch self {
-        case let .byte(v): "\(v)"
-        case let .bool(v): "\(v)"
-        case let .int16(v): "\(v)"
-        case let .uint16(v): "\(v)"
-        case let .int32(v): "\(v)"
-        case let .uint32(v): "\(v)"
-        case let .int64(v): "\(v)"
-        case let .uint64(v): "\(v)"
-        case let .double(v): "\(v)"
-        case let .string(v): "\"\(v)\""
-        case let .objectPath(v): v
-        case let .signature(v): "g\"\(v)\""
-        case let .unixFD(v): "fd \(v)"
-        case let .array(_, items): "[" + items.map(\.description).joined(separator: ", ") + "]"
-        case let .dictionary(_, _, entries): "{" + entries.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
-        case let .variant(v): "<\(v)>"
-        case let .structure(members): "(" + members.map(\.description).joined(separator: ", ") + ")"
+        case .byte(let v): "\(v)"
+        case .bool(let v): "\(v)"
+        case .int16(let v): "\(v)"
+        case .uint16(let v): "\(v)"
+        case .int32(let v): "\(v)"
+        case .uint32(let v): "\(v)"
+        case .int64(let v): "\(v)"
+        case .uint64(let v): "\(v)"
+        case .double(let v): "\(v)"
+        case .string(let v): "\"\(v)\""
+        case .objectPath(let v): v
+        case .signature(let v): "g\"\(v)\""
+        case .unixFD(let v): "fd \(v)"
+        case .array(_, let items): "[" + items.map(\.description).joined(separator: ", ") + "]"
+        case .dictionary(_, _, let entries):
+            "{" + entries.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
+        case .variant(let v): "<\(v)>"
+        case .structure(let members): "(" + members.map(\.description).joined(separator: ", ") + ")"
         }
     }
 
@@ -80,43 +81,43 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
 
     /// The value inside any number of variants.
     public var unwrapped: DBusValue {
-        if case let .variant(inner) = self { return inner.unwrapped }
+        if case .variant(let inner) = self { return inner.unwrapped }
         return self
     }
 
     public var string: String? {
         switch unwrapped {
-        case let .string(v), let .objectPath(v): v
+        case .string(let v), .objectPath(let v): v
         default: nil
         }
     }
 
     public var bool: Bool? {
-        if case let .bool(v) = unwrapped { return v }
+        if case .bool(let v) = unwrapped { return v }
         return nil
     }
 
     /// Any integer type, widened.
     public var integer: Int? {
         switch unwrapped {
-        case let .byte(v): Int(v)
-        case let .int16(v): Int(v)
-        case let .uint16(v): Int(v)
-        case let .int32(v): Int(v)
-        case let .uint32(v): Int(v)
-        case let .int64(v): Int(v)
-        case let .uint64(v): Int(exactly: v)
+        case .byte(let v): Int(v)
+        case .int16(let v): Int(v)
+        case .uint16(let v): Int(v)
+        case .int32(let v): Int(v)
+        case .uint32(let v): Int(v)
+        case .int64(let v): Int(v)
+        case .uint64(let v): Int(exactly: v)
         default: nil
         }
     }
 
     /// `ay`.
     public var bytes: [UInt8]? {
-        guard case let .array(element, items) = unwrapped, element == "y" else { return nil }
+        guard case .array(let element, let items) = unwrapped, element == "y" else { return nil }
         var result: [UInt8] = []
         result.reserveCapacity(items.count)
         for item in items {
-            guard case let .byte(v) = item else { return nil }
+            guard case .byte(let v) = item else { return nil }
             result.append(v)
         }
         return result
@@ -124,14 +125,14 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
 
     /// `as` or `ao`.
     public var strings: [String]? {
-        guard case let .array(_, items) = unwrapped else { return nil }
+        guard case .array(_, let items) = unwrapped else { return nil }
         let values = items.compactMap(\.string)
         return values.count == items.count ? values : nil
     }
 
     /// A dictionary with string or object-path keys (`a{sv}`, `a{oa{sa{sv}}}`, ...).
     public var stringKeyed: [String: DBusValue]? {
-        guard case let .dictionary(_, _, entries) = unwrapped else { return nil }
+        guard case .dictionary(_, _, let entries) = unwrapped else { return nil }
         var result: [String: DBusValue] = [:]
         for entry in entries {
             guard let key = entry.key.string else { return nil }
@@ -142,7 +143,7 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
 
     /// A dictionary with integer keys (`a{qv}`: BlueZ's ManufacturerData).
     public var integerKeyed: [Int: DBusValue]? {
-        guard case let .dictionary(_, _, entries) = unwrapped else { return nil }
+        guard case .dictionary(_, _, let entries) = unwrapped else { return nil }
         var result: [Int: DBusValue] = [:]
         for entry in entries {
             guard let key = entry.key.integer else { return nil }
@@ -155,8 +156,9 @@ public indirect enum DBusValue: Hashable, Sendable, CustomStringConvertible {
 
     /// `a{sv}` from string keys, in key order (so messages are reproducible).
     public static func properties(_ values: [String: DBusValue]) -> DBusValue {
-        .dictionary(keySignature: "s", valueSignature: "v",
-                    values.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .variant($0.value)) })
+        .dictionary(
+            keySignature: "s", valueSignature: "v",
+            values.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .variant($0.value)) })
     }
 
     /// `ay`.

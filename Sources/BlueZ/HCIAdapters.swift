@@ -1,7 +1,7 @@
 import CBlueZ
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A local HCI adapter as the kernel lists it (libbluetooth), independent of bluetoothd.
@@ -26,7 +26,7 @@ public enum HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .kernelHasNoBluetooth: "the kernel has no Bluetooth support (AF_BLUETOOTH unavailable)"
         case .permissionDenied: "not permitted to open an HCI socket"
-        case let .system(code): "HCI socket: \(String(cString: strerror(code)))"
+        case .system(let code): "HCI socket: \(String(cString: strerror(code)))"
         }
     }
 }
@@ -48,8 +48,9 @@ public enum HCIAdapters {
             let name = withUnsafeBytes(of: &copy.name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
-            return HCIAdapter(index: Int(raw.index), name: name, address: BluetoothAddress(bytes: raw.address),
-                              isUp: raw.up != 0, busType: Int(raw.bus_type))
+            return HCIAdapter(
+                index: Int(raw.index), name: name, address: BluetoothAddress(bytes: raw.address),
+                isUp: raw.up != 0, busType: Int(raw.bus_type))
         }
     }
 }

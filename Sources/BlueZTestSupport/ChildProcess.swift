@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child process started with posix_spawn and a clean signal mask: children spawned
@@ -20,8 +20,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// opened for it: Foundation's Process closed descriptors twice when many tests ran
     /// commands at once (swiftlang/swift#57827), and libdbus then found its new socket
     /// closed under it.
-    public init(_ arguments: [String], environment: [String: String] = [:],
-                input: String? = nil, output: String? = nil, errors: String? = nil) throws {
+    public init(
+        _ arguments: [String], environment: [String: String] = [:],
+        input: String? = nil, output: String? = nil, errors: String? = nil
+    ) throws {
         name = arguments.first ?? "?"
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -50,8 +52,7 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for pointer in argv + envp { free(pointer) }
         }
         var child: pid_t = 0
         let status = posix_spawn(&child, arguments[0], &actions, &attributes, argv, envp)

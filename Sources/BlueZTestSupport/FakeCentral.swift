@@ -1,5 +1,5 @@
-import Foundation
 import BlueZ
+import Foundation
 
 /// What a fake device answers over its control point: the test support's stand-in for a
 /// reader's GATT server. Called only from the fake central's actor, one call at a time.
@@ -51,7 +51,6 @@ public actor FakeCentral: BluetoothCentral {
     /// Every call the daemon made, as "Method path" (for tests).
     public private(set) var calls: [String] = []
 
-
     public init() {
         (events, continuation) = AsyncStream<BlueZEvent>.makeStream()
     }
@@ -59,8 +58,12 @@ public actor FakeCentral: BluetoothCentral {
     // MARK: What the test does
 
     public func addAdapter(_ name: String = "hci0", powered: Bool = true) {
-        let adapter = AdapterState(path: "/org/bluez/" + name, properties: ["Powered": .bool(powered),
-                                                                            "Address": .string("00:AA:00:00:00:01")])
+        let adapter = AdapterState(
+            path: "/org/bluez/" + name,
+            properties: [
+                "Powered": .bool(powered),
+                "Address": .string("00:AA:00:00:00:01"),
+            ])
         adapters[adapter.path] = adapter
         continuation.yield(.adapterAdded(adapter))
     }
@@ -76,8 +79,10 @@ public actor FakeCentral: BluetoothCentral {
 
     /// A device heard advertising; again with new values to advertise again. Returns its path.
     @discardableResult
-    public func advertise(address: String, adapter: String = "hci0", rssi: Int, serviceData: [String: [UInt8]],
-                          name: String? = nil) -> String {
+    public func advertise(
+        address: String, adapter: String = "hci0", rssi: Int, serviceData: [String: [UInt8]],
+        name: String? = nil
+    ) -> String {
         let path = "/org/bluez/\(adapter)/dev_" + address.replacingOccurrences(of: ":", with: "_")
         var properties: [String: DBusValue] = [
             "Address": .string(address), "Adapter": .objectPath("/org/bluez/" + adapter), "RSSI": .int16(Int16(rssi)),
@@ -115,7 +120,10 @@ public actor FakeCentral: BluetoothCentral {
     /// bluetoothd leaves the bus: everything it reported is gone, calls under way fail.
     public func vanish() {
         present = false
-        for (device, waiters) in hanging { for waiter in waiters { waiter.resume(returning: .serviceUnknown) }; hanging[device] = nil }
+        for (device, waiters) in hanging {
+            for waiter in waiters { waiter.resume(returning: .serviceUnknown) }
+            hanging[device] = nil
+        }
         for device in resolutionWaiters.keys { wakeResolution(device, resolved: false) }
         for (_, stream) in notifications { stream.finish() }
         notifications.removeAll()
@@ -173,7 +181,7 @@ public actor FakeCentral: BluetoothCentral {
         guard present else { throw .serviceUnknown }
         guard devices[device] != nil else { throw .doesNotExist }
         switch connectBehaviour[device] ?? .succeed {
-        case let .fail(error):
+        case .fail(let error):
             throw error
         case .hang:
             let failure = await withTaskCancellationHandler {
@@ -222,23 +230,34 @@ public actor FakeCentral: BluetoothCentral {
         if !offered.isEmpty {
             guard let index = offered.firstIndex(of: characteristic) else { return nil }
             if index > 0 {
-                return GattCharacteristicState(path: device + "/service0010/char\(String(format: "%04x", 0x20 + index))",
-                                               properties: ["UUID": .string(characteristic), "Flags": .strings(["write"]),
-                                                            "Service": .objectPath(device + "/service0010")])
+                return GattCharacteristicState(
+                    path: device + "/service0010/char\(String(format: "%04x", 0x20 + index))",
+                    properties: [
+                        "UUID": .string(characteristic), "Flags": .strings(["write"]),
+                        "Service": .objectPath(device + "/service0010"),
+                    ])
             }
         }
-        return GattCharacteristicState(path: device + "/service0010/char0011", properties: [
-            "UUID": .string(characteristic), "Service": .objectPath(device + "/service0010"), "MTU": .uint16(185),
-            "Flags": .strings(["write", "notify"]),
-        ])
+        return GattCharacteristicState(
+            path: device + "/service0010/char0011",
+            properties: [
+                "UUID": .string(characteristic), "Service": .objectPath(device + "/service0010"), "MTU": .uint16(185),
+                "Flags": .strings(["write", "notify"]),
+            ])
     }
 
-    public func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType,
-                           timeout: Duration) async throws(BlueZError) {
+    public func writeValue(
+        characteristic: String, _ value: [UInt8], type: GattWriteType,
+        timeout: Duration
+    ) async throws(BlueZError) {
         let device = Self.device(of: characteristic)
-        guard present, devices[device]?.connected == true, let peripheral = peripherals[device] else { throw .doesNotExist }
+        guard present, devices[device]?.connected == true, let peripheral = peripherals[device] else {
+            throw .doesNotExist
+        }
         calls.append("WriteValue \(characteristic)")
-        if let index = Int(characteristic.suffix(4), radix: 16), index > 0x20, index - 0x20 < peripheral.characteristics.count {
+        if let index = Int(characteristic.suffix(4), radix: 16), index > 0x20,
+            index - 0x20 < peripheral.characteristics.count
+        {
             peripheral.written(value, to: peripheral.characteristics[index - 0x20])
             return
         }
@@ -247,7 +266,9 @@ public actor FakeCentral: BluetoothCentral {
 
     public func notifications(characteristic: String) async throws(BlueZError) -> AsyncStream<[UInt8]> {
         let device = Self.device(of: characteristic)
-        guard present, devices[device]?.connected == true, let peripheral = peripherals[device] else { throw .doesNotExist }
+        guard present, devices[device]?.connected == true, let peripheral = peripherals[device] else {
+            throw .doesNotExist
+        }
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
         notifications[characteristic]?.finish()
         notifications[characteristic] = continuation

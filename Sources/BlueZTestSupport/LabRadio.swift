@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The lab's radio control socket (bluez-lab README, "Radio control channel").
@@ -20,7 +21,9 @@ public struct LabRadio: Sendable {
             for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
         }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else { throw TestEnvironmentError("cannot reach the radio at \(path): errno \(errno)") }
         let line = command + "\n"
@@ -37,7 +40,9 @@ public struct LabRadio: Sendable {
         try send("rssi \(scanner) \(advertiser) \(dbm) \(sigma)")
     }
 
-    public func ramp(_ scanner: String, _ advertiser: String, from: Double, to: Double, seconds: Double, sigma: Double = 0) throws {
+    public func ramp(
+        _ scanner: String, _ advertiser: String, from: Double, to: Double, seconds: Double, sigma: Double = 0
+    ) throws {
         try send("ramp \(scanner) \(advertiser) \(from) \(to) \(seconds) \(sigma)")
     }
 

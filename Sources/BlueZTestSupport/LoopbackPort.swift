@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// TCP ports on 127.0.0.1 for test servers (a broker, a metrics listener), chosen by the

@@ -38,8 +38,9 @@ public final class PrivateBus: @unchecked Sendable {
             """
         let configPath = directory.appendingPathComponent("bus.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        daemon = try ChildProcess(["/usr/bin/dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile"],
-                                  output: directory.appendingPathComponent("dbus-daemon.log").path)
+        daemon = try ChildProcess(
+            ["/usr/bin/dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile"],
+            output: directory.appendingPathComponent("dbus-daemon.log").path)
         // The socket file appears at bind(), a moment before listen(): wait until a
         // connection is accepted, not just for the file.
         let deadline = Date().addingTimeInterval(10)
@@ -81,18 +82,20 @@ public final class BlueZMock: @unchecked Sendable {
 
     private static func spawn(_ bus: PrivateBus) throws -> ChildProcess {
         // Debian's python3 has python3-dbusmock; a python3 earlier on PATH may not.
-        try ChildProcess(["/usr/bin/python3", "-m", "dbusmock", "--template", "bluez5"],
-                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address],
-                         output: bus.directory.appendingPathComponent("dbusmock.log").path)
+        try ChildProcess(
+            ["/usr/bin/python3", "-m", "dbusmock", "--template", "bluez5"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address],
+            output: bus.directory.appendingPathComponent("dbusmock.log").path)
     }
 
     public func waitForOwner(present: Bool) async throws {
         // Generous: a python3 starting under a loaded CI machine has taken more than 15 s.
         let deadline = Date().addingTimeInterval(45)
         while Date() < deadline {
-            let reply = try await control.call(destination: DBusDaemon.service, path: DBusDaemon.path,
-                                               interface: DBusDaemon.interface, method: "NameHasOwner",
-                                               arguments: [.string("org.bluez")])
+            let reply = try await control.call(
+                destination: DBusDaemon.service, path: DBusDaemon.path,
+                interface: DBusDaemon.interface, method: "NameHasOwner",
+                arguments: [.string("org.bluez")])
             if reply.first?.bool == present { return }
             if present, !process.isRunning {
                 throw TestEnvironmentError("dbusmock exited: \(bus.log("dbusmock.log"))")
@@ -115,10 +118,13 @@ public final class BlueZMock: @unchecked Sendable {
     }
 
     @discardableResult
-    public func mock(_ method: String, _ arguments: [DBusValue], path: String = "/org/bluez",
-              interface: String = "org.bluez.Mock") async throws -> [DBusValue] {
-        try await control.call(destination: "org.bluez", path: path, interface: interface, method: method,
-                               arguments: arguments)
+    public func mock(
+        _ method: String, _ arguments: [DBusValue], path: String = "/org/bluez",
+        interface: String = "org.bluez.Mock"
+    ) async throws -> [DBusValue] {
+        try await control.call(
+            destination: "org.bluez", path: path, interface: interface, method: method,
+            arguments: arguments)
     }
 
     public func addAdapter(_ name: String = "hci0") async throws {
@@ -126,15 +132,17 @@ public final class BlueZMock: @unchecked Sendable {
     }
 
     @discardableResult
-    public func addDevice(_ address: String, adapter: String = "hci0", alias: String = "reader") async throws -> String {
+    public func addDevice(_ address: String, adapter: String = "hci0", alias: String = "reader") async throws -> String
+    {
         try await mock("AddDevice", [.string(adapter), .string(address), .string(alias)]).first?.string ?? ""
     }
 
     /// Sets a property the way bluetoothd changes it: the mock's Properties.Set emits
     /// PropertiesChanged. Values take BlueZ's real types (see docs/bluez.md).
     public func set(_ path: String, _ interface: String, _ property: String, _ value: DBusValue) async throws {
-        try await mock("Set", [.string(interface), .string(property), .variant(value)], path: path,
-                       interface: DBusProperties.interface)
+        try await mock(
+            "Set", [.string(interface), .string(property), .variant(value)], path: path,
+            interface: DBusProperties.interface)
     }
 
     /// Runs Python inside the mock in one method call (dbusmock's AddMethod: `objects` maps
@@ -142,17 +150,18 @@ public final class BlueZMock: @unchecked Sendable {
     /// than one D-Bus call per signal could send it.
     public func run(python code: String) async throws {
         let name = "Run\(UInt64.random(in: 0...UInt64.max))"
-        try await mock("AddMethod", [.string("org.accessd.Test"), .string(name), .string(""), .string(""), .string(code)],
-                       interface: "org.freedesktop.DBus.Mock")
+        try await mock(
+            "AddMethod", [.string("org.accessd.Test"), .string(name), .string(""), .string(""), .string(code)],
+            interface: "org.freedesktop.DBus.Mock")
         try await mock(name, [], interface: "org.accessd.Test")
     }
 
     /// What the client called on an object, as dbusmock recorded it.
     public func calls(_ path: String) async throws -> [String] {
         let reply = try await mock("GetCalls", [], path: path, interface: "org.freedesktop.DBus.Mock")
-        guard case let .array(_, items)? = reply.first else { return [] }
+        guard case .array(_, let items)? = reply.first else { return [] }
         return items.compactMap { item in
-            guard case let .structure(fields) = item, fields.count >= 2 else { return nil }
+            guard case .structure(let fields) = item, fields.count >= 2 else { return nil }
             return fields[1].string
         }
     }

@@ -17,8 +17,10 @@ public struct ClientLimits: Hashable, Sendable {
     /// for as long as it chose, and its -32003 or -32006 waited behind the blocked write.
     public var sendTimeout: Duration
 
-    public init(maximumClients: Int = 128, reservedForOperators: Int = 16, idleTimeout: Duration = .seconds(300),
-                sendTimeout: Duration = .seconds(30)) {
+    public init(
+        maximumClients: Int = 128, reservedForOperators: Int = 16, idleTimeout: Duration = .seconds(300),
+        sendTimeout: Duration = .seconds(30)
+    ) {
         self.maximumClients = maximumClients
         self.reservedForOperators = min(reservedForOperators, maximumClients - 1)
         self.idleTimeout = idleTimeout

@@ -94,7 +94,7 @@ final class ClientOutbox: @unchecked Sendable {
             }
             if eventCount >= eventLimit {
                 dropped.add(1)
-                if case let .gap(from, _)? = events.last {
+                if case .gap(let from, _)? = events.last {
                     events[events.count - 1] = .gap(from: from, to: sequence)
                 } else {
                     events.append(.gap(from: sequence, to: sequence))
@@ -123,7 +123,7 @@ final class ClientOutbox: @unchecked Sendable {
         dropped.add(Int(max(0, to - from + 1)))
         let wake = locked { () -> (CheckedContinuation<String?, Never>, String)? in
             guard !closed, from <= to else { return nil }
-            if case let .gap(first, _)? = events.last {
+            if case .gap(let first, _)? = events.last {
                 events[events.count - 1] = .gap(from: first, to: to)
             } else {
                 events.append(.gap(from: from, to: to))
@@ -153,11 +153,12 @@ final class ClientOutbox: @unchecked Sendable {
         if !responses.isEmpty { return responses.removeFirst() }
         guard !holding, !events.isEmpty else { return nil }
         switch events.removeFirst() {
-        case let .event(_, line):
+        case .event(_, let line):
             eventCount -= 1
             return line
-        case let .gap(from, to):
-            return RPCRequest.notification(method: RPCRequest.eventsDroppedMethod, params: ["from": .int(from), "to": .int(to)])
+        case .gap(let from, let to):
+            return RPCRequest.notification(
+                method: RPCRequest.eventsDroppedMethod, params: ["from": .int(from), "to": .int(to)])
         }
     }
 

@@ -2,7 +2,7 @@ import AccessJSON
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking client of the control socket, for `accessctl`, tests and benchmarks: one
@@ -17,10 +17,10 @@ public final class ControlConnection {
 
         public var description: String {
             switch self {
-            case let .cannotConnect(path, code): "cannot connect to \(path): \(String(cString: strerror(code)))"
-            case let .timedOut(limit): "accessd did not answer within \(limit.components.seconds) s"
+            case .cannotConnect(let path, let code): "cannot connect to \(path): \(String(cString: strerror(code)))"
+            case .timedOut(let limit): "accessd did not answer within \(limit.components.seconds) s"
             case .closed: "accessd closed the connection"
-            case let .malformed(line): "malformed line from accessd: \(line)"
+            case .malformed(let line): "malformed line from accessd: \(line)"
             }
         }
     }
@@ -51,7 +51,9 @@ public final class ControlConnection {
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard result == 0 else {
             let code = errno
@@ -80,7 +82,9 @@ public final class ControlConnection {
         var bytes = bytes
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeMutableBytes {
+                send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             guard written > 0 else { throw .closed }
             offset += written
         }
@@ -89,17 +93,23 @@ public final class ControlConnection {
     /// Calls a method and waits for its answer; notifications that arrive meanwhile are kept,
     /// or given to `onNotification` as they come (an exchange's `secondFactor.required`,
     /// answered before the call ends).
-    public func call(_ method: ControlMethod, _ params: JSONValue = [:],
-                     onNotification: ((JSONValue) -> Void)? = nil) throws(Failure) -> Result<JSONValue, RPCError> {
+    public func call(
+        _ method: ControlMethod, _ params: JSONValue = [:],
+        onNotification: ((JSONValue) -> Void)? = nil
+    ) throws(Failure) -> Result<JSONValue, RPCError> {
         try call(method.rawValue, params, onNotification: onNotification)
     }
 
     /// A method by its wire name (tests that send what no table has).
-    public func call(_ method: String, _ params: JSONValue = [:],
-                     onNotification: ((JSONValue) -> Void)? = nil) throws(Failure) -> Result<JSONValue, RPCError> {
+    public func call(
+        _ method: String, _ params: JSONValue = [:],
+        onNotification: ((JSONValue) -> Void)? = nil
+    ) throws(Failure) -> Result<JSONValue, RPCError> {
         nextID += 1
         let id = nextID
-        try sendRaw(JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText + "\n")
+        try sendRaw(
+            JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText
+                + "\n")
         let deadline = answerTimeout.map { ContinuousClock.now + $0 }
         while true {
             if let deadline, let answerTimeout, !waitReadable(timeout: max(.zero, deadline - ContinuousClock.now)) {
@@ -112,8 +122,10 @@ public final class ControlConnection {
             }
             guard message["id"]?.int == id else { continue }
             if let error = message["error"] {
-                return .failure(RPCError(code: Int(error["code"]?.int ?? -32603), message: error["message"]?.string ?? "",
-                                         data: error["data"]))
+                return .failure(
+                    RPCError(
+                        code: Int(error["code"]?.int ?? -32603), message: error["message"]?.string ?? "",
+                        data: error["data"]))
             }
             return .success(message["result"] ?? .null)
         }
@@ -135,7 +147,8 @@ public final class ControlConnection {
     public func waitReadable(timeout: Duration) -> Bool {
         if !notifications.isEmpty || buffer.contains(UInt8(ascii: "\n")) { return true }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         return poll(&descriptor, 1, milliseconds) > 0
     }
 

@@ -6,7 +6,7 @@ import NIOExtras
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Answers requests from one client. Implemented by the daemon.
@@ -24,7 +24,10 @@ public final class ControlClient: Sendable, Hashable {
     let outbox: ClientOutbox
     let activity = NIOLockedValueBox(ClientActivity())
 
-    init(id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int, dropped: DroppedEventCounter = DroppedEventCounter()) {
+    init(
+        id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int,
+        dropped: DroppedEventCounter = DroppedEventCounter()
+    ) {
         self.id = id
         self.role = role
         self.uid = uid
@@ -84,8 +87,10 @@ public final class ControlServer: Sendable {
     /// Events dropped for subscribers that did not keep up, since start, over all clients.
     public var droppedEvents: Int { dropped.total }
 
-    public init(path: String, group: gid_t?, eventLimit: Int, limits: ClientLimits = ClientLimits(), logger: Logger,
-                handler: any ControlRequestHandler, roleOf: @escaping @Sendable (PeerIdentity) -> Role) {
+    public init(
+        path: String, group: gid_t?, eventLimit: Int, limits: ClientLimits = ClientLimits(), logger: Logger,
+        handler: any ControlRequestHandler, roleOf: @escaping @Sendable (PeerIdentity) -> Role
+    ) {
         self.admission = ClientAdmission(limits: limits)
         self.path = path
         self.group = group
@@ -102,14 +107,17 @@ public final class ControlServer: Sendable {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelInitializer { listener in
-                listener.eventLoop.makeCompletedFuture { try listener.pipeline.syncOperations.addHandler(stop.counter()) }
+                listener.eventLoop.makeCompletedFuture {
+                    try listener.pipeline.syncOperations.addHandler(stop.counter())
+                }
             }
             // A client may write its requests and shut its side down (socat, `echo … |`):
             // its answers are still written before the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             // Never over an existing file: `SocketPath.claim` removed it if it was stale.
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
-                PeerIdentity.of(channel).flatMapThrowing { identity -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerIdentity?) in
+                PeerIdentity.of(channel).flatMapThrowing {
+                    identity -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerIdentity?) in
                     let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(isOutboundHalfClosureEnabled: true))
@@ -120,7 +128,8 @@ public final class ControlServer: Sendable {
         defer { ownFile?.removeIfStillOurs() }
         chmod(path, 0o660)
         if let group, chown(path, UInt32.max, group) != 0 {
-            throw SocketPath.InUse(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
+            throw SocketPath.InUse(
+                description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
         }
         onReady()
         logger.info("control socket listening", metadata: ["path": "\(path)"])
@@ -150,18 +159,24 @@ public final class ControlServer: Sendable {
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, identity: PeerIdentity?) async {
         // Without credentials nobody is trusted beyond reading.
         let role = identity.map(roleOf) ?? .observer
-        if case let .refused(limit, first) = admission.admit(role) {
+        if case .refused(let limit, let first) = admission.admit(role) {
             await refuse(connection, error: .tooManyClients(limit))
             if first {
-                logger.warning("clients refused: the socket is full", metadata: ["limit": "\(limit)", "role": "\(role)",
-                                                                              "uid": "\(identity?.uid ?? UInt32.max)"])
+                logger.warning(
+                    "clients refused: the socket is full",
+                    metadata: [
+                        "limit": "\(limit)", "role": "\(role)",
+                        "uid": "\(identity?.uid ?? UInt32.max)",
+                    ])
             }
             return
         }
         defer { admission.leave() }
-        let client = ControlClient(id: clientIDs.next(), role: role, uid: identity?.uid ?? UInt32.max,
-                                   pid: identity?.pid ?? -1, eventLimit: eventLimit, dropped: dropped)
-        logger.debug("client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
+        let client = ControlClient(
+            id: clientIDs.next(), role: role, uid: identity?.uid ?? UInt32.max,
+            pid: identity?.pid ?? -1, eventLimit: eventLimit, dropped: dropped)
+        logger.debug(
+            "client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
         enum Side { case reader, writer, idle, stalled }
         let channel = connection.channel
         do {
@@ -247,8 +262,12 @@ public final class ControlServer: Sendable {
             // A write that starts waiting now is looked at again within the timeout.
             try await Task.sleep(for: waitingSince.map { $0 + timeout - now } ?? timeout)
         }
-        logger.notice("client dropped: not reading", metadata: ["client": "\(client.id)", "uid": "\(client.uid)",
-                                                               "timeout": "\(timeout)"])
+        logger.notice(
+            "client dropped: not reading",
+            metadata: [
+                "client": "\(client.id)", "uid": "\(client.uid)",
+                "timeout": "\(timeout)",
+            ])
         try? await channel.close()
     }
 
@@ -256,7 +275,9 @@ public final class ControlServer: Sendable {
     /// `maximumLineLength` bytes waiting: past that, one `lineTooLong` answer, then hang up.
     private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: ControlClient) async throws {
         do {
-            for try await line in inbound.decode(using: LineBasedFrameDecoder(), maximumBufferSize: Self.maximumLineLength) {
+            for try await line in inbound.decode(
+                using: LineBasedFrameDecoder(), maximumBufferSize: Self.maximumLineLength)
+            {
                 client.activity.withLockedValue { $0.lastHeard = .now }
                 // The decoder's bound is on what it buffers, checked between reads: a longer
                 // line arriving in one read got through (up to 128 KiB, issue #17).
@@ -289,10 +310,12 @@ public final class ControlServer: Sendable {
             return false
         }
         switch RPCRequest.parse(trimmed) {
-        case let .failure(failure):
+        case .failure(let failure):
             return client.outbox.pushResponse(RPCRequest.errorResponse(id: failure.id, error: failure.error))
-        case let .success(request):
-            if ControlMethod(rawValue: request.method)?.holdsEventsUntilAnswered ?? true { client.outbox.beginRequest() }
+        case .success(let request):
+            if ControlMethod(rawValue: request.method)?.holdsEventsUntilAnswered ?? true {
+                client.outbox.beginRequest()
+            }
             client.activity.withLockedValue { $0.requestUnderWay = true }
             let result = await handler.handle(request, from: client)
             client.activity.withLockedValue {
@@ -306,8 +329,8 @@ public final class ControlServer: Sendable {
             }
             let text: String
             switch result {
-            case let .success(value): text = RPCRequest.response(id: request.id, result: value)
-            case let .failure(error): text = RPCRequest.errorResponse(id: request.id, error: error)
+            case .success(let value): text = RPCRequest.response(id: request.id, result: value)
+            case .failure(let error): text = RPCRequest.errorResponse(id: request.id, error: error)
             }
             guard client.outbox.pushResponse(text) else {
                 logger.notice("client dropped: too many unanswered requests", metadata: ["client": "\(client.id)"])

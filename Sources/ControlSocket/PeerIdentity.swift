@@ -1,7 +1,7 @@
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Who a client is, as the kernel saw it when it connected: SO_PEERCRED's pid, uid and gid,

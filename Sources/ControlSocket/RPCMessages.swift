@@ -13,16 +13,28 @@ public struct RPCError: Error, Hashable, Sendable {
     }
 
     // JSON-RPC 2.0's own.
-    public static func parseError(_ detail: String) -> RPCError { RPCError(code: -32700, message: "parse error: \(detail)") }
-    public static func invalidRequest(_ detail: String) -> RPCError { RPCError(code: -32600, message: "invalid request: \(detail)") }
-    public static func methodNotFound(_ method: String) -> RPCError { RPCError(code: -32601, message: "method not found: \(method)") }
-    public static func invalidParams(_ detail: String) -> RPCError { RPCError(code: -32602, message: "invalid params: \(detail)") }
-    public static func internalError(_ detail: String) -> RPCError { RPCError(code: -32603, message: "internal error: \(detail)") }
+    public static func parseError(_ detail: String) -> RPCError {
+        RPCError(code: -32700, message: "parse error: \(detail)")
+    }
+    public static func invalidRequest(_ detail: String) -> RPCError {
+        RPCError(code: -32600, message: "invalid request: \(detail)")
+    }
+    public static func methodNotFound(_ method: String) -> RPCError {
+        RPCError(code: -32601, message: "method not found: \(method)")
+    }
+    public static func invalidParams(_ detail: String) -> RPCError {
+        RPCError(code: -32602, message: "invalid params: \(detail)")
+    }
+    public static func internalError(_ detail: String) -> RPCError {
+        RPCError(code: -32603, message: "internal error: \(detail)")
+    }
 
     // accessd's, -32000 … -32099.
     public static let forbiddenCode = -32001
     public static func forbidden(needs role: Role) -> RPCError {
-        RPCError(code: forbiddenCode, message: "forbidden: needs the \(role) role", data: ["needs": .string(role.description)])
+        RPCError(
+            code: forbiddenCode, message: "forbidden: needs the \(role) role",
+            data: ["needs": .string(role.description)])
     }
     public static let lineTooLong = RPCError(code: -32002, message: "request line too long")
     public static let tooManyPending = RPCError(code: -32003, message: "too many requests waiting for their answers")
@@ -31,16 +43,20 @@ public struct RPCError: Error, Hashable, Sendable {
         RPCError(code: -32004, message: "request \(error)", data: ["limit": .int(Int64(error.limit))])
     }
     public static func tooManyClients(_ limit: Int) -> RPCError {
-        RPCError(code: -32005, message: "too many clients (\(limit)); try again later", data: ["limit": .int(Int64(limit))])
+        RPCError(
+            code: -32005, message: "too many clients (\(limit)); try again later", data: ["limit": .int(Int64(limit))])
     }
     public static func idle(_ timeout: Duration) -> RPCError {
-        RPCError(code: -32006, message: "closed after \(timeout.components.seconds) s without a request",
-                 data: ["seconds": .int(timeout.components.seconds)])
+        RPCError(
+            code: -32006, message: "closed after \(timeout.components.seconds) s without a request",
+            data: ["seconds": .int(timeout.components.seconds)])
     }
     /// The operation failed for a reason of the domain: `data.error` holds the stable name
     /// (e.g. a ReaderConnectionError such as `readerUnavailable`).
     public static func failed(_ error: String, _ message: String, details: [String: JSONValue] = [:]) -> RPCError {
-        RPCError(code: -32010, message: message, data: .object(details.merging(["error": .string(error)]) { _, name in name }))
+        RPCError(
+            code: -32010, message: message,
+            data: .object(details.merging(["error": .string(error)]) { _, name in name }))
     }
 }
 
@@ -86,7 +102,9 @@ public struct RPCRequest: Sendable {
         } catch {
             return .failure(Failure(id: nil, error: .parseError("not JSON")))
         }
-        guard case let .object(members) = value else { return .failure(Failure(id: nil, error: .invalidRequest("not an object"))) }
+        guard case .object(let members) = value else {
+            return .failure(Failure(id: nil, error: .invalidRequest("not an object")))
+        }
         let id = members["id"]
         if let id {
             switch id {
@@ -94,12 +112,16 @@ public struct RPCRequest: Sendable {
             default: return .failure(Failure(id: nil, error: .invalidRequest("id must be a string or an integer")))
             }
         }
-        guard members["jsonrpc"] == "2.0" else { return .failure(Failure(id: id, error: .invalidRequest("jsonrpc must be \"2.0\""))) }
+        guard members["jsonrpc"] == "2.0" else {
+            return .failure(Failure(id: id, error: .invalidRequest("jsonrpc must be \"2.0\"")))
+        }
         guard let method = members["method"]?.string, !method.isEmpty else {
             return .failure(Failure(id: id, error: .invalidRequest("method must be a non-empty string")))
         }
         let params = members["params"] ?? .object([:])
-        guard case .object = params else { return .failure(Failure(id: id, error: .invalidParams("params must be an object"))) }
+        guard case .object = params else {
+            return .failure(Failure(id: id, error: .invalidParams("params must be an object")))
+        }
         return .success(RPCRequest(id: id, method: method, params: params))
     }
 
@@ -120,7 +142,9 @@ public struct RPCRequest: Sendable {
 
     /// An event as the socket sends it: `params: {seq, time, kind, data}`.
     public static func eventNotification(sequence: Int64, time: Double, kind: String, data: JSONValue) -> String {
-        notification(method: eventMethod, params: ["seq": .int(sequence), "time": .double(time), "kind": .string(kind), "data": data])
+        notification(
+            method: eventMethod,
+            params: ["seq": .int(sequence), "time": .double(time), "kind": .string(kind), "data": data])
     }
 
     public static func notification(method: String, params: JSONValue) -> String {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The control socket's path. A second accessd used to bind over the live socket and
@@ -54,7 +54,9 @@ public enum SocketPath {
 
         func removeIfStillOurs() {
             var status = stat()
-            guard lstat(path, &status) == 0, UInt64(status.st_dev) == device, UInt64(status.st_ino) == inode else { return }
+            guard lstat(path, &status) == 0, UInt64(status.st_dev) == device, UInt64(status.st_ino) == inode else {
+                return
+            }
             unlink(path)
         }
     }

@@ -66,9 +66,10 @@ public struct SimulatedReaderConfiguration: Sendable {
         if manualConnect { flags.insert(.manualConnectEnabled) }
         if secondFactorRequired { flags.insert(.secondFactorRequired) }
         if !actions.isEmpty { flags.insert(.actionsEnabled) }
-        return ReaderAdvertisement(kind: kind, flags: flags, readerID: id, txPower: txPower,
-                                   autoConnectPathLoss: autoConnectPathLoss, manualConnectPathLoss: manualConnectPathLoss,
-                                   siteTag: siteTag)
+        return ReaderAdvertisement(
+            kind: kind, flags: flags, readerID: id, txPower: txPower,
+            autoConnectPathLoss: autoConnectPathLoss, manualConnectPathLoss: manualConnectPathLoss,
+            siteTag: siteTag)
     }
 }
 
@@ -90,8 +91,10 @@ public struct SimulatedReadersFile: Sendable {
     }
 
     public static let readerKeys: Set<String> = [
-        "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss", "manual_connect_path_loss",
-        "auto_connect", "manual_connect", "second_factor", "presence", "protocol_version", "actions", "action_outcomes", "decision", "mode",
+        "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss",
+        "manual_connect_path_loss",
+        "auto_connect", "manual_connect", "second_factor", "presence", "protocol_version", "actions", "action_outcomes",
+        "decision", "mode",
         "fault", "fault_delay",
     ]
 
@@ -114,15 +117,17 @@ public struct SimulatedReadersFile: Sendable {
             throw Failure(file: file, line: error.line, reason: error.reason)
         }
         if let stray = document.sections[""]?.first {
-            throw Failure(file: file, line: stray.value.line, reason: "\(stray.key) must be inside [site] or a reader's section")
+            throw Failure(
+                file: file, line: stray.value.line, reason: "\(stray.key) must be inside [site] or a reader's section")
         }
         guard let site = document.sections["site"] else {
             throw Failure(file: file, line: nil, reason: "a [site] section with url and key is required")
         }
         for (key, entry) in site where !["url", "key", "ca_file"].contains(key) {
-            throw Failure(file: file, line: entry.line, reason: "unknown key '\(key)' in [site] (known: url, key, ca_file)")
+            throw Failure(
+                file: file, line: entry.line, reason: "unknown key '\(key)' in [site] (known: url, key, ca_file)")
         }
-        guard case let .string(urlText)? = site["url"]?.value else {
+        guard case .string(let urlText)? = site["url"]?.value else {
             throw Failure(file: file, line: document.sectionLines["site"], reason: "[site] url must be the site's URL")
         }
         let siteURL: SiteAddress
@@ -132,13 +137,14 @@ public struct SimulatedReadersFile: Sendable {
         } catch {
             throw Failure(file: file, line: site["url"]?.line, reason: "[site] url: \(error)")
         }
-        guard case let .string(keyFile)? = site["key"]?.value, !keyFile.isEmpty else {
-            throw Failure(file: file, line: site["key"]?.line ?? document.sectionLines["site"],
-                          reason: "[site] key must name the reader controller's key file (readersim reader-key)")
+        guard case .string(let keyFile)? = site["key"]?.value, !keyFile.isEmpty else {
+            throw Failure(
+                file: file, line: site["key"]?.line ?? document.sectionLines["site"],
+                reason: "[site] key must name the reader controller's key file (readersim reader-key)")
         }
         var caFile: String?
         if let entry = site["ca_file"] {
-            guard case let .string(path) = entry.value, !path.isEmpty else {
+            guard case .string(let path) = entry.value, !path.isEmpty else {
                 throw Failure(file: file, line: entry.line, reason: "[site] ca_file must name a PEM file")
             }
             caFile = path
@@ -147,48 +153,55 @@ public struct SimulatedReadersFile: Sendable {
         for name in document.sections.keys.filter({ $0 != "site" }).sorted(by: {
             (document.sectionLines[$0] ?? 0) < (document.sectionLines[$1] ?? 0)
         }) {
-            readers.append(try reader(name, document.sections[name] ?? [:], line: document.sectionLines[name], file: file))
+            readers.append(
+                try reader(name, document.sections[name] ?? [:], line: document.sectionLines[name], file: file))
         }
-        guard !readers.isEmpty else { throw Failure(file: file, line: nil, reason: "no readers: add a [name] section per reader") }
+        guard !readers.isEmpty else {
+            throw Failure(file: file, line: nil, reason: "no readers: add a [name] section per reader")
+        }
         var ids: Set<ReaderID> = []
         for reader in readers where !ids.insert(reader.id).inserted {
-            throw Failure(file: file, line: document.sectionLines[reader.name], reason: "reader id \(reader.id) is used twice")
+            throw Failure(
+                file: file, line: document.sectionLines[reader.name], reason: "reader id \(reader.id) is used twice")
         }
         return SimulatedReadersFile(siteURL: siteURL, keyFile: keyFile, caFile: caFile, readers: readers)
     }
 
-    private static func reader(_ name: String, _ keys: [String: ConfigurationSyntax.Entry], line: Int?,
-                               file: String) throws(Failure) -> SimulatedReaderConfiguration {
+    private static func reader(
+        _ name: String, _ keys: [String: ConfigurationSyntax.Entry], line: Int?,
+        file: String
+    ) throws(Failure) -> SimulatedReaderConfiguration {
         func fail(_ key: String?, _ reason: String) -> Failure {
             Failure(file: file, line: key.flatMap { keys[$0]?.line } ?? line, reason: "[\(name)] \(reason)")
         }
         for (key, entry) in keys where !readerKeys.contains(key) {
-            throw Failure(file: file, line: entry.line,
-                          reason: "[\(name)] unknown key '\(key)' (known: \(readerKeys.sorted().joined(separator: ", ")))")
+            throw Failure(
+                file: file, line: entry.line,
+                reason: "[\(name)] unknown key '\(key)' (known: \(readerKeys.sorted().joined(separator: ", ")))")
         }
         func string(_ key: String) throws(Failure) -> String? {
             guard let value = keys[key]?.value else { return nil }
-            guard case let .string(text) = value else { throw fail(key, "\(key) must be a string") }
+            guard case .string(let text) = value else { throw fail(key, "\(key) must be a string") }
             return text
         }
         func int(_ key: String, _ range: ClosedRange<Int>) throws(Failure) -> Int? {
             guard let value = keys[key]?.value else { return nil }
-            guard case let .integer(number) = value, range.contains(number) else {
+            guard case .integer(let number) = value, range.contains(number) else {
                 throw fail(key, "\(key) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
             }
             return number
         }
         func bool(_ key: String) throws(Failure) -> Bool? {
             guard let value = keys[key]?.value else { return nil }
-            guard case let .bool(flag) = value else { throw fail(key, "\(key) must be true or false") }
+            guard case .bool(let flag) = value else { throw fail(key, "\(key) must be true or false") }
             return flag
         }
         func strings(_ key: String) throws(Failure) -> [String] {
             guard let value = keys[key]?.value else { return [] }
-            guard case let .array(items) = value else { throw fail(key, "\(key) must be a list of strings") }
+            guard case .array(let items) = value else { throw fail(key, "\(key) must be a list of strings") }
             var result: [String] = []
             for item in items {
-                guard case let .string(text) = item else { throw fail(key, "\(key) must be a list of strings") }
+                guard case .string(let text) = item else { throw fail(key, "\(key) must be a list of strings") }
                 result.append(text)
             }
             return result
@@ -200,15 +213,21 @@ public struct SimulatedReadersFile: Sendable {
             return value
         }
 
-        guard let idText = try string("id"), let id = ReaderID(idText) else { throw fail("id", "id must be 1 to 8 hex digits, not 0") }
+        guard let idText = try string("id"), let id = ReaderID(idText) else {
+            throw fail("id", "id must be 1 to 8 hex digits, not 0")
+        }
         let kindText = try string("kind") ?? "gallagher"
         guard let kind = ReaderKind.allCases.first(where: { $0.description == kindText }) else {
             throw fail("kind", "kind must be gallagher or aperio")
         }
         var c = SimulatedReaderConfiguration(name: name, id: id, displayName: try string("name") ?? name, kind: kind)
-        guard c.displayName.utf8.count <= 12 else { throw fail("name", "name must be at most 12 bytes (it shares the advertisement's 31 bytes)") }
+        guard c.displayName.utf8.count <= 12 else {
+            throw fail("name", "name must be at most 12 bytes (it shares the advertisement's 31 bytes)")
+        }
         if let adapter = try string("adapter") {
-            guard adapter.hasPrefix("hci"), Int(adapter.dropFirst(3)) != nil else { throw fail("adapter", "adapter must look like hci0") }
+            guard adapter.hasPrefix("hci"), Int(adapter.dropFirst(3)) != nil else {
+                throw fail("adapter", "adapter must look like hci0")
+            }
             c.adapter = adapter
         }
         if let value = try int("interval_ms", 20...10240) { c.intervalMilliseconds = UInt32(value) }
@@ -243,19 +262,25 @@ public struct SimulatedReadersFile: Sendable {
             case "site": c.decision = .site
             case "grant": c.decision = .grant
             default:
-                guard text.hasPrefix("deny:") else { throw fail("decision", "decision is site, grant or deny:DECISION") }
+                guard text.hasPrefix("deny:") else {
+                    throw fail("decision", "decision is site, grant or deny:DECISION")
+                }
                 c.decision = .deny(try decision(String(text.dropFirst(5)), key: "decision"))
             }
         }
         if let text = try string("mode") {
             guard let mode = AccessMode.allCases.first(where: { $0.description == text }) else {
-                throw fail("mode", "mode must be one of \(AccessMode.allCases.map(\.description).joined(separator: ", "))")
+                throw fail(
+                    "mode", "mode must be one of \(AccessMode.allCases.map(\.description).joined(separator: ", "))")
             }
             c.mode = mode
         }
         if let text = try string("fault") {
             guard let fault = SimulatedReaderConfiguration.Fault(rawValue: text) else {
-                throw fail("fault", "fault must be one of \(SimulatedReaderConfiguration.Fault.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw fail(
+                    "fault",
+                    "fault must be one of \(SimulatedReaderConfiguration.Fault.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             c.fault = fault
         }

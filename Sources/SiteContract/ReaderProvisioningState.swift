@@ -28,8 +28,9 @@ public struct ReaderProvisioningState: Sendable {
     /// The records a reader session decides from.
     public var credentialRecords: [ReaderSession.CredentialRecord] {
         credentials.values.map {
-            ReaderSession.CredentialRecord(id: $0.id, publicKey: $0.publicKey, secondFactorPublicKey: $0.secondFactorKey,
-                                           state: $0.state)
+            ReaderSession.CredentialRecord(
+                id: $0.id, publicKey: $0.publicKey, secondFactorPublicKey: $0.secondFactorKey,
+                state: $0.state)
         }
     }
 

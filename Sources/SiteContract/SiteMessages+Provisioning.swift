@@ -18,8 +18,10 @@ public struct ProvisioningPage: Codable, Sendable, Equatable {
     /// The site cut the answer: call again at once with the new cursor.
     public var more: Bool
 
-    public init(site: ProvisionedSite, cursor: String, credentials: [ProvisionedCredential], aperio: [ProvisionedAperio],
-                removed: ProvisioningRemovals, more: Bool) {
+    public init(
+        site: ProvisionedSite, cursor: String, credentials: [ProvisionedCredential], aperio: [ProvisionedAperio],
+        removed: ProvisioningRemovals, more: Bool
+    ) {
         self.site = site
         self.cursor = cursor
         self.credentials = credentials
@@ -141,13 +143,15 @@ extension ProvisioningPage {
         guard !cursor.isEmpty, cursor.utf8.count <= 256 else { throw fail("cursor must be 1 to 256 bytes") }
         guard let tag = SiteText.siteTag(site.tag) else { throw fail("site.tag must be 8 hex digits") }
         guard let scalar = Base64.decode(site.signingKey), scalar.count == 32,
-              let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: scalar)
+            let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: scalar)
         else { throw fail("site.signingKey must be a base64 32-byte P-256 private key") }
         guard SiteText.publicKey(site.publicKey)?.x963Representation == signingKey.publicKey.x963Representation
         else { throw fail("site.publicKey is not the public half of site.signingKey") }
         var validCredentials: [ValidatedProvisioningPage.Credential] = []
         for (index, record) in credentials.enumerated() {
-            guard let id = CredentialID(record.id) else { throw fail("credentials[\(index)].id is not a credential id") }
+            guard let id = CredentialID(record.id) else {
+                throw fail("credentials[\(index)].id is not a credential id")
+            }
             guard let key = SiteText.publicKey(record.publicKey) else {
                 throw fail("credentials[\(index)].publicKey must be a base64 X9.63 P-256 public key")
             }
@@ -162,7 +166,9 @@ extension ProvisioningPage {
         }
         var validAperio: [ValidatedProvisioningPage.Aperio] = []
         for (index, record) in aperio.enumerated() {
-            guard !record.id.isEmpty, record.id.utf8.count <= 128 else { throw fail("aperio[\(index)].id must be 1 to 128 bytes") }
+            guard !record.id.isEmpty, record.id.utf8.count <= 128 else {
+                throw fail("aperio[\(index)].id must be 1 to 128 bytes")
+            }
             guard let owner = CredentialID(record.credential) else {
                 throw fail("aperio[\(index)].credential is not a credential id")
             }
@@ -173,11 +179,14 @@ extension ProvisioningPage {
         }
         var removedCredentials: [CredentialID] = []
         for (index, text) in removed.credentials.enumerated() {
-            guard let id = CredentialID(text) else { throw fail("removed.credentials[\(index)] is not a credential id") }
+            guard let id = CredentialID(text) else {
+                throw fail("removed.credentials[\(index)] is not a credential id")
+            }
             removedCredentials.append(id)
         }
         return ValidatedProvisioningPage(
-            site: .init(name: site.name, tag: tag, signingKey: signingKey), cursor: cursor, credentials: validCredentials,
+            site: .init(name: site.name, tag: tag, signingKey: signingKey), cursor: cursor,
+            credentials: validCredentials,
             aperio: validAperio, removedCredentials: removedCredentials, removedAperio: removed.aperio, more: more)
     }
 }

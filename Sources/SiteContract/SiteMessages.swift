@@ -128,8 +128,10 @@ public struct SiteItemContent: Codable, Sendable, Equatable {
     public var validFrom: Int64?
     public var validUntil: Int64?
 
-    public init(siteTag: String? = nil, aperio: AperioFields? = nil, data: JSONValue? = nil, validFrom: Int64? = nil,
-                validUntil: Int64? = nil) {
+    public init(
+        siteTag: String? = nil, aperio: AperioFields? = nil, data: JSONValue? = nil, validFrom: Int64? = nil,
+        validUntil: Int64? = nil
+    ) {
         self.siteTag = siteTag
         self.aperio = aperio
         self.data = data

@@ -9,6 +9,9 @@ struct AccessbenchCommand: AsyncParsableCommand {
             Every suite prints a human summary, or with --json one object: \
             {"suite":NAME,"results":[...]}.
             """,
-        subcommands: [CoreBenchmark.self, BlueZBenchmark.self, SocketBenchmark.self, E2EBenchmark.self, FleetBenchmark.self, RangeStudy.self, ReadersBenchmark.self, PinBenchmark.self]
+        subcommands: [
+            CoreBenchmark.self, BlueZBenchmark.self, SocketBenchmark.self, E2EBenchmark.self, FleetBenchmark.self,
+            RangeStudy.self, ReadersBenchmark.self, PinBenchmark.self,
+        ]
     )
 }

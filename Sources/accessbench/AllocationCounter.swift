@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import MallocInterposerSwift
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Counts heap allocations with ordo-one's malloc interposer. The interposer only sees
 /// allocations when its library is preloaded, so `ensurePreloaded` re-executes the
@@ -40,7 +41,9 @@ enum AllocationCounter {
         body()
         MallocInterposerSwift.unhook()
         let statistics = MallocInterposerSwift.getStatistics()
-        return (statistics.mallocCount, statistics.mallocBytesCount, statistics.mallocBytesCount - statistics.freeBytesCount)
+        return (
+            statistics.mallocCount, statistics.mallocBytesCount, statistics.mallocBytesCount - statistics.freeBytesCount
+        )
     }
 
     private static func executablePath() -> String? {

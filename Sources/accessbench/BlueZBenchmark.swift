@@ -5,7 +5,7 @@ import BlueZTestSupport
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// PropertiesChanged signals (RSSI + service data), as bluetoothd sends them for every
@@ -28,7 +28,8 @@ struct BlueZBenchmark: AsyncParsableCommand {
         let saturated = try await bench.run(count: signals, pace: nil)
         let paced = try await bench.run(count: min(signals, pacedRate * 10), pace: pacedRate)
         if json {
-            print("{\"suite\":\"bluez\",\"results\":[\(saturated.json("saturated")),\(paced.json("paced\(pacedRate)"))]}")
+            print(
+                "{\"suite\":\"bluez\",\"results\":[\(saturated.json("saturated")),\(paced.json("paced\(pacedRate)"))]}")
         } else {
             print("bluez: PropertiesChanged (RSSI + ServiceData) → private dbus-daemon → BlueZClient event")
             print("  saturated: \(saturated.line)")
@@ -76,22 +77,39 @@ final class BusBench: Sendable {
     init() async throws {
         bus = try PrivateBus()
         emitter = try DBusConnection(address: bus.address)
-        let reply = try await emitter.call(destination: DBusDaemon.service, path: DBusDaemon.path,
-                                           interface: DBusDaemon.interface, method: "RequestName",
-                                           arguments: [.string("org.bluez"), .uint32(0)])
+        let reply = try await emitter.call(
+            destination: DBusDaemon.service, path: DBusDaemon.path,
+            interface: DBusDaemon.interface, method: "RequestName",
+            arguments: [.string("org.bluez"), .uint32(0)])
         guard reply.first?.integer == 1 else { throw ValidationError("could not own org.bluez on the private bus") }
         let emitter = self.emitter
         // The tree the client reads at start: one adapter, one device.
         try emitter.export(path: "/") { call in
-            let tree = DBusValue.dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", [
-                .init(.objectPath("/org/bluez/hci0"), .dictionary(keySignature: "s", valueSignature: "a{sv}", [
-                    .init(.string(Adapter1.interface), .properties(["Powered": .bool(true), "Address": .string("00:BB:01:01:00:01")])),
-                ])),
-                .init(.objectPath(BusBench.device), .dictionary(keySignature: "s", valueSignature: "a{sv}", [
-                    .init(.string(Device1.interface), .properties(["Address": .string("00:BB:01:00:00:00"),
-                                                                      "Adapter": .objectPath("/org/bluez/hci0")])),
-                ])),
-            ])
+            let tree = DBusValue.dictionary(
+                keySignature: "o", valueSignature: "a{sa{sv}}",
+                [
+                    .init(
+                        .objectPath("/org/bluez/hci0"),
+                        .dictionary(
+                            keySignature: "s", valueSignature: "a{sv}",
+                            [
+                                .init(
+                                    .string(Adapter1.interface),
+                                    .properties(["Powered": .bool(true), "Address": .string("00:BB:01:01:00:01")]))
+                            ])),
+                    .init(
+                        .objectPath(BusBench.device),
+                        .dictionary(
+                            keySignature: "s", valueSignature: "a{sv}",
+                            [
+                                .init(
+                                    .string(Device1.interface),
+                                    .properties([
+                                        "Address": .string("00:BB:01:00:00:00"),
+                                        "Adapter": .objectPath("/org/bluez/hci0"),
+                                    ]))
+                            ])),
+                ])
             try? emitter.reply(to: call, with: [tree])
         }
         client = BlueZClient(connection: try DBusConnection(address: bus.address))
@@ -114,8 +132,9 @@ final class BusBench: Sendable {
         let events = client.events
         let consumer = Task {
             for await event in events {
-                guard case let .deviceAdvertised(device) = event, let data = device.serviceData[Self.uuid],
-                      data.count >= 9, data[0] == 0xBE else { continue }
+                guard case .deviceAdvertised(let device) = event, let data = device.serviceData[Self.uuid],
+                    data.count >= 9, data[0] == 0xBE
+                else { continue }
                 var sent: UInt64 = 0
                 for byte in data[1..<9] { sent = sent << 8 | UInt64(byte) }
                 let latency = Double(Self.monotonicNanoseconds() &- sent) / 1e6
@@ -144,11 +163,16 @@ final class BusBench: Sendable {
             payload += [UInt8(index & 0xFF), 0, 0, 0, 0, 0]
             try emitter.emitSignal(
                 path: Self.device, interface: DBusProperties.interface, name: "PropertiesChanged",
-                arguments: [.string(Device1.interface),
-                            .properties(["RSSI": .int16(Int16(-40 - index % 50)),
-                                         "ServiceData": .dictionary(keySignature: "s", valueSignature: "v",
-                                                                    [.init(.string(Self.uuid), .variant(.bytes(payload)))])]),
-                            .strings([])])
+                arguments: [
+                    .string(Device1.interface),
+                    .properties([
+                        "RSSI": .int16(Int16(-40 - index % 50)),
+                        "ServiceData": .dictionary(
+                            keySignature: "s", valueSignature: "v",
+                            [.init(.string(Self.uuid), .variant(.bytes(payload)))]),
+                    ]),
+                    .strings([]),
+                ])
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while received.withLock(\.count) < count, ContinuousClock.now < deadline {

@@ -2,7 +2,7 @@ import AccessCore
 import ArgumentParser
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// parse → range → registry → auto-connect for a generated stream of advertisements.
@@ -36,14 +36,17 @@ struct CoreBenchmark: ParsableCommand {
             // allocate more per advertisement, and the registry stays at `count` entries.
             let longer = AllocationCounter.measure { stream.run(advertisements * 2) }
             let seconds = elapsed.secondsValue
-            results.append(CoreResult(
-                readers: count,
-                advertisementsPerSecond: Double(advertisements) / seconds,
-                bytesAllocatedPerAdvertisement: allocations.map { Double($0.bytes) / Double(advertisements) },
-                bytesAllocatedPerAdvertisementDoubleLength: longer.map { Double($0.bytes) / Double(advertisements * 2) },
-                retainedBytes: allocations?.retained, retainedBytesDoubleLength: longer?.retained,
-                registrySize: stream.registrySize,
-                exchangesStarted: stream.exchangesStarted))
+            results.append(
+                CoreResult(
+                    readers: count,
+                    advertisementsPerSecond: Double(advertisements) / seconds,
+                    bytesAllocatedPerAdvertisement: allocations.map { Double($0.bytes) / Double(advertisements) },
+                    bytesAllocatedPerAdvertisementDoubleLength: longer.map {
+                        Double($0.bytes) / Double(advertisements * 2)
+                    },
+                    retainedBytes: allocations?.retained, retainedBytesDoubleLength: longer?.retained,
+                    registrySize: stream.registrySize,
+                    exchangesStarted: stream.exchangesStarted))
         }
         if json {
             print(CoreResult.json(results))
@@ -107,18 +110,21 @@ struct AdvertisementStream {
         var generator = SystemRandomNumberGenerator()
         let site = SiteTag(0x5117_E001)
         payloads = (0..<readers).map { index in
-            ReaderAdvertisement(kind: index % 10 == 9 ? .aperioStyle : .gallagherStyle,
-                                flags: [.autoConnectEnabled, .manualConnectEnabled],
-                                readerID: ReaderID(UInt32(index + 1)), txPower: -59,
-                                autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: site).serviceData
+            ReaderAdvertisement(
+                kind: index % 10 == 9 ? .aperioStyle : .gallagherStyle,
+                flags: [.autoConnectEnabled, .manualConnectEnabled],
+                readerID: ReaderID(UInt32(index + 1)), txPower: -59,
+                autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: site
+            ).serviceData
         }
         // Path loss 38 → 8 → 38 dB over 600 reports, with ±4 dB of noise.
         rssiPattern = (0..<600).map { step in
             let phase = Double(step < 300 ? step : 600 - step) / 300
             return -59 - Int(38 - 30 * phase) + Int.random(in: -4...4, using: &generator)
         }
-        controller = AccessController(automaticAccessEnabled: true,
-                                      credentials: CredentialAvailability(mobileSites: [site], aperioSites: [site]))
+        controller = AccessController(
+            automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [site], aperioSites: [site]))
     }
 
     var registrySize: Int { registry.count }
@@ -135,7 +141,8 @@ struct AdvertisementStream {
             guard let advertisement = try? ReaderAdvertisement(serviceData: payloads[reader]) else { continue }
             let observation = registry.observe(advertisement, rssi: rssi, address: address, name: nil, at: now)
             if observation.isInAutoConnectRange || observation.autoConnectRangeChanged,
-               let attributes = registry.reader(advertisement.readerID) {
+                let attributes = registry.reader(advertisement.readerID)
+            {
                 let actions = controller.handle(
                     .readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange), at: now)
                 perform(actions)
@@ -145,7 +152,9 @@ struct AdvertisementStream {
                 let ended = pendingEnds
                 pendingEnds.removeAll(keepingCapacity: true)
                 for reader in ended {
-                    perform(controller.handle(.exchangeEnded(reader, .decided(AccessResult(decision: .granted, mode: .access))), at: now))
+                    perform(
+                        controller.handle(
+                            .exchangeEnded(reader, .decided(AccessResult(decision: .granted, mode: .access))), at: now))
                 }
             }
         }
@@ -154,10 +163,10 @@ struct AdvertisementStream {
     private mutating func perform(_ actions: [AccessController.Action]) {
         for action in actions {
             switch action {
-            case let .startExchange(reader, _, _):
+            case .startExchange(let reader, _, _):
                 exchangesStarted += 1
                 pendingEnds.append(reader)
-            case let .startTimer(timer, _):
+            case .startTimer(let timer, _):
                 // Timers fire immediately here: the selection window and cooldowns are
                 // the machine's business, the benchmark only keeps it moving.
                 perform(controller.handle(.timerFired(timer), at: now + .seconds(10)))

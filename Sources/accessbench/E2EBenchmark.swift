@@ -5,7 +5,7 @@ import ControlSocket
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Inside the bluez-lab VM (Bumble backend): repeated approaches to a `readersim` reader,
@@ -27,12 +27,17 @@ struct E2EBenchmark: AsyncParsableCommand {
     @Option(help: "Approaches per client.") var approaches = 20
     @Option(help: "Python with bleak for the baseline.") var python: String?
     @Flag(help: "Measure accessd only.") var noBleak = false
-    @Option(help: "Manual requests (access.request → decision) to measure with a cold link and over a held link, after the approaches.")
+    @Option(
+        help:
+            "Manual requests (access.request → decision) to measure with a cold link and over a held link, after the approaches."
+    )
     var manual = 0
     @Option(help: "accessd's [range] smoothing for this run (default: accessd's, 0.2).") var smoothing: Double?
-    @Option(help: "accessd's [range] approach_smoothing for this run (default: accessd's, 0.5).") var approachSmoothing: Double?
+    @Option(help: "accessd's [range] approach_smoothing for this run (default: accessd's, 0.5).") var approachSmoothing:
+        Double?
     @Option(help: "accessd's [range] median_window for this run (default: the filter's, 3).") var medianWindow: Int?
-    @Option(help: "The reader's protocol version: 2 keeps a challenge standing on the held link, 1 does not (default 2).")
+    @Option(
+        help: "The reader's protocol version: 2 keeps a challenge standing on the held link, 1 does not (default 2).")
     var readerVersion = 2
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
@@ -49,17 +54,21 @@ struct E2EBenchmark: AsyncParsableCommand {
         }
         guard (3...500).contains(approaches) else { throw ValidationError("--approaches 3…500") }
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/root"
-        let bleakPython = python ?? ProcessInfo.processInfo.environment["BLEAK_PYTHON"]
+        let bleakPython =
+            python ?? ProcessInfo.processInfo.environment["BLEAK_PYTHON"]
             ?? home + "/.cache/bluez-lab/bleak-venv/bin/python"
         if !noBleak && !FileManager.default.isExecutableFile(atPath: bleakPython) {
             throw ValidationError("no bleak Python at \(bleakPython) (see --help, or --no-bleak)")
         }
         if let smoothing, !(0.01...1).contains(smoothing) { throw ValidationError("--smoothing 0.01…1") }
-        if let approachSmoothing, !(0.01...1).contains(approachSmoothing) { throw ValidationError("--approach-smoothing 0.01…1") }
+        if let approachSmoothing, !(0.01...1).contains(approachSmoothing) {
+            throw ValidationError("--approach-smoothing 0.01…1")
+        }
         guard (1...2).contains(readerVersion) else { throw ValidationError("--reader-version 1 or 2") }
         if let medianWindow, !(1...5).contains(medianWindow) { throw ValidationError("--median-window 1…5") }
         if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
-        var access = "", range = ""
+        var access = ""
+        var range = ""
         if let selectionWindow { access += "selection_window = \(selectionWindow)\n" }
         if connectLate { access += "connect_early = false\n" }
         if let smoothing { range += "smoothing = \(smoothing)\n" }
@@ -72,10 +81,10 @@ struct E2EBenchmark: AsyncParsableCommand {
         var failures = 0
         for approach in 1...approaches {
             switch try await bench.accessdApproach() {
-            case let .success(timings):
+            case .success(let timings):
                 accessd.append(timings)
                 log("accessd approach \(approach): \(Int(timings["totalMs"] ?? .nan)) ms")
-            case let .failure(reason):
+            case .failure(let reason):
                 // Counted and reported, not hidden: BlueZ sometimes loses a link during
                 // service resolution (bluez-lab README), and accessd's retries may run out.
                 failures += 1
@@ -87,8 +96,9 @@ struct E2EBenchmark: AsyncParsableCommand {
             for request in 1...manual {
                 let time = try await bench.manualRequest(overHeldLink: overHeldLink)
                 if let time { manualTimes[overHeldLink, default: []].append(time) }
-                log("manual request \(request) \(overHeldLink ? "over a held link" : "cold"): "
-                    + (time.map { "\(Int($0.rounded())) ms" } ?? "failed") + " accessd: \(bench.phases)")
+                log(
+                    "manual request \(request) \(overHeldLink ? "over a held link" : "cold"): "
+                        + (time.map { "\(Int($0.rounded())) ms" } ?? "failed") + " accessd: \(bench.phases)")
             }
         }
         bench.stopDaemon()
@@ -111,16 +121,21 @@ struct E2EBenchmark: AsyncParsableCommand {
                 }
             }
         }
-        report(accessd: accessd, failures: failures, bleak: bleak, bleakFailures: bleakFailures, bleakPhases: bleakPhases)
+        report(
+            accessd: accessd, failures: failures, bleak: bleak, bleakFailures: bleakFailures, bleakPhases: bleakPhases)
         if manual > 0 {
             func median(_ values: [Double]) -> String {
                 let sorted = values.sorted()
                 return sorted.isEmpty ? "n/a" : "\(Int(sorted[sorted.count / 2].rounded())) ms"
             }
-            let bleakLink = bleakPhases.compactMap { phases in phases["connectMs"].flatMap { c in phases["exchangeMs"].map { c + $0 } } }
-            print("manual: access.request → decision, \(manual) each: cold link median \(median(manualTimes[false] ?? [])) "
-                  + "(\(manualTimes[false]?.count ?? 0) granted), over a held link median \(median(manualTimes[true] ?? [])) "
-                  + "(\(manualTimes[true]?.count ?? 0) granted); bleak script connect + exchange median \(median(bleakLink))")
+            let bleakLink = bleakPhases.compactMap { phases in
+                phases["connectMs"].flatMap { c in phases["exchangeMs"].map { c + $0 } }
+            }
+            print(
+                "manual: access.request → decision, \(manual) each: cold link median \(median(manualTimes[false] ?? [])) "
+                    + "(\(manualTimes[false]?.count ?? 0) granted), over a held link median \(median(manualTimes[true] ?? [])) "
+                    + "(\(manualTimes[true]?.count ?? 0) granted); bleak script connect + exchange median \(median(bleakLink))"
+            )
         }
     }
 
@@ -129,9 +144,13 @@ struct E2EBenchmark: AsyncParsableCommand {
         _ = line.withCString { write(2, $0, strlen($0)) }
     }
 
-    private func report(accessd: [[String: Double]], failures: Int, bleak: [Double], bleakFailures: Int,
-                        bleakPhases: [[String: Double]]) {
-        func sorted(_ key: String, _ rows: [[String: Double]]) -> [Double] { rows.compactMap { $0[key] }.filter { !$0.isNaN }.sorted() }
+    private func report(
+        accessd: [[String: Double]], failures: Int, bleak: [Double], bleakFailures: Int,
+        bleakPhases: [[String: Double]]
+    ) {
+        func sorted(_ key: String, _ rows: [[String: Double]]) -> [Double] {
+            rows.compactMap { $0[key] }.filter { !$0.isNaN }.sorted()
+        }
         func pct(_ values: [Double], _ p: Double) -> Double {
             values.isEmpty ? .nan : values[min(values.count - 1, Int(Double(values.count) * p))]
         }
@@ -140,40 +159,53 @@ struct E2EBenchmark: AsyncParsableCommand {
         let bleakSorted = bleak.filter { !$0.isNaN }.sorted()
         let phases = ["detectionMs", "connectMs", "resolveMs", "exchangeMs"]
         if json {
-            var fields = ["\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
-                          "\"bleakFailures\":\(bleakFailures)",
-                          "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
-                          "\"approachSmoothing\":\(approachSmoothing.map { "\($0)" } ?? "null")",
-                          "\"readerVersion\":\(readerVersion)", "\"medianWindow\":\(medianWindow.map { "\($0)" } ?? "null")",
-                          "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"connectEarly\":\(connectEarly)",
-                          "\"medianMs\":\(number(pct(total, 0.5)))",
-                          "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
-                          "\"bleakP95Ms\":\(number(pct(bleakSorted, 0.95)))"]
+            var fields = [
+                "\"approaches\":\(accessd.count + failures)", "\"failures\":\(failures)",
+                "\"bleakFailures\":\(bleakFailures)",
+                "\"smoothing\":\(smoothing.map { "\($0)" } ?? "null")",
+                "\"approachSmoothing\":\(approachSmoothing.map { "\($0)" } ?? "null")",
+                "\"readerVersion\":\(readerVersion)", "\"medianWindow\":\(medianWindow.map { "\($0)" } ?? "null")",
+                "\"selectionWindowS\":\(selectionWindow.map { "\($0)" } ?? "null")", "\"connectEarly\":\(connectEarly)",
+                "\"medianMs\":\(number(pct(total, 0.5)))",
+                "\"p95Ms\":\(number(pct(total, 0.95)))", "\"bleakMedianMs\":\(number(pct(bleakSorted, 0.5)))",
+                "\"bleakP95Ms\":\(number(pct(bleakSorted, 0.95)))",
+            ]
             for phase in phases {
                 let name = phase.replacingOccurrences(of: "Ms", with: "")
                 fields.append("\"\(name)MedianMs\":\(number(pct(sorted(phase, accessd), 0.5)))")
-                fields.append("\"bleak\(name.prefix(1).uppercased() + name.dropFirst())MedianMs\":\(number(pct(sorted(phase, bleakPhases), 0.5)))")
+                fields.append(
+                    "\"bleak\(name.prefix(1).uppercased() + name.dropFirst())MedianMs\":\(number(pct(sorted(phase, bleakPhases), 0.5)))"
+                )
             }
             print("{\"suite\":\"e2e\",\"results\":[{\(fields.joined(separator: ","))}]}")
             return
         }
-        print("e2e: \(accessd.count + failures) approaches each (accessd failures: \(failures)); first in-range advertisement → decision (ms)")
-        print("  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), approach smoothing "
-              + "\(approachSmoothing.map { "\($0)" } ?? "default"), median window \(medianWindow.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default"), "
-              + "connect early \(connectEarly ? "on" : "off"), reader protocol version \(readerVersion)")
+        print(
+            "e2e: \(accessd.count + failures) approaches each (accessd failures: \(failures)); first in-range advertisement → decision (ms)"
+        )
+        print(
+            "  accessd smoothing \(smoothing.map { "\($0)" } ?? "default"), approach smoothing "
+                + "\(approachSmoothing.map { "\($0)" } ?? "default"), median window \(medianWindow.map { "\($0)" } ?? "default"), selection window \(selectionWindow.map { "\($0) s" } ?? "default"), "
+                + "connect early \(connectEarly ? "on" : "off"), reader protocol version \(readerVersion)")
         print("  accessd  median \(number(pct(total, 0.5)))  p95 \(number(pct(total, 0.95)))")
         for phase in phases {
-            print("    \(phase.replacingOccurrences(of: "Ms", with: "")): median \(number(pct(sorted(phase, accessd), 0.5)))"
-                  + "  (bleak \(number(pct(sorted(phase, bleakPhases), 0.5))))")
+            print(
+                "    \(phase.replacingOccurrences(of: "Ms", with: "")): median \(number(pct(sorted(phase, accessd), 0.5)))"
+                    + "  (bleak \(number(pct(sorted(phase, bleakPhases), 0.5))))")
         }
         if !bleakSorted.isEmpty {
-            print("  bleak    median \(number(pct(bleakSorted, 0.5)))  p95 \(number(pct(bleakSorted, 0.95)))  (failures: \(bleakFailures))")
-            print("  ratio (bleak / accessd): median \(String(format: "%.2f", pct(bleakSorted, 0.5) / pct(total, 0.5))), "
-                  + "p95 \(String(format: "%.2f", pct(bleakSorted, 0.95) / pct(total, 0.95)))")
+            print(
+                "  bleak    median \(number(pct(bleakSorted, 0.5)))  p95 \(number(pct(bleakSorted, 0.95)))  (failures: \(bleakFailures))"
+            )
+            print(
+                "  ratio (bleak / accessd): median \(String(format: "%.2f", pct(bleakSorted, 0.5) / pct(total, 0.5))), "
+                    + "p95 \(String(format: "%.2f", pct(bleakSorted, 0.95) / pct(total, 0.95)))")
         }
         // Per approach, in order, for the record (docs/performance.md keeps them).
         print("  accessd per approach: " + accessd.map { number($0["totalMs"] ?? .nan) }.joined(separator: " "))
-        print("  accessd exchange per approach: " + accessd.map { number($0["exchangeMs"] ?? .nan) }.joined(separator: " "))
+        print(
+            "  accessd exchange per approach: "
+                + accessd.map { number($0["exchangeMs"] ?? .nan) }.joined(separator: " "))
         if !bleak.isEmpty { print("  bleak per approach: " + bleak.map(number).joined(separator: " ")) }
     }
 }
@@ -195,7 +227,8 @@ final class LabBench: @unchecked Sendable {
     var siteDatabase: String { directory + "/site.sqlite" }
     var socketPath: String { directory + "/a.sock" }
     var baselineScript: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Baseline/bleak_approach.py").path
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Baseline/bleak_approach.py")
+            .path
     }
 
     /// `access` and `range`: extra lines for accessd's `[access]` and `[range]` sections.
@@ -204,39 +237,49 @@ final class LabBench: @unchecked Sendable {
         try radio.send("reset")
         try radio.off("*", "*")
         _ = try run([readersim, "site", "init", "--db", siteDatabase, "--tag", "5117e001"])
-        site = try ChildProcess([readersim, "site", "serve", "--db", siteDatabase, "--listen", "127.0.0.1:0"],
-                                output: directory + "/site.out")
+        site = try ChildProcess(
+            [readersim, "site", "serve", "--db", siteDatabase, "--listen", "127.0.0.1:0"],
+            output: directory + "/site.out")
         siteURL = try await waitForLine(directory + "/site.out") { $0["url"] as? String }
         // The reader controller's key, enrolled at the site (docs/site-api.md §7).
         let keyFile = directory + "/reader.key"
         let made = try run([readersim, "reader-key", keyFile])
-        guard let key = (try JSONSerialization.jsonObject(with: Data(made.utf8)) as? [String: Any])?["publicKey"] as? String
+        guard
+            let key = (try JSONSerialization.jsonObject(with: Data(made.utf8)) as? [String: Any])?["publicKey"]
+                as? String
         else { throw ValidationError("readersim reader-key printed no key") }
         _ = try run([readersim, "site", "reader", "add", "--db", siteDatabase, "--name", "bench", "--public-key", key])
         try """
-            [site]
-            url = "\(siteURL)"
-            key = "\(keyFile)"
-            [front]
-            id = "2A01"
-            adapter = "hci0"
-            interval_ms = 100
-            auto_connect_path_loss = 20
-            manual_connect_path_loss = 40
-            protocol_version = \(readerVersion)
-            """.write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
-        readers = try ChildProcess([readersim, "readers", "--config", directory + "/readers.toml"], output: directory + "/readers.out")
+        [site]
+        url = "\(siteURL)"
+        key = "\(keyFile)"
+        [front]
+        id = "2A01"
+        adapter = "hci0"
+        interval_ms = 100
+        auto_connect_path_loss = 20
+        manual_connect_path_loss = 40
+        protocol_version = \(readerVersion)
+        """.write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
+        readers = try ChildProcess(
+            [readersim, "readers", "--config", directory + "/readers.toml"], output: directory + "/readers.out")
         _ = try await waitForLine(directory + "/readers.out") { $0["event"] as? String == "advertising" ? true : nil }
         // cooldown = 1: approaches follow each other within seconds here; the default 10 s
         // once-per-approach hold-off would be measured instead of the approach.
-        try "[bluetooth]\nadapter = \"hci1\"\n[access]\nautomatic = true\ncooldown = 1\n\(access)[range]\nstale_timeout = 3\n\(range)[log]\nlevel = \"notice\"\n"
+        try
+            "[bluetooth]\nadapter = \"hci1\"\n[access]\nautomatic = true\ncooldown = 1\n\(access)[range]\nstale_timeout = 3\n\(range)[log]\nlevel = \"notice\"\n"
             .write(toFile: directory + "/accessd.toml", atomically: true, encoding: .utf8)
-        let daemon = try ChildProcess([binaries.appendingPathComponent("accessd").path, "--config", directory + "/accessd.toml",
-                                       "--socket", socketPath, "--state-dir", directory + "/state"],
-                                      output: directory + "/accessd.log")
+        let daemon = try ChildProcess(
+            [
+                binaries.appendingPathComponent("accessd").path, "--config", directory + "/accessd.toml",
+                "--socket", socketPath, "--state-dir", directory + "/state",
+            ],
+            output: directory + "/accessd.log")
         self.daemon = daemon
         for _ in 0..<1500 {
-            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { break }
+            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil {
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         let client = try ControlConnection(path: socketPath)
@@ -247,15 +290,25 @@ final class LabBench: @unchecked Sendable {
             $0["event"] as? String == "provisioned" && ($0["credentials"] as? Int ?? 0) >= 1 ? true : nil
         }
         let events = try ControlConnection(path: socketPath)
-        _ = try events.call("events.subscribe", ["kinds": [.string(EventKind.accessCompleted.rawValue),
-                                                            .string(EventKind.readerUnavailable.rawValue)]]).get()
+        _ = try events.call(
+            "events.subscribe",
+            [
+                "kinds": [
+                    .string(EventKind.accessCompleted.rawValue),
+                    .string(EventKind.readerUnavailable.rawValue),
+                ]
+            ]
+        ).get()
         self.events = events
     }
 
     func invitation() throws -> String {
-        let output = try run([readersim, "site", "invite", "--db", siteDatabase, "--name", "Bench", "--json", "--url", siteURL])
+        let output = try run([
+            readersim, "site", "invite", "--db", siteDatabase, "--name", "Bench", "--json", "--url", siteURL,
+        ])
         guard let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
-              let url = object["url"] as? String else { throw ValidationError("readersim site invite printed no URL") }
+            let url = object["url"] as? String
+        else { throw ValidationError("readersim site invite printed no URL") }
         return url
     }
 
@@ -265,7 +318,8 @@ final class LabBench: @unchecked Sendable {
         guard let events else { throw ValidationError("accessd is not running") }
         try radio.off("hci1", "hci0")
         while let client = try? ControlConnection(path: socketPath),
-              let readers = try? client.call("readers.list").get()["readers"]?.array, !readers.isEmpty {
+            let readers = try? client.call("readers.list").get()["readers"]?.array, !readers.isEmpty
+        {
             try await Task.sleep(for: .milliseconds(200))
         }
         try await Task.sleep(for: .seconds(1))
@@ -273,10 +327,12 @@ final class LabBench: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(40)
         while ContinuousClock.now < deadline {
             guard events.waitReadable(timeout: .milliseconds(200)) else { continue }
-            guard case let .accessCompleted(answer)? = ControlEvent(eventNotification: try events.nextNotification()),
-                  answer.origin == "automatic" else { continue }
+            guard case .accessCompleted(let answer)? = ControlEvent(eventNotification: try events.nextNotification()),
+                answer.origin == "automatic"
+            else { continue }
             guard answer.granted == true, let encoded = answer.timings.flatMap({ try? JSONValue(encoding: $0) }),
-                  case let .object(timings) = encoded else {
+                case .object(let timings) = encoded
+            else {
                 return .failure(ValidationError(answer.json.jsonText))
             }
             return .success(timings.compactMapValues { $0.number })
@@ -302,18 +358,24 @@ final class LabBench: @unchecked Sendable {
         try radio.off("hci1", "hci0")
         try await Task.sleep(for: .seconds(4))
         let output = directory + "/bleak-\(UInt32.random(in: 0...UInt32.max)).out"
-        let process = try ChildProcess([python, baselineScript, "approach", "--key-file", keyFile, "--reader",
-                                        E2EBenchmark.reader, "--adapter", "hci1"], output: output)
+        let process = try ChildProcess(
+            [
+                python, baselineScript, "approach", "--key-file", keyFile, "--reader",
+                E2EBenchmark.reader, "--adapter", "hci1",
+            ], output: output)
         defer { process.stop() }
         _ = try await waitForLine(output, timeout: .seconds(60)) { $0["scanning"] as? Double }
         try radio.ramp("hci1", "hci0", from: -100, to: -60, seconds: 3)
         let stamps = try await waitForLine(output, timeout: .seconds(60)) { $0["timestamps"] as? [String: Double] }
-        guard let detected = stamps["detected"], let connected = stamps["connected"], let decided = stamps["decided"] else {
+        guard let detected = stamps["detected"], let connected = stamps["connected"], let decided = stamps["decided"]
+        else {
             throw ValidationError("the bleak script reported no timestamps")
         }
         let stopped = stamps["scanStopped"] ?? detected
-        return ["totalMs": (decided - detected) * 1000, "detectionMs": (stopped - detected) * 1000,
-                "connectMs": (connected - stopped) * 1000, "exchangeMs": (decided - connected) * 1000]
+        return [
+            "totalMs": (decided - detected) * 1000, "detectionMs": (stopped - detected) * 1000,
+            "connectMs": (connected - stopped) * 1000, "exchangeMs": (decided - connected) * 1000,
+        ]
     }
 
     func stop() {
@@ -336,17 +398,22 @@ final class LabBench: @unchecked Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    private func waitForLine<T>(_ path: String, timeout: Duration = .seconds(30), _ pick: ([String: Any]) -> T?) async throws -> T {
+    private func waitForLine<T>(_ path: String, timeout: Duration = .seconds(30), _ pick: ([String: Any]) -> T?)
+        async throws -> T
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") {
-                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let value = pick(object) {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let value = pick(object)
+                {
                     return value
                 }
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw ValidationError("nothing expected in \(path): \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+        throw ValidationError(
+            "nothing expected in \(path): \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
     }
 }

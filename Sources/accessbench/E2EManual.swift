@@ -33,13 +33,15 @@ extension LabBench {
         let start = ContinuousClock.now
         let answer = try client.call("access.request", ["reader": .string(E2EBenchmark.reader)])
         let elapsed = ContinuousClock.now - start
-        guard case let .success(result) = answer, result["granted"] == true else { return nil }
+        guard case .success(let result) = answer, result["granted"] == true else { return nil }
         // accessd's own phases of this exchange, from its access.completed.
         if let events {
             let deadline = ContinuousClock.now + .seconds(2)
             while ContinuousClock.now < deadline, events.waitReadable(timeout: .milliseconds(100)) {
-                guard case let .accessCompleted(answer)? = ControlEvent(eventNotification: try events.nextNotification()),
-                      answer.origin != "automatic" else { continue }
+                guard
+                    case .accessCompleted(let answer)? = ControlEvent(eventNotification: try events.nextNotification()),
+                    answer.origin != "automatic"
+                else { continue }
                 phases = answer.timings.flatMap { try? JSONValue(encoding: $0).jsonText } ?? "{}"
                 break
             }
@@ -52,7 +54,9 @@ extension LabBench {
     private var heldLinks: Int {
         let text = (try? String(contentsOfFile: directory + "/readers.out", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").filter { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return false }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return false
+            }
             return object["event"] as? String == "presence" && object["advertising"] as? Bool == true
         }.count
     }

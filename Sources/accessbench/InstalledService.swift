@@ -36,8 +36,9 @@ final class InstalledService: MeasuredAccessd, @unchecked Sendable {
         self.unit = unit
         // Not under /tmp: the unit has a private one (PrivateTmp=yes).
         directory = URL(fileURLWithPath: "/run/accessbench-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         bus = try PrivateBus(parent: directory)
         mock = try await BlueZMock(bus: bus)
         try await mock.addAdapter("hci0")
@@ -48,18 +49,21 @@ final class InstalledService: MeasuredAccessd, @unchecked Sendable {
         dropIn = dropInDirectory + "/accessbench.conf"
         try FileManager.default.createDirectory(atPath: dropInDirectory, withIntermediateDirectories: true)
         try """
-            # accessbench readers --unit: accessd on the benchmark's bus; removed when it ends.
-            [Service]
-            ExecStart=
-            ExecStart=\(executable) --config \(config) --socket \(Self.socketPath) --bus \(bus.address)
+        # accessbench readers --unit: accessd on the benchmark's bus; removed when it ends.
+        [Service]
+        ExecStart=
+        ExecStart=\(executable) --config \(config) --socket \(Self.socketPath) --bus \(bus.address)
 
-            """.write(toFile: dropIn, atomically: true, encoding: .utf8)
+        """.write(toFile: dropIn, atomically: true, encoding: .utf8)
         do {
             try Self.systemctl("daemon-reload")
             // Type=notify: restart returns when accessd said READY=1.
             try Self.systemctl("restart", unit)
-            let mainPID = try Self.systemctl("show", "-p", "MainPID", "--value", unit).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let pid = pid_t(mainPID), pid > 0 else { throw ValidationError("\(unit) has no main process after its restart") }
+            let mainPID = try Self.systemctl("show", "-p", "MainPID", "--value", unit).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            guard let pid = pid_t(mainPID), pid > 0 else {
+                throw ValidationError("\(unit) has no main process after its restart")
+            }
             self.pid = pid
             try await Self.waitForAnswer(unit)
         } catch {

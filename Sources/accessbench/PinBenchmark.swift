@@ -32,11 +32,13 @@ struct PinBenchmark: AsyncParsableCommand {
         let state = NSTemporaryDirectory() + "accessbench-pin-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: state) }
         let credential = try Self.storeCredential(in: state)
-        let daemon = try await BenchDaemon(config: "[site]\npin_attempts = 20\n[log]\nlevel = \"warning\"\n",
-                                           executable: accessd, stateDirectory: state)
+        let daemon = try await BenchDaemon(
+            config: "[site]\npin_attempts = 20\n[log]\nlevel = \"warning\"\n",
+            executable: accessd, stateDirectory: state)
         defer { daemon.stop() }
-        print("pin: accessd on dbusmock; \(parallel) clients calling credentials.setPin (2 scrypt derivations each, "
-            + "N = 2^15); status.get every 20 ms; a new reader's first advertisement every 100 ms → reader.updated")
+        print(
+            "pin: accessd on dbusmock; \(parallel) clients calling credentials.setPin (2 scrypt derivations each, "
+                + "N = 2^15); status.get every 20 ms; a new reader's first advertisement every 100 ms → reader.updated")
 
         let idle = try await measure(daemon, duration: .seconds(seconds), firstReader: 0)
         report("idle", idle)
@@ -44,8 +46,9 @@ struct PinBenchmark: AsyncParsableCommand {
         load.start()
         let loaded = try await measure(daemon, duration: .seconds(seconds), firstReader: 10_000)
         let (changes, failures) = load.stop()
-        report("\(parallel) PIN changes always under way (\(changes) changes in \(seconds) s, "
-            + "\(changes * 2) derivations)", loaded)
+        report(
+            "\(parallel) PIN changes always under way (\(changes) changes in \(seconds) s, "
+                + "\(changes * 2) derivations)", loaded)
         if !failures.isEmpty { print("    PIN changes that failed: \(failures)") }
     }
 
@@ -62,8 +65,9 @@ struct PinBenchmark: AsyncParsableCommand {
         }
         print("  \(label):")
         print("    status.get:                    \(line(latencies.status))")
-        print("    advertisement → reader.updated: \(line(latencies.advertisement))"
-            + (latencies.advertisementsMissed > 0 ? ", \(latencies.advertisementsMissed) not seen within 5 s" : ""))
+        print(
+            "    advertisement → reader.updated: \(line(latencies.advertisement))"
+                + (latencies.advertisementsMissed > 0 ? ", \(latencies.advertisementsMissed) not seen within 5 s" : ""))
     }
 
     /// `duration` of probing: `status.get` on one connection, new readers from `firstReader` on.
@@ -91,8 +95,9 @@ struct PinBenchmark: AsyncParsableCommand {
             let id = MockReaders.readerID(reader)
             var seen = false
             while !seen, ContinuousClock.now < sent + .seconds(5), events.waitReadable(timeout: .milliseconds(100)) {
-                if case let .readerUpdated(info)? = ControlEvent(eventNotification: try events.nextNotification()),
-                   info.id == id {
+                if case .readerUpdated(let info)? = ControlEvent(eventNotification: try events.nextNotification()),
+                    info.id == id
+                {
                     result.advertisement.append(Figures.milliseconds(ContinuousClock.now - sent))
                     seen = true
                 }
@@ -112,14 +117,18 @@ struct PinBenchmark: AsyncParsableCommand {
         let store = try AccessStore(directory: directory)
         let id = CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!
         var generator = SystemRandomNumberGenerator()
-        let sealed = try SealedSecondFactorKey.seal(P256.Signing.PrivateKey(), pin: pin, credential: id, using: &generator)
-        let credential = Credential(id: id, siteTag: SiteTag(0x5117_E001), cardholderName: "Bench", kind: .mobile,
-                                    state: .active, sitePublicKey: P256.Signing.PrivateKey().publicKey,
-                                    signingKey: P256.Signing.PrivateKey(), sealedSecondFactor: sealed,
-                                    secondFactorEnabled: true)
+        let sealed = try SealedSecondFactorKey.seal(
+            P256.Signing.PrivateKey(), pin: pin, credential: id, using: &generator)
+        let credential = Credential(
+            id: id, siteTag: SiteTag(0x5117_E001), cardholderName: "Bench", kind: .mobile,
+            state: .active, sitePublicKey: P256.Signing.PrivateKey().publicKey,
+            signingKey: P256.Signing.PrivateKey(), sealedSecondFactor: sealed,
+            secondFactorEnabled: true)
         // A site nobody answers on: its syncs fail at once and back off.
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "Bench", siteURL: "http://127.0.0.1:9",
-                                                    deviceName: "bench", registeredAt: Date().timeIntervalSince1970))
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "Bench", siteURL: "http://127.0.0.1:9",
+                deviceName: "bench", registeredAt: Date().timeIntervalSince1970))
         return id
     }
 }
@@ -161,8 +170,11 @@ final class PinLoad: @unchecked Sendable {
 
     private func client() {
         guard let connection = try? ControlConnection(path: socketPath),
-              let params = try? JSONValue(encoding: SetPinParams(id: credential.description, oldPin: PinBenchmark.pin,
-                                                                 newPin: PinBenchmark.pin)) else { return }
+            let params = try? JSONValue(
+                encoding: SetPinParams(
+                    id: credential.description, oldPin: PinBenchmark.pin,
+                    newPin: PinBenchmark.pin))
+        else { return }
         while !lock.withLock({ isStopped }) {
             let result = try? connection.call("credentials.setPin", params)
             lock.withLock {

@@ -37,27 +37,31 @@ struct RangeStudy: ParsableCommand {
     static let rate = 10.0  // advertisements per second
     static let threshold = 20.0
     static let advertisement = ReaderAdvertisement(
-        kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01), txPower: -59,
+        kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01),
+        txPower: -59,
         autoConnectPathLoss: UInt8(threshold), manualConnectPathLoss: 40, siteTag: SiteTag(0x5117_E001))
 
     func run() throws {
         if !json {
-            print("range filters, \(Int(Self.rate)) advertisements/s, auto threshold at 1 m, free-space path loss, seed \(seed)"
-                  + (approachSmoothing == 0.5 ? "" : ", approach_smoothing \(approachSmoothing)")
-                  + (medianWindow.map { ", median_window \($0)" } ?? ""))
+            print(
+                "range filters, \(Int(Self.rate)) advertisements/s, auto threshold at 1 m, free-space path loss, seed \(seed)"
+                    + (approachSmoothing == 0.5 ? "" : ", approach_smoothing \(approachSmoothing)")
+                    + (medianWindow.map { ", median_window \($0)" } ?? ""))
             print("filter            σ dB   false exchanges/h   walk past at 2 m   walk-up delay (adverts)   missed")
             print("                         standing +3 dB      (exchanges)        p50 / p95 / max")
         }
         for filter in [RangeFilter.medianAverage, .trendGated] {
             for sigma in [4.0, 8.0] {
                 var noise = GaussianNoise(seed: seed &+ UInt64(sigma))
-                let range = RangeConfiguration(filter: filter, approachSmoothingFactor: approachSmoothing,
-                                               medianWindow: medianWindow)
+                let range = RangeConfiguration(
+                    filter: filter, approachSmoothingFactor: approachSmoothing,
+                    medianWindow: medianWindow)
                 // One person standing for all the hours: the reader heard once, then for hours.
                 let samples = Array(repeating: Self.threshold + 3, count: hours * Int(3600 * Self.rate))
                 let standing = Self.exchanges(samples.map { $0 + noise.next(sigma) }, range: range).count
                 var passes = 0
-                for _ in 0..<walks where !Self.exchanges(Self.walkPast().map { $0 + noise.next(sigma) }, range: range).isEmpty {
+                for _ in 0..<walks
+                where !Self.exchanges(Self.walkPast().map { $0 + noise.next(sigma) }, range: range).isEmpty {
                     passes += 1
                 }
                 var delays: [Int] = []
@@ -75,14 +79,18 @@ struct RangeStudy: ParsableCommand {
                 let p95 = delays.isEmpty ? 0 : delays[min(delays.count - 1, delays.count * 95 / 100)]
                 let perHour = Double(standing) / Double(max(hours, 1))
                 if json {
-                    print("{\"filter\":\"\(filter.rawValue)\",\"sigma\":\(sigma),\"falsePerHour\":\(perHour),"
-                          + "\"walkPastExchanges\":\(passes),\"walks\":\(walks),\"delayP50\":\(p50),\"delayP95\":\(p95),"
-                          + "\"delayMax\":\(delays.last ?? 0),\"missed\":\(missed)}")
+                    print(
+                        "{\"filter\":\"\(filter.rawValue)\",\"sigma\":\(sigma),\"falsePerHour\":\(perHour),"
+                            + "\"walkPastExchanges\":\(passes),\"walks\":\(walks),\"delayP50\":\(p50),\"delayP95\":\(p95),"
+                            + "\"delayMax\":\(delays.last ?? 0),\"missed\":\(missed)}")
                 } else {
                     let delay = "\(p50) / \(p95) / \(delays.last ?? 0)"
-                    func column(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
-                    print(column(filter.rawValue, 18) + String(format: "%4.0f   %17.2f   ", sigma, perHour)
-                          + column("\(passes) / \(walks)", 19) + column(delay, 26) + "\(missed)")
+                    func column(_ text: String, _ width: Int) -> String {
+                        text.padding(toLength: width, withPad: " ", startingAt: 0)
+                    }
+                    print(
+                        column(filter.rawValue, 18) + String(format: "%4.0f   %17.2f   ", sigma, perHour)
+                            + column("\(passes) / \(walks)", 19) + column(delay, 26) + "\(missed)")
                 }
             }
         }
@@ -115,7 +123,8 @@ struct RangeStudy: ParsableCommand {
         for (report, pathLoss) in pathLosses.enumerated() {
             let rssi = Int((Double(advertisement.txPower) - pathLoss).rounded())
             let now = Timestamp(nanoseconds: Int64(report) * Int64(1e9 / rate))
-            let observation = registry.observe(advertisement, rssi: max(-127, min(20, rssi)), address: address, name: nil, at: now)
+            let observation = registry.observe(
+                advertisement, rssi: max(-127, min(20, rssi)), address: address, name: nil, at: now)
             guard observation.autoConnectRangeChanged else { continue }
             if observation.isInAutoConnectRange {
                 if armed && report - lastExchange >= cooldown {

@@ -18,19 +18,33 @@ struct ReadersBenchmark: AsyncParsableCommand {
     @Option(help: "Readers advertising for the CPU figure.") var advertising = 100
     @Option(help: "Advertisements per second per reader for the CPU figure.") var rate = 10
     @Option(help: "Seconds of advertising measured.") var seconds = 20
-    @Option(name: .customLong("quiet-seconds"),
-            help: "Then seconds with no advertisement, as a kiosk's nights (the discovery watchdog restarts scanning), before a last figure.")
+    @Option(
+        name: .customLong("quiet-seconds"),
+        help:
+            "Then seconds with no advertisement, as a kiosk's nights (the discovery watchdog restarts scanning), before a last figure."
+    )
     var quietSeconds = 0
-    @Option(help: "The accessd to measure (default: the one built beside accessbench; the package's is /usr/sbin/accessd).")
+    @Option(
+        help: "The accessd to measure (default: the one built beside accessbench; the package's is /usr/sbin/accessd).")
     var accessd: String?
-    @Option(help: ArgumentHelp("Measure the installed accessd as this systemd unit runs it (e.g. accessd.service; needs root).",
-                               discussion: "Its user, sandbox, environment and state directory; for the run a drop-in in /run/systemd/system restarts it on the benchmark's bus with --config (default /etc/accessd/accessd.toml, the benchmark's settings added); at the end it is removed and the unit restarted as it was."))
+    @Option(
+        help: ArgumentHelp(
+            "Measure the installed accessd as this systemd unit runs it (e.g. accessd.service; needs root).",
+            discussion:
+                "Its user, sandbox, environment and state directory; for the run a drop-in in /run/systemd/system restarts it on the benchmark's bus with --config (default /etc/accessd/accessd.toml, the benchmark's settings added); at the end it is removed and the unit restarted as it was."
+        ))
     var unit: String?
-    @Option(help: ArgumentHelp("accessd's configuration to start from, e.g. config/accessd.toml as the package installs it (default: the built-in defaults).",
-                               discussion: "The benchmark sets [metrics] listen, and [socket]'s groups when this machine lacks the package's."))
+    @Option(
+        help: ArgumentHelp(
+            "accessd's configuration to start from, e.g. config/accessd.toml as the package installs it (default: the built-in defaults).",
+            discussion:
+                "The benchmark sets [metrics] listen, and [socket]'s groups when this machine lacks the package's."))
     var config: String?
-    @Option(name: .customLong("state-dir"),
-            help: "accessd's state directory, kept after the run: a second run on it measures a restart, as a kiosk's every start after its first (default: a new, empty one).")
+    @Option(
+        name: .customLong("state-dir"),
+        help:
+            "accessd's state directory, kept after the run: a second run on it measures a restart, as a kiosk's every start after its first (default: a new, empty one)."
+    )
     var stateDirectory: String?
 
     func run() async throws {
@@ -38,16 +52,21 @@ struct ReadersBenchmark: AsyncParsableCommand {
         // Logging at the shipped level (info), as kiosks run it: the code that writes those
         // lines is resident too (at "warning" this benchmark missed 1-2 MB of it).
         // Under the unit, where its RuntimeDirectory lets accessd create a socket.
-        let metricsSocket = unit == nil
+        let metricsSocket =
+            unit == nil
             ? FileManager.default.temporaryDirectory.appendingPathComponent("accessbench-\(getpid()).metrics").path
             : "/run/accessd/accessbench-\(getpid()).metrics"
         let groups = Self.roleGroups()
-        let config = config ?? (unit != nil && access("/etc/accessd/accessd.toml", R_OK) == 0 ? "/etc/accessd/accessd.toml" : nil)
+        let config =
+            config
+            ?? (unit != nil && access("/etc/accessd/accessd.toml", R_OK) == 0 ? "/etc/accessd/accessd.toml" : nil)
         let base = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
         let text = Self.configuration(base, metricsSocket: metricsSocket, groups: groups)
         let daemon: any MeasuredAccessd
         if let unit {
-            guard stateDirectory == nil else { throw ValidationError("--state-dir: the unit keeps its own (StateDirectory=)") }
+            guard stateDirectory == nil else {
+                throw ValidationError("--state-dir: the unit keeps its own (StateDirectory=)")
+            }
             daemon = try await InstalledService(unit: unit, executable: accessd ?? "/usr/sbin/accessd", config: text)
         } else {
             daemon = try await BenchDaemon(config: text, executable: accessd, stateDirectory: stateDirectory)
@@ -58,10 +77,16 @@ struct ReadersBenchmark: AsyncParsableCommand {
         let connection = try ControlConnection(path: daemon.socketPath)
         try await Task.sleep(for: .seconds(2))
         let idle = Self.statusKB(pid, "RssAnon")
-        let measured = unit.map { "\(accessd ?? "/usr/sbin/accessd") as \($0) runs it" } ?? accessd ?? "release, built beside accessbench"
+        let measured =
+            unit.map { "\(accessd ?? "/usr/sbin/accessd") as \($0) runs it" } ?? accessd
+            ?? "release, built beside accessbench"
         print("accessd (\(measured)), private bus, dbusmock bluez5; RSS from /proc/PID/status, CPU from /proc/PID/stat")
-        print("  socket roles' groups:     \(groups.operator), \(groups.admin)\(groups.standIn ? " (stand-ins: this machine lacks the package's)" : "")")
-        print("  configuration:            \(config ?? "built-in defaults"); state directory: \(unit != nil ? "the unit's" : stateDirectory ?? "new, empty")")
+        print(
+            "  socket roles' groups:     \(groups.operator), \(groups.admin)\(groups.standIn ? " (stand-ins: this machine lacks the package's)" : "")"
+        )
+        print(
+            "  configuration:            \(config ?? "built-in defaults"); state directory: \(unit != nil ? "the unit's" : stateDirectory ?? "new, empty")"
+        )
         print("  idle, no reader:          \(resident(pid))")
 
         try await daemon.mock.run(python: MockReaders.appear(1, from: 0))
@@ -73,9 +98,12 @@ struct ReadersBenchmark: AsyncParsableCommand {
         try await Self.waitForReaders(many, connection)
         // Every reader advertises once a second for 5 s: all of them heard, filters full.
         try await advertiseRounds(daemon, readers: many, rounds: 5, every: .seconds(1))
-        print("  \(many) readers heard:      \(resident(pid)), anonymous \(mb(Self.statusKB(pid, "RssAnon") - idle)) over idle, "
-              + "peak RSS \(mb(Self.peakKB(pid)))")
-        print("    resident by file:        \(Self.residentByFile(pid).prefix(6).map { "\($0.file) \(mb($0.kb))" }.joined(separator: ", "))")
+        print(
+            "  \(many) readers heard:      \(resident(pid)), anonymous \(mb(Self.statusKB(pid, "RssAnon") - idle)) over idle, "
+                + "peak RSS \(mb(Self.peakKB(pid)))")
+        print(
+            "    resident by file:        \(Self.residentByFile(pid).prefix(6).map { "\($0.file) \(mb($0.kb))" }.joined(separator: ", "))"
+        )
 
         // CPU: `advertising` readers at `rate` Hz, one batch every 1/rate s.
         let period = Duration.seconds(1) / rate
@@ -84,12 +112,16 @@ struct ReadersBenchmark: AsyncParsableCommand {
         let sent = try await advertiseRounds(daemon, readers: advertising, rounds: seconds * rate, every: period)
         let wall = (ContinuousClock.now - start).secondsValue
         let cpu = FleetBenchmark.cpuSeconds(pid) - before
-        let scrape = try runCommand(["/usr/bin/curl", "-s", "--unix-socket", metricsSocket, "http://accessd/metrics"]).output
-        let seen = scrape.split(separator: "\n").first { $0.hasPrefix("accessd_advertisements_total ") }
+        let scrape = try runCommand(["/usr/bin/curl", "-s", "--unix-socket", metricsSocket, "http://accessd/metrics"])
+            .output
+        let seen =
+            scrape.split(separator: "\n").first { $0.hasPrefix("accessd_advertisements_total ") }
             .map { String($0.split(separator: " ").last ?? "?") } ?? "?"
-        print("  \(advertising) readers at \(rate) Hz for \(Int(wall.rounded())) s: \(sent) advertisements sent "
-              + "(\(Int((Double(sent) / wall).rounded()))/s), accessd CPU \(String(format: "%.1f", 100 * cpu / wall)) % of one core "
-              + "(\(String(format: "%.0f", 1e6 * cpu / Double(max(sent, 1)))) µs each), accessd_advertisements_total \(seen) in all")
+        print(
+            "  \(advertising) readers at \(rate) Hz for \(Int(wall.rounded())) s: \(sent) advertisements sent "
+                + "(\(Int((Double(sent) / wall).rounded()))/s), accessd CPU \(String(format: "%.1f", 100 * cpu / wall)) % of one core "
+                + "(\(String(format: "%.0f", 1e6 * cpu / Double(max(sent, 1)))) µs each), accessd_advertisements_total \(seen) in all"
+        )
 
         // What runs only after a while (the discovery watchdog after `discovery_watchdog`
         // seconds without an advertisement, the journal's and the store's upkeep) is resident
@@ -105,8 +137,10 @@ struct ReadersBenchmark: AsyncParsableCommand {
     /// Line by line: a key the benchmark sets is dropped from its table and the benchmark's
     /// value written under the table's header (appended when the table is absent), as TOML
     /// refuses a key given twice.
-    static func configuration(_ base: String, metricsSocket: String,
-                              groups: (operator: String, admin: String, standIn: Bool)) -> String {
+    static func configuration(
+        _ base: String, metricsSocket: String,
+        groups: (operator: String, admin: String, standIn: Bool)
+    ) -> String {
         let settings: [String: [(key: String, value: String)]] = [
             "metrics": [("listen", metricsSocket)],
             "socket": [("operator_group", groups.operator), ("admin_group", groups.admin)],
@@ -155,7 +189,9 @@ struct ReadersBenchmark: AsyncParsableCommand {
     /// Sends `rounds` batches, one advertisement of each of the first `readers` readers per
     /// batch, a batch every `every`; returns the advertisements sent.
     @discardableResult
-    private func advertiseRounds(_ daemon: any MeasuredAccessd, readers: Int, rounds: Int, every: Duration) async throws -> Int {
+    private func advertiseRounds(_ daemon: any MeasuredAccessd, readers: Int, rounds: Int, every: Duration) async throws
+        -> Int
+    {
         var next = ContinuousClock.now
         for round in 0..<rounds {
             try await daemon.mock.run(python: MockReaders.advertise(readers, rssi: -60 - round % 5))
@@ -178,7 +214,8 @@ struct ReadersBenchmark: AsyncParsableCommand {
     /// A line of /proc/PID/status in kB (VmRSS, VmHWM, RssAnon, RssFile).
     static func statusKB(_ pid: pid_t, _ field: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+        else { return 0 }
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
@@ -200,7 +237,9 @@ struct ReadersBenchmark: AsyncParsableCommand {
                 byFile[file, default: 0] -= Int(fields[1]) ?? 0
             } else if let first = fields.first, first.contains("-"), first.allSatisfy(\.isHexDigitOrDash) {
                 // A mapping's header: address range, permissions, offset, device, inode, path.
-                file = fields.count > 5 && fields[5].hasPrefix("/") ? fields[5].split(separator: "/").last.map(String.init) : nil
+                file =
+                    fields.count > 5 && fields[5].hasPrefix("/")
+                    ? fields[5].split(separator: "/").last.map(String.init) : nil
             }
         }
         return byFile.map { (file: $0.key, kb: $0.value) }.sorted { $0.kb > $1.kb }
@@ -214,6 +253,6 @@ struct ReadersBenchmark: AsyncParsableCommand {
     }
 }
 
-private extension Character {
-    var isHexDigitOrDash: Bool { isHexDigit || self == "-" }
+extension Character {
+    fileprivate var isHexDigitOrDash: Bool { isHexDigit || self == "-" }
 }

@@ -5,7 +5,7 @@ import ControlSocket
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real accessd (built beside this binary) against a private bus with dbusmock's bluez5
@@ -35,17 +35,22 @@ struct SocketBenchmark: AsyncParsableCommand {
         for count in counts {
             let rate = try statusRate(daemon)
             let latencies = try fanout(daemon, subscribers: count)
-            let p50 = percentile(latencies, 0.5), p99 = percentile(latencies, 0.99)
-            results.append("{\"subscribers\":\(count),\"statusRequestsPerSecond\":\(Int(rate.rounded())),"
-                + "\"fanoutP50Ms\":\(round3(p50)),\"fanoutP99Ms\":\(round3(p99))}")
-            lines.append("  \(count) subscribers: \(Int(rate.rounded())) status.get/s, fan-out p50 \(round3(p50)) ms, "
-                + "p99 \(round3(p99)) ms (\(latencies.count) deliveries)")
+            let p50 = percentile(latencies, 0.5)
+            let p99 = percentile(latencies, 0.99)
+            results.append(
+                "{\"subscribers\":\(count),\"statusRequestsPerSecond\":\(Int(rate.rounded())),"
+                    + "\"fanoutP50Ms\":\(round3(p50)),\"fanoutP99Ms\":\(round3(p99))}")
+            lines.append(
+                "  \(count) subscribers: \(Int(rate.rounded())) status.get/s, fan-out p50 \(round3(p50)) ms, "
+                    + "p99 \(round3(p99)) ms (\(latencies.count) deliveries)")
         }
         if json {
             print("{\"suite\":\"socket\",\"results\":[\(results.joined(separator: ","))]}")
         } else {
-            print("socket: accessd on a private bus; status.get pipelined on one connection; fan-out = settings change → sdk.state at every subscriber")
-            lines.forEach { print($0) }
+            print(
+                "socket: accessd on a private bus; status.get pipelined on one connection; fan-out = settings change → sdk.state at every subscriber"
+            )
+            for line in lines { print(line) }
         }
     }
 
@@ -67,7 +72,9 @@ struct SocketBenchmark: AsyncParsableCommand {
 
     func fanout(_ daemon: BenchDaemon, subscribers count: Int) throws -> [Double] {
         let clients = try (0..<count).map { _ in try ControlConnection(path: daemon.socketPath) }
-        for client in clients { _ = try client.call("events.subscribe", ["kinds": [.string(EventKind.sdkState.rawValue)]]) }
+        for client in clients {
+            _ = try client.call("events.subscribe", ["kinds": [.string(EventKind.sdkState.rawValue)]])
+        }
         let control = try ControlConnection(path: daemon.socketPath)
         var latencies: [Double] = []
         var scanning = true
@@ -76,14 +83,19 @@ struct SocketBenchmark: AsyncParsableCommand {
             // is one isScanning change, one event.
             if scanning {
                 for _ in 0..<500 {
-                    if case let .success(status) = try control.call("status.get"), status["isScanning"]?.bool == true { break }
+                    if case .success(let status) = try control.call("status.get"), status["isScanning"]?.bool == true {
+                        break
+                    }
                     usleep(2_000)
                 }
             }
             scanning.toggle()
             let start = ContinuousClock.now
             _ = try control.call("scanning.set", ["enabled": .bool(scanning)])
-            if scanning { drain(clients); continue }  // turning on: the event comes when BlueZ confirms
+            if scanning {
+                drain(clients)
+                continue
+            }  // turning on: the event comes when BlueZ confirms
             var waiting = Set(0..<count)
             var descriptors = clients.map { pollfd(fd: $0.fileDescriptor, events: Int16(POLLIN), revents: 0) }
             let deadline = ContinuousClock.now + .seconds(10)
@@ -121,7 +133,9 @@ struct SocketBenchmark: AsyncParsableCommand {
         sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
     }
 
-    func round3(_ value: Double) -> String { value.isNaN ? "null" : String(Double(Int((value * 1000).rounded())) / 1000) }
+    func round3(_ value: Double) -> String {
+        value.isNaN ? "null" : String(Double(Int((value * 1000).rounded())) / 1000)
+    }
 
     func raiseFileLimit() {
         var limit = rlimit()
@@ -142,22 +156,31 @@ final class BenchDaemon: @unchecked Sendable {
     /// `executable` nil: the accessd beside this binary; else that one (e.g. the package's,
     /// which is linked differently: docs/performance.md, "Many readers"). `stateDirectory`
     /// nil: a new, empty one beside the bus; else that one, kept (a restart on its state).
-    init(config text: String = "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n",
-         waitForSocket: Bool = true, executable: String? = nil, stateDirectory: String? = nil) async throws {
+    init(
+        config text: String = "[socket]\nsubscriber_queue = 4096\nmax_clients = 2048\n[log]\nlevel = \"warning\"\n",
+        waitForSocket: Bool = true, executable: String? = nil, stateDirectory: String? = nil
+    ) async throws {
         bus = try PrivateBus()
         mock = try await BlueZMock(bus: bus)
         try await mock.addAdapter("hci0")
-        let executable = executable ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let executable =
+            executable
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("accessd").path
         let config = bus.directory.path + "/accessd.toml"
         try text.write(toFile: config, atomically: true, encoding: .utf8)
-        process = try ChildProcess([executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
-                                    "--state-dir", stateDirectory ?? bus.directory.path + "/state", "--bus", bus.address],
-                                   output: bus.directory.path + "/accessd.log")
+        process = try ChildProcess(
+            [
+                executable, "--config", config, "--socket", bus.directory.path + "/a.sock",
+                "--state-dir", stateDirectory ?? bus.directory.path + "/state", "--bus", bus.address,
+            ],
+            output: bus.directory.path + "/accessd.log")
         guard waitForSocket else { return }
         for _ in 0..<500 {
             if controlSocketAnswers(socketPath) { return }
-            guard process.isRunning else { throw ValidationError("accessd did not start (build it: swift build -c release)") }
+            guard process.isRunning else {
+                throw ValidationError("accessd did not start (build it: swift build -c release)")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw ValidationError("accessd did not answer")

@@ -4,7 +4,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Exit statuses (documented in docs/protocol.md and `accessctl --help`).
@@ -30,8 +30,11 @@ struct AccessctlCommand: ParsableCommand {
             ACCESSD_SOCKET in the environment names the socket when --socket is not given.
             """,
         version: AccessCoreVersion.string,
-        subcommands: [Status.self, Readers.self, Probe.self, Access.self, OpenNext.self, Actions.self, Action.self, Pin.self, Scan.self, Auto.self, Events.self,
-                      Credentials.self, Items.self, LogLevel.self, Diagnose.self]
+        subcommands: [
+            Status.self, Readers.self, Probe.self, Access.self, OpenNext.self, Actions.self, Action.self, Pin.self,
+            Scan.self, Auto.self, Events.self,
+            Credentials.self, Items.self, LogLevel.self, Diagnose.self,
+        ]
     )
 
     static func main() {
@@ -49,11 +52,14 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "accessd's control socket (default: $ACCESSD_SOCKET, else /run/accessd/accessd.sock).")
     var socket: String = getenv("ACCESSD_SOCKET").map { String(cString: $0) } ?? "/run/accessd/accessd.sock"
     @Flag(help: "Print JSON (one object per line) for scripts.") var json = false
-    @Option(help: ArgumentHelp("Seconds to wait for each answer.", discussion: """
-        Default 5; 60 for access, actions, action and pin (an exchange with a second factor); \
-        30 for the calls that reach the site (credentials register and delete, items sync) and \
-        for credentials pin.
-        """, valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for each answer.",
+            discussion: """
+                Default 5; 60 for access, actions, action and pin (an exchange with a second factor); \
+                30 for the calls that reach the site (credentials register and delete, items sync) and \
+                for credentials pin.
+                """, valueName: "seconds"))
     var timeout: Double?
 
     /// What a call may take unless --timeout says otherwise.
@@ -73,7 +79,7 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try ControlConnection(path: socket)
         } catch {
-            if case let .cannotConnect(_, code) = error, code == EACCES {
+            if case .cannotConnect(_, let code) = error, code == EACCES {
                 printError("accessctl: \(error): your user may not use accessd's socket (join group accessd)")
             } else {
                 printError("accessctl: \(error) (is accessd running? see `systemctl status accessd`)")
@@ -83,46 +89,54 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Calls a method in the contract's types; the answer as it came too (for `--json`).
-    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type, _ params: Call.Params,
-                                 onNotification: ((JSONValue) -> Void)? = nil) throws -> (answer: Call.Answer, raw: JSONValue) {
+    func call<Call: ControlCall>(
+        _ connection: ControlConnection, _ call: Call.Type, _ params: Call.Params,
+        onNotification: ((JSONValue) -> Void)? = nil
+    ) throws -> (answer: Call.Answer, raw: JSONValue) {
         let raw: JSONValue
         do {
-            raw = try self.call(connection, Call.method, try JSONValue(encoding: params), onNotification: onNotification)
+            raw = try self.call(
+                connection, Call.method, try JSONValue(encoding: params), onNotification: onNotification)
             return (try raw.decode(Call.Answer.self), raw)
         } catch let error as RPCError {
-            printError("accessctl: accessd's answer to \(Call.method.rawValue) is not what this accessctl "
-                       + "\(AccessCoreVersion.string) reads (\(error.message)): are both from the same package?")
+            printError(
+                "accessctl: accessd's answer to \(Call.method.rawValue) is not what this accessctl "
+                    + "\(AccessCoreVersion.string) reads (\(error.message)): are both from the same package?")
             throw ExitCode(Exit.refused)
         }
     }
 
-    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type) throws -> (answer: Call.Answer, raw: JSONValue)
-        where Call.Params == NoParams
-    {
+    func call<Call: ControlCall>(_ connection: ControlConnection, _ call: Call.Type) throws -> (
+        answer: Call.Answer, raw: JSONValue
+    )
+    where Call.Params == NoParams {
         try self.call(connection, call, NoParams())
     }
 
     /// Calls a method; prints accessd's refusal and exits with its status on error.
     /// Notifications that arrive meanwhile go to `onNotification` if given.
-    func call(_ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:],
-              onNotification: ((JSONValue) -> Void)? = nil) throws -> JSONValue {
+    func call(
+        _ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:],
+        onNotification: ((JSONValue) -> Void)? = nil
+    ) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
         do {
             connection.answerTimeout = answerTimeout(for: method)
             defer { connection.answerTimeout = nil }
             result = try connection.call(method.rawValue, params, onNotification: onNotification)
         } catch .timedOut {
-            printError("accessctl: accessd did not answer \(method.rawValue) within \(answerTimeout(for: method).components.seconds) s "
-                + "(stopped or hung? see `systemctl status accessd`; a longer wait: --timeout)")
+            printError(
+                "accessctl: accessd did not answer \(method.rawValue) within \(answerTimeout(for: method).components.seconds) s "
+                    + "(stopped or hung? see `systemctl status accessd`; a longer wait: --timeout)")
             throw ExitCode(Exit.timedOut)
         } catch {
             printError("accessctl: \(error)")
             throw ExitCode(Exit.unreachable)
         }
         switch result {
-        case let .success(value):
+        case .success(let value):
             return value
-        case let .failure(error):
+        case .failure(let error):
             let reason = error.data?["error"]?.string
             if let left = error.data?["attemptsLeft"]?.int, !json {
                 printError("accessctl: \(error.message) (\(left) attempts left)")
@@ -177,17 +191,18 @@ struct Auto: ParsableCommand {
 
 /// An operator's on/off setting: one call, one line of output.
 func setSwitch<Call: ControlCall>(_ options: GlobalOptions, _ call: Call.Type, state: OnOff, label: String) throws
-    where Call.Params == SwitchParams
-{
+where Call.Params == SwitchParams {
     let connection = try options.connect()
     let (_, raw) = try options.call(connection, call, SwitchParams(enabled: state == .on))
     print(options.json ? raw.jsonText : "\(label) \(state.rawValue)")
 }
 
 struct LogLevel: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "log", abstract: "Set accessd's log level until its next restart.")
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "Set accessd's log level until its next restart.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "trace, debug, info, notice, warning, error or critical", completion: LiveCompletions.logLevels) var level: String
+    @Argument(help: "trace, debug, info, notice, warning, error or critical", completion: LiveCompletions.logLevels)
+    var level: String
 
     func run() throws {
         let connection = try options.connect()

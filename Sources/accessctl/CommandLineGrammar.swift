@@ -1,7 +1,7 @@
 import ArgumentParser
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What people type before ArgumentParser reads it: global options before the subcommand
@@ -36,7 +36,9 @@ enum CommandLineGrammar {
 
     /// A refusal for a first word that is no subcommand, with the nearest one if it is close.
     static func unknownSubcommand(in arguments: [String], names: [String]) -> String? {
-        guard let word = arguments.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else { return nil }
+        guard let word = arguments.first, !word.hasPrefix("-"), word != "help", !names.contains(word) else {
+            return nil
+        }
         let nearest = names.map { (name: $0, distance: editDistance(word, $0)) }.min { $0.distance < $1.distance }
         var text = "accessctl: no command '\(word)'"
         if let nearest, nearest.distance <= max(1, word.count / 3) { text += "; did you mean '\(nearest.name)'?" }
@@ -45,7 +47,8 @@ enum CommandLineGrammar {
 
     /// Levenshtein distance, over characters (names are short).
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         var previous = Array(0...b.count)
         for (i, ca) in a.enumerated() {
             var current = [i + 1] + Array(repeating: 0, count: b.count)

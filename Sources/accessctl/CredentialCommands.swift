@@ -2,8 +2,9 @@ import AccessCore
 import AccessJSON
 import ArgumentParser
 import ControlSocket
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Credentials: ParsableCommand {
@@ -30,13 +31,16 @@ struct Credentials: ParsableCommand {
             }
             for c in credentials {
                 let second = c.secondFactor
-                let pin = second.required
+                let pin =
+                    second.required
                     ? (second.lockedOut ? "PIN locked" : second.pinSet ? "PIN set" : "PIN required but not set")
                     : "no second factor"
                 print("\(c.id)  \(c.state)")
                 print("  cardholder: \(c.cardholderName)")
                 print("  site:       \(c.siteName) (\(c.site), \(c.siteURL))")
-                print("  second factor: \(pin); items: \(c.itemCount)" + (c.priority != 0 ? "; priority \(c.priority)" : ""))
+                print(
+                    "  second factor: \(pin); items: \(c.itemCount)"
+                        + (c.priority != 0 ? "; priority \(c.priority)" : ""))
             }
         }
     }
@@ -66,7 +70,8 @@ struct Credentials: ParsableCommand {
         }
 
         func run() throws {
-            var params = RegisterParams(url: url, host: host, code: code, deviceName: deviceName, replace: replace ? true : nil)
+            var params = RegisterParams(
+                url: url, host: host, code: code, deviceName: deviceName, replace: replace ? true : nil)
             if pinStdin {
                 guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
                 params.pin = line
@@ -74,7 +79,8 @@ struct Credentials: ParsableCommand {
                 // Without a terminal the PIN could never be asked, and cannot be added later:
                 // refuse rather than register silently without one.
                 guard PinPrompt.hasTerminal else {
-                    throw ValidationError("no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin")
+                    throw ValidationError(
+                        "no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin")
                 }
                 params.pin = try PinPrompt.askTwice()
             }
@@ -100,24 +106,30 @@ struct Credentials: ParsableCommand {
                 + "--allow-offline deletes here anyway; --offline-only does not contact the site (not recommended: "
                 + "the site keeps the credential until its administrator revokes it).")
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
+        @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id:
+            String
         @Flag(help: "Delete here even if the site cannot be told.") var allowOffline = false
         @Flag(help: "Delete here only, without contacting the site.") var offlineOnly = false
 
         func validate() throws {
-            guard !(allowOffline && offlineOnly) else { throw ValidationError("--allow-offline and --offline-only exclude each other") }
+            guard !(allowOffline && offlineOnly) else {
+                throw ValidationError("--allow-offline and --offline-only exclude each other")
+            }
         }
 
         func run() throws {
             let option: DeleteOption = offlineOnly ? .offlineOnly : allowOffline ? .allowOffline : .default
             let connection = try options.connect()
-            let (result, raw) = try options.call(connection, ControlCalls.CredentialsDelete.self, DeleteParams(id: id, option: option))
+            let (result, raw) = try options.call(
+                connection, ControlCalls.CredentialsDelete.self, DeleteParams(id: id, option: option))
             if options.json {
                 print(raw.jsonText)
             } else if result.siteInformed {
                 print("deleted \(result.id); the site was told")
             } else {
-                print("deleted \(result.id) here; the site was NOT told (\(result.siteError ?? "?")): ask its administrator to revoke it")
+                print(
+                    "deleted \(result.id) here; the site was NOT told (\(result.siteError ?? "?")): ask its administrator to revoke it"
+                )
             }
         }
     }
@@ -215,7 +227,8 @@ enum PinPrompt {
                 return nil
             }
             guard (try? PIN.validate(first)) != nil else {
-                printError("accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
+                printError(
+                    "accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
                 continue
             }
             guard read("PIN again: ") == first else { throw ValidationError("the two PINs differ") }

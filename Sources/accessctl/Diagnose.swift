@@ -5,7 +5,7 @@ import ControlSocket
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a field engineer checks first: is accessd there, may I talk to it, is bluetoothd
@@ -31,20 +31,31 @@ struct Diagnose: ParsableCommand {
 
         var info = stat()
         if stat(options.socket, &info) != 0 {
-            checks.append(Check(name: "socket", ok: false, detail: "\(options.socket) does not exist",
-                                hint: "is accessd running? systemctl status accessd"))
+            checks.append(
+                Check(
+                    name: "socket", ok: false, detail: "\(options.socket) does not exist",
+                    hint: "is accessd running? systemctl status accessd"))
         } else {
             do {
                 let opened = try ControlConnection(path: options.socket)
                 opened.answerTimeout = .milliseconds(Int64((options.timeout ?? 5) * 1000))
                 status = try opened.call(.statusGet).get().decode(StatusAnswer.self)
                 connection = opened
-                checks.append(Check(name: "socket", ok: true, detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
+                checks.append(
+                    Check(
+                        name: "socket", ok: true,
+                        detail: "\(options.socket) answers (mode \(String(info.st_mode & 0o777, radix: 8)))"))
             } catch let failure as ControlConnection.Failure {
-                if case let .cannotConnect(_, code) = failure, code == EACCES {
-                    checks.append(Check(name: "socket", ok: false, detail: "permission denied", hint: "join group accessd, then log in again"))
+                if case .cannotConnect(_, let code) = failure, code == EACCES {
+                    checks.append(
+                        Check(
+                            name: "socket", ok: false, detail: "permission denied",
+                            hint: "join group accessd, then log in again"))
                 } else if case .timedOut = failure {
-                    checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "accessd is stopped or hung: systemctl status accessd"))
+                    checks.append(
+                        Check(
+                            name: "socket", ok: false, detail: "\(failure)",
+                            hint: "accessd is stopped or hung: systemctl status accessd"))
                 } else {
                     checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "is accessd running?"))
                 }
@@ -55,37 +66,57 @@ struct Diagnose: ParsableCommand {
 
         if let status {
             let present = status.bluetoothServicePresent
-            checks.append(Check(name: "bluetoothd", ok: present, detail: present ? "on the system bus" : "not on the system bus",
-                                hint: present ? nil : "systemctl start bluetooth"))
+            checks.append(
+                Check(
+                    name: "bluetoothd", ok: present, detail: present ? "on the system bus" : "not on the system bus",
+                    hint: present ? nil : "systemctl start bluetooth"))
             let states = status.states
             let adapter = status.adapter
-            let radioOK = adapter != nil && !states.contains("bleErrorDisabled") && !states.contains("bleErrorUnauthorized")
+            let radioOK =
+                adapter != nil && !states.contains("bleErrorDisabled") && !states.contains("bleErrorUnauthorized")
             if adapter == nil, let configured = status.configuredAdapter {
                 // Powering on another adapter would not help: accessd uses only the one named.
-                checks.append(Check(name: "adapter (accessd)", ok: false,
-                                    detail: "none: \(configured) is named in [bluetooth] adapter and is not present",
-                                    hint: "plug it in, or name one of the kernel's adapters below (or remove the line) and reload"))
+                checks.append(
+                    Check(
+                        name: "adapter (accessd)", ok: false,
+                        detail: "none: \(configured) is named in [bluetooth] adapter and is not present",
+                        hint: "plug it in, or name one of the kernel's adapters below (or remove the line) and reload"))
             } else {
-                checks.append(Check(name: "adapter (accessd)", ok: radioOK,
-                                    detail: adapter.map { "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")" } ?? "none",
-                                    hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
+                checks.append(
+                    Check(
+                        name: "adapter (accessd)", ok: radioOK,
+                        detail: adapter.map {
+                            "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")"
+                        } ?? "none",
+                        hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
             }
             let credentials = status.credentialCount
             let usable = status.usableCredentialCount
-            checks.append(Check(name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
-                                hint: usable > 0 ? nil : credentials > 0
-                                    ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
-                                    : "accessd holds no credential: register one with `accessctl credentials register URL`"))
+            checks.append(
+                Check(
+                    name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
+                    hint: usable > 0
+                        ? nil
+                        : credentials > 0
+                            ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
+                            : "accessd holds no credential: register one with `accessctl credentials register URL`"))
             if let connection, credentials > 0 { checks.append(SiteCheck.check(status, connection: connection)) }
-            checks.append(Check(name: "scanning", ok: status.isScanning,
-                                detail: status.isScanning ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
+            checks.append(
+                Check(
+                    name: "scanning", ok: status.isScanning,
+                    detail: status.isScanning ? "running" : "not running (states: \(states.joined(separator: ", ")))"))
         }
 
         do {
             let adapters = try HCIAdapters.list()
-            checks.append(Check(name: "adapters (kernel)", ok: !adapters.isEmpty,
-                                detail: adapters.isEmpty ? "none" : adapters.map { "\($0.name) \($0.address) \($0.isUp ? "up" : "down")" }.joined(separator: ", "),
-                                hint: adapters.isEmpty ? "plug in an adapter; dmesg | grep -i bluetooth" : nil))
+            checks.append(
+                Check(
+                    name: "adapters (kernel)", ok: !adapters.isEmpty,
+                    detail: adapters.isEmpty
+                        ? "none"
+                        : adapters.map { "\($0.name) \($0.address) \($0.isUp ? "up" : "down")" }.joined(
+                            separator: ", "),
+                    hint: adapters.isEmpty ? "plug in an adapter; dmesg | grep -i bluetooth" : nil))
         } catch {
             checks.append(Check(name: "adapters (kernel)", ok: false, detail: "\(error)"))
         }
@@ -94,32 +125,47 @@ struct Diagnose: ParsableCommand {
         var blocked: [String] = []
         for entry in rfkill {
             let base = "/sys/class/rfkill/\(entry)/"
-            guard (try? String(contentsOfFile: base + "type", encoding: .utf8))?.hasPrefix("bluetooth") == true else { continue }
+            guard (try? String(contentsOfFile: base + "type", encoding: .utf8))?.hasPrefix("bluetooth") == true else {
+                continue
+            }
             let soft = (try? String(contentsOfFile: base + "soft", encoding: .utf8))?.hasPrefix("1") == true
             let hard = (try? String(contentsOfFile: base + "hard", encoding: .utf8))?.hasPrefix("1") == true
             if soft || hard { blocked.append("\(entry) (\(hard ? "hard" : "soft"))") }
         }
-        checks.append(Check(name: "rfkill", ok: blocked.isEmpty, detail: blocked.isEmpty ? "nothing blocked" : "blocked: \(blocked.joined(separator: ", "))",
-                            hint: blocked.isEmpty ? nil : "rfkill unblock bluetooth"))
+        checks.append(
+            Check(
+                name: "rfkill", ok: blocked.isEmpty,
+                detail: blocked.isEmpty ? "nothing blocked" : "blocked: \(blocked.joined(separator: ", "))",
+                hint: blocked.isEmpty ? nil : "rfkill unblock bluetooth"))
 
         let synchronized = FileManager.default.fileExists(atPath: "/run/systemd/timesync/synchronized")
-        checks.append(Check(name: "clock", ok: synchronized ? true : nil,
-                            detail: "\(Date()) \(synchronized ? "(synchronized)" : "(synchronization unknown)")",
-                            hint: synchronized ? nil : "timedatectl status"))
+        checks.append(
+            Check(
+                name: "clock", ok: synchronized ? true : nil,
+                detail: "\(Date()) \(synchronized ? "(synchronized)" : "(synchronization unknown)")",
+                hint: synchronized ? nil : "timedatectl status"))
 
         if options.json {
             // One object, as every command's --json: the checks, and whether all passed.
-            print(JSONValue.object(["ok": .bool(!checks.contains { $0.ok == false }), "checks": .array(checks.map { check in
-                var object: [String: JSONValue] = ["check": .string(check.name), "detail": .string(check.detail)]
-                object["ok"] = check.ok.map { .bool($0) } ?? .null
-                if let hint = check.hint { object["hint"] = .string(hint) }
-                return .object(object)
-            })]).jsonText)
+            print(
+                JSONValue.object([
+                    "ok": .bool(!checks.contains { $0.ok == false }),
+                    "checks": .array(
+                        checks.map { check in
+                            var object: [String: JSONValue] = [
+                                "check": .string(check.name), "detail": .string(check.detail),
+                            ]
+                            object["ok"] = check.ok.map { .bool($0) } ?? .null
+                            if let hint = check.hint { object["hint"] = .string(hint) }
+                            return .object(object)
+                        }),
+                ]).jsonText)
         } else {
             for check in checks {
                 let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "
-                print("\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
-                    + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
+                print(
+                    "\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
+                        + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
             }
         }
         if checks.contains(where: { $0.ok == false }) { throw ExitCode(1) }

@@ -14,23 +14,24 @@ enum EventText {
 
     static func describe(_ event: ControlEvent) -> String {
         switch event {
-        case let .accessCompleted(answer):
+        case .accessCompleted(let answer):
             let origin = answer.trigger == AccessTrigger.openNext ? "open-next" : answer.origin
             return "\(reader(answer.reader, answer.readerName)): \(origin) \(describeOutcome(answer))"
-        case let .accessStarted(started):
+        case .accessStarted(let started):
             let origin = started.trigger == AccessTrigger.openNext ? "open-next" : started.origin
             return "\(reader(started.reader, started.readerName)): \(origin) \(started.operation) started"
-        case let .accessNextWindow(window):
+        case .accessNextWindow(let window):
             let by = " (\(window.openedBy))"
             switch window.reason {
-            case nil: return "open-next: the next door within manual range opens for \(window.expirySeconds ?? 0) s\(by)"
+            case nil:
+                return "open-next: the next door within manual range opens for \(window.expirySeconds ?? 0) s\(by)"
             case .used?: return "open-next: \(reader(window.reader, nil)) is the next door\(by)"
             case let reason?: return "open-next: \(reason.rawValue), no door opened\(by)"
             }
-        case let .secondFactorRequired(prompt):
+        case .secondFactorRequired(let prompt):
             return "\(reader(prompt.reader, nil)) asks for a PIN: accessctl pin \(prompt.request) "
                 + "(\(prompt.attemptsLeft) attempts left, \(prompt.timeoutSeconds) s)"
-        case let .secondFactorAnswered(answer):
+        case .secondFactorAnswered(let answer):
             let at = reader(answer.reader, nil)
             let left = answer.attemptsLeft ?? 0
             switch answer.result {
@@ -40,32 +41,37 @@ enum EventText {
             case .cancelled: return "\(at): PIN prompt declined"
             default: return "\(at): PIN \(answer.result.rawValue)"
             }
-        case let .sdkState(state):
-            return "scanning \(state.isScanning ? "on" : "off"); states: \(state.states.isEmpty ? "ok" : state.states.joined(separator: ", "))"
-                + (state.featureErrors.isEmpty ? "" : "; features failing: \(state.featureErrors.joined(separator: ", "))")
-        case let .readerUpdated(info):
-            let range = info.isInAutoConnectRange ? "in auto range"
+        case .sdkState(let state):
+            return
+                "scanning \(state.isScanning ? "on" : "off"); states: \(state.states.isEmpty ? "ok" : state.states.joined(separator: ", "))"
+                + (state.featureErrors.isEmpty
+                    ? "" : "; features failing: \(state.featureErrors.joined(separator: ", "))")
+        case .readerUpdated(let info):
+            let range =
+                info.isInAutoConnectRange
+                ? "in auto range"
                 : info.measuredPathLoss <= Double(info.manualConnectPathLoss) ? "in manual range" : "out of range"
-            return "\(reader(info.id, info.name)): path loss \(Int(info.measuredPathLoss.rounded())) dB, \(info.distance), \(range)"
-        case let .readerUnavailable(gone):
+            return
+                "\(reader(info.id, info.name)): path loss \(Int(info.measuredPathLoss.rounded())) dB, \(info.distance), \(range)"
+        case .readerUnavailable(let gone):
             return "\(reader(gone.reader, nil)): gone"
-        case let .readersScopeChanged(change):
+        case .readersScopeChanged(let change):
             let who = " by uid \(change.uid)"
             let whom = change.reader.map { reader($0, nil) } ?? "every reader"
             guard let rule = change.rule else { return "\(whom): scope back to the configuration's\(who)" }
             return "\(whom): scope set\(who): \(ScopeText.rule(rule))"
-        case let .credentialsChanged(change):
+        case .credentialsChanged(let change):
             let id = change.credential.map { "credential \($0.prefix(8))…" } ?? "a credential"
             switch change.reason {
             case .state: return "\(id): \(change.state ?? "?") by the site"
             case .items: return "\(id): items +\(change.added ?? 0) ~\(change.updated ?? 0) −\(change.removed ?? 0)"
             default: return "\(id): \(change.reason.rawValue)"
             }
-        case let .featureState(feature):
+        case .featureState(let feature):
             guard feature.state == .failed else { return "\(feature.feature): ok" }
             let retry = feature.retryInSeconds.map { " (next try in \($0) s)" } ?? ""
             return "\(feature.feature): failed: \(feature.message ?? feature.error ?? "?")\(retry)"
-        case let .eventsLost(lost):
+        case .eventsLost(let lost):
             return "!! \(lost.count) events lost while the journal could not be written"
         }
     }

@@ -19,7 +19,9 @@ struct EventsStart {
             return
         }
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
-        if let unit = text.last, let seconds = units[unit], let count = Double(text.dropLast()), count >= 0, count.isFinite {
+        if let unit = text.last, let seconds = units[unit], let count = Double(text.dropLast()), count >= 0,
+            count.isFinite
+        {
             self.init(sequence: nil, time: now.timeIntervalSince1970 - count * seconds)
             return
         }
@@ -31,7 +33,9 @@ struct EventsStart {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = .current
-        for format in ["yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
+        for format in [
+            "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd",
+        ] {
             formatter.dateFormat = format
             if let date = formatter.date(from: text) { return date }
         }
@@ -42,7 +46,8 @@ struct EventsStart {
             var calendar = Calendar(identifier: .gregorian)
             calendar.timeZone = .current
             let parts = calendar.dateComponents([.hour, .minute, .second], from: time)
-            return calendar.date(bySettingHour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0, of: now)
+            return calendar.date(
+                bySettingHour: parts.hour ?? 0, minute: parts.minute ?? 0, second: parts.second ?? 0, of: now)
         }
         return nil
     }

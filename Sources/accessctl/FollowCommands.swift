@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A subscription that outlives accessd's restarts, for the follow modes: when the connection
@@ -21,13 +21,17 @@ struct Following {
     var reconnected: (ControlConnection) throws -> Void = { _ in }
 
     /// Subscribes on `connection`; the first failure exits as any call does.
-    init(options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?, sinceTime: Double? = nil) throws {
+    init(
+        options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?, sinceTime: Double? = nil
+    ) throws {
         self.options = options
         self.connection = connection
         self.kinds = kinds
         resumes = since != nil || sinceTime != nil
-        let answer = try options.call(connection, ControlCalls.EventsSubscribe.self,
-                                      SubscribeParams(since: since, sinceTime: sinceTime, kinds: kinds)).answer
+        let answer = try options.call(
+            connection, ControlCalls.EventsSubscribe.self,
+            SubscribeParams(since: since, sinceTime: sinceTime, kinds: kinds)
+        ).answer
         lastSequence = answer.since ?? since ?? answer.lastSequence
     }
 
@@ -71,24 +75,28 @@ struct Following {
             let params = SubscribeParams(since: resumes ? lastSequence : nil, kinds: kinds)
             // Gone again before it answered: try again. A refusal (a role taken away) ends the
             // follow as it would have at the start.
-            guard let result = try? fresh.call(ControlCalls.EventsSubscribe.method, JSONValue(encoding: params)) else { continue }
+            guard let result = try? fresh.call(ControlCalls.EventsSubscribe.method, JSONValue(encoding: params)) else {
+                continue
+            }
             let answer: SubscribeAnswer
             switch result {
-            case let .success(value): answer = try value.decode(SubscribeAnswer.self)
-            case let .failure(error):
+            case .success(let value): answer = try value.decode(SubscribeAnswer.self)
+            case .failure(let error):
                 printError("accessctl: accessd refused to resume: \(error.message)")
                 throw ExitCode(Exit.refused)
             }
             connection = fresh
             if !resumes { lastSequence = answer.lastSequence }
-            printError(resumes ? "accessctl: reconnected; resuming after event \(lastSequence)" : "accessctl: reconnected")
+            printError(
+                resumes ? "accessctl: reconnected; resuming after event \(lastSequence)" : "accessctl: reconnected")
             return
         }
     }
 }
 
 private func sleepFor(_ duration: Duration) {
-    var left = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+    var left = timespec(
+        tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
     var asked = left
     while nanosleep(&asked, &left) != 0 && errno == EINTR { asked = left }
 }
@@ -128,18 +136,24 @@ struct Events: ParsableCommand {
             """)
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Keep printing events as they happen.") var follow = false
-    @Option(help: ArgumentHelp("Where to start (default: the last 20 events).",
-                               discussion: "A sequence number (start after it: 1200), an age (10m, 2h, 1d, 30s) or a local time (2026-11-23 08:00, 08:00 for today).",
-                               valueName: "seq|age|time"))
+    @Option(
+        help: ArgumentHelp(
+            "Where to start (default: the last 20 events).",
+            discussion:
+                "A sequence number (start after it: 1200), an age (10m, 2h, 1d, 30s) or a local time (2026-11-23 08:00, 08:00 for today).",
+            valueName: "seq|age|time"))
     var since: String?
-    @Option(help: ArgumentHelp("Only these kinds, comma-separated (e.g. sdk.state,reader.updated).",
-                               discussion: "Kinds: \(EventKind.list)."), completion: LiveCompletions.eventKinds) var kinds: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only these kinds, comma-separated (e.g. sdk.state,reader.updated).",
+            discussion: "Kinds: \(EventKind.list)."), completion: LiveCompletions.eventKinds) var kinds: String?
 
     private var start: EventsStart { since.flatMap { EventsStart($0) } ?? EventsStart(sequence: nil, time: nil) }
 
     func validate() throws {
         if let since, EventsStart(since) == nil {
-            throw ValidationError("--since: a sequence number (1200), an age (10m, 2h, 1d) or a local time (2026-11-23 08:00, 08:00)")
+            throw ValidationError(
+                "--since: a sequence number (1200), an age (10m, 2h, 1d) or a local time (2026-11-23 08:00, 08:00)")
         }
         if let first = EventKind.unknown(among: kindList ?? []).first {
             throw ValidationError("--kinds: no event kind '\(first)' (kinds: \(EventKind.list))")
@@ -151,9 +165,10 @@ struct Events: ParsableCommand {
     func run() throws {
         let connection = try options.connect()
         let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
-        var following = try Following(options: options, connection: connection,
-                                      kinds: kindList, since: start.sequence ?? (start.time == nil ? max(0, last - 20) : nil),
-                                      sinceTime: start.time)
+        var following = try Following(
+            options: options, connection: connection,
+            kinds: kindList, since: start.sequence ?? (start.time == nil ? max(0, last - 20) : nil),
+            sinceTime: start.time)
         while true {
             if !follow && !connection.waitReadable(timeout: .milliseconds(300)) { return }
             let notification: JSONValue
@@ -173,14 +188,17 @@ struct Events: ParsableCommand {
             return notification["method"]?.string == RPCRequest.eventMethod ? params.jsonText : notification.jsonText
         }
         if notification["method"]?.string == RPCRequest.eventsDroppedMethod {
-            return "!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them"
+            return
+                "!! missed events \(params["from"]?.int ?? 0)…\(params["to"]?.int ?? 0): run with --since to replay them"
         }
-        let time: Double = switch params["time"] {
-        case let .double(seconds)?: seconds
-        case let .int(seconds)?: Double(seconds)
-        default: 0
-        }
+        let time: Double =
+            switch params["time"] {
+            case .double(let seconds)?: seconds
+            case .int(let seconds)?: Double(seconds)
+            default: 0
+            }
         let kind = params["kind"]?.string ?? "?"
-        return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(kind)  " + EventText.describe(kind: kind, data: params["data"] ?? .null)
+        return "\(localTime(time))  \(params["seq"]?.int ?? 0)  \(kind)  "
+            + EventText.describe(kind: kind, data: params["data"] ?? .null)
     }
 }

@@ -3,7 +3,7 @@ import AccessJSON
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Answers, from the command that asked for the exchange, the second-factor prompt its reader
@@ -21,8 +21,9 @@ struct InlinePrompt {
 
     /// Subscribes `connection` to the prompts and starts of exchanges, before the request.
     func prepare(_ connection: ControlConnection) throws {
-        _ = try options.call(connection, ControlCalls.EventsSubscribe.self,
-                             SubscribeParams(kinds: [EventKind.secondFactorRequired.rawValue, EventKind.accessStarted.rawValue]))
+        _ = try options.call(
+            connection, ControlCalls.EventsSubscribe.self,
+            SubscribeParams(kinds: [EventKind.secondFactorRequired.rawValue, EventKind.accessStarted.rawValue]))
         if showsProgress && !options.json { printError("asking reader \(reader)…") }
     }
 
@@ -30,9 +31,9 @@ struct InlinePrompt {
     func handle(_ notification: JSONValue) {
         guard let event = ControlEvent(eventNotification: notification), event.reader == reader else { return }
         switch event {
-        case let .accessStarted(started):
+        case .accessStarted(let started):
             if showsProgress && !options.json && started.origin == "manual" { printError("connecting…") }
-        case let .secondFactorRequired(prompt):
+        case .secondFactorRequired(let prompt):
             answer(prompt)
         default:
             break
@@ -46,31 +47,34 @@ struct InlinePrompt {
         let seconds = prompt.timeoutSeconds
         let terminal = !pinStdin && PinPrompt.hasTerminal
         guard pinStdin || terminal else {
-            printError("accessctl: reader \(reader) asks for a PIN: answer within \(seconds) s with `accessctl pin \(request)` "
-                + "(or run with --pin-stdin)")
+            printError(
+                "accessctl: reader \(reader) asks for a PIN: answer within \(seconds) s with `accessctl pin \(request)` "
+                    + "(or run with --pin-stdin)")
             return
         }
         // Format mistakes cost no attempt: asked again, at most three times in all.
         for _ in 0..<3 {
-            let typed = pinStdin ? readLine() : PinPrompt.read("\(text) (reader \(reader), \(attemptsLeft) attempts left): ")
+            let typed =
+                pinStdin ? readLine() : PinPrompt.read("\(text) (reader \(reader), \(attemptsLeft) attempts left): ")
             guard let pin = typed, !pin.isEmpty else {
                 // Nothing typed (Enter, or end of input): decline now rather than let the reader wait.
                 cancel(request: request)
                 return
             }
             guard (try? PIN.validate(pin)) != nil else {
-                printError("accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
+                printError(
+                    "accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
                 continue
             }
             switch respond(request: request, pin: pin) {
             case .accepted:
                 if showsProgress && !options.json { printError("PIN accepted; waiting for the reader…") }
                 return
-            case let .wrong(left):
+            case .wrong(let left):
                 attemptsLeft = left
                 printError("accessctl: wrong PIN (\(left) attempts left)")
                 if left == 0 { return }
-            case let .refused(message):
+            case .refused(let message):
                 printError("accessctl: \(message)")
                 return
             }
@@ -98,7 +102,7 @@ struct InlinePrompt {
             switch try connection.call(.secondFactorRespond, ["request": .string(request), "pin": .string(pin)]) {
             case .success:
                 return .accepted
-            case let .failure(error):
+            case .failure(let error):
                 if error.data?["error"] == "secondFactor.wrongPin", let left = error.data?["attemptsLeft"]?.int {
                     return .wrong(attemptsLeft: Int(left))
                 }

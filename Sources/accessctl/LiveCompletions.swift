@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Shell completions of live objects, asked of accessd while the person types (as
@@ -38,14 +38,16 @@ enum LiveCompletions {
     static let logLevels = CompletionKind.list(["trace", "debug", "info", "notice", "warning", "error", "critical"])
 
     /// One call to accessd with a short deadline; nothing when it does not answer.
-    private static func ask<Call: ControlCall>(_ words: [String], _ call: Call.Type,
-                                               _ pick: (Call.Answer) -> [String]) -> [String]
-        where Call.Params == NoParams
-    {
+    private static func ask<Call: ControlCall>(
+        _ words: [String], _ call: Call.Type,
+        _ pick: (Call.Answer) -> [String]
+    ) -> [String]
+    where Call.Params == NoParams {
         guard let connection = try? ControlConnection(path: socket(in: words)) else { return [] }
         connection.answerTimeout = .milliseconds(500)
-        guard case let .success(value)? = try? connection.call(Call.method),
-              let answer = try? value.decode(Call.Answer.self) else { return [] }
+        guard case .success(let value)? = try? connection.call(Call.method),
+            let answer = try? value.decode(Call.Answer.self)
+        else { return [] }
         return pick(answer)
     }
 

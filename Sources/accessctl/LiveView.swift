@@ -2,7 +2,7 @@ import AccessJSON
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `accessctl readers --watch` on a terminal, for a field engineer at a door (as `cgps` is for
@@ -17,10 +17,13 @@ struct LiveView {
     static let barWidth = 32
 
     func run(_ connection: ControlConnection, readers: [ReaderInfo]) throws {
-        var following = try Following(options: options, connection: connection,
-                                      kinds: [EventKind.readerUpdated.rawValue, EventKind.readerUnavailable.rawValue,
-                                              EventKind.accessCompleted.rawValue, EventKind.sdkState.rawValue],
-                                      since: nil)
+        var following = try Following(
+            options: options, connection: connection,
+            kinds: [
+                EventKind.readerUpdated.rawValue, EventKind.readerUnavailable.rawValue,
+                EventKind.accessCompleted.rawValue, EventKind.sdkState.rawValue,
+            ],
+            since: nil)
         var state = Screen(readers: ReaderTable.byID(readers))
         state.status = try? options.call(following.current, ControlCalls.StatusGet.self).answer
         var lastPoll = ContinuousClock.now
@@ -35,7 +38,8 @@ struct LiveView {
                 if let listed = try? options.call(following.current, ControlCalls.ReadersList.self) {
                     state.readers = ReaderTable.byID(listed.answer.readers)
                 }
-                state.status = (try? options.call(following.current, ControlCalls.StatusGet.self))?.answer ?? state.status
+                state.status =
+                    (try? options.call(following.current, ControlCalls.StatusGet.self))?.answer ?? state.status
             }
         }
     }
@@ -51,8 +55,9 @@ struct LiveView {
         var lines: [String] = []
         let clock = String(localTime(now).dropFirst(11).prefix(8))
         if let status = screen.status {
-            lines.append("accessd \(status.version)   scanning \(status.isScanning ? "on" : "off")   adapter \(status.adapter ?? "none")"
-                + "   automatic access \(onOff(status.automaticAccessEnabled))   \(clock)")
+            lines.append(
+                "accessd \(status.version)   scanning \(status.isScanning ? "on" : "off")   adapter \(status.adapter ?? "none")"
+                    + "   automatic access \(onOff(status.automaticAccessEnabled))   \(clock)")
             if !status.states.isEmpty { lines.append("states: \(status.states.joined(separator: ", "))") }
         } else {
             lines.append("accessd   \(clock)")
@@ -64,17 +69,22 @@ struct LiveView {
             let label = (reader.id + " " + (reader.name ?? "")).padding(toLength: 24, withPad: " ", startingAt: 0)
             let loss = ReaderTable.decimal(reader.measuredPathLoss).leftPadded(to: 6) + " dB"
             let heard = reader.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s" } ?? "-"
-            lines.append("\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).padding(toLength: 6, withPad: " ", startingAt: 0))"
-                + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  "
-                + "\(heard.padding(toLength: 7, withPad: " ", startingAt: 0))  \(ScopeText.effective(reader.scope))".trailingSpacesRemoved)
+            lines.append(
+                "\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).padding(toLength: 6, withPad: " ", startingAt: 0))"
+                    + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  "
+                    + "\(heard.padding(toLength: 7, withPad: " ", startingAt: 0))  \(ScopeText.effective(reader.scope))"
+                    .trailingSpacesRemoved)
         }
         if screen.readers.isEmpty { lines.append("(no readers heard)") }
         lines.append("")
-        lines.append("A: auto threshold  M: manual threshold  ●: the reader now    flags: " + screen.readers.values
-            .sorted(by: { $0.id < $1.id }).map { "\($0.id) \(ReaderTable.flags($0))" }.joined(separator: "; "))
+        lines.append(
+            "A: auto threshold  M: manual threshold  ●: the reader now    flags: "
+                + screen.readers.values
+                .sorted(by: { $0.id < $1.id }).map { "\($0.id) \(ReaderTable.flags($0))" }.joined(separator: "; "))
         lines.append("")
         lines.append("LAST ACCESSES")
-        lines.append(contentsOf: screen.accesses.isEmpty ? ["(none since this view started)"] : screen.accesses.reversed())
+        lines.append(
+            contentsOf: screen.accesses.isEmpty ? ["(none since this view started)"] : screen.accesses.reversed())
         return lines
     }
 
@@ -83,16 +93,20 @@ struct LiveView {
     static func bar(_ reader: ReaderInfo) -> String {
         func cell(_ value: Double) -> Int {
             let clamped = min(max(value, scale.lowerBound), scale.upperBound)
-            return min(barWidth - 1, Int((clamped - scale.lowerBound) / (scale.upperBound - scale.lowerBound) * Double(barWidth)))
+            return min(
+                barWidth - 1,
+                Int((clamped - scale.lowerBound) / (scale.upperBound - scale.lowerBound) * Double(barWidth)))
         }
-        let auto = cell(Double(reader.autoConnectPathLoss)), manual = cell(Double(reader.manualConnectPathLoss))
+        let auto = cell(Double(reader.autoConnectPathLoss))
+        let manual = cell(Double(reader.manualConnectPathLoss))
         let now = cell(reader.measuredPathLoss)
-        return String((0..<barWidth).map { index -> Character in
-            if index == now { return "●" }
-            if index == auto { return "A" }
-            if index == manual { return "M" }
-            return index < auto ? "=" : index < manual ? "-" : "."
-        })
+        return String(
+            (0..<barWidth).map { index -> Character in
+                if index == now { return "●" }
+                if index == auto { return "A" }
+                if index == manual { return "M" }
+                return index < auto ? "=" : index < manual ? "-" : "."
+            })
     }
 
     static func terminalWidth() -> Int {
@@ -111,9 +125,9 @@ struct LiveView {
         mutating func apply(_ notification: JSONValue) {
             guard let event = ControlEvent(eventNotification: notification) else { return }
             switch event {
-            case let .readerUpdated(reader):
+            case .readerUpdated(let reader):
                 readers[reader.id] = reader
-            case let .readerUnavailable(gone):
+            case .readerUnavailable(let gone):
                 readers[gone.reader] = nil
             case .accessCompleted:
                 let time = notification["params"]?["time"]?.number ?? 0

@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `accessctl open-next`: the kiosk's "open the door" button from a terminal or a script
@@ -22,7 +22,8 @@ struct OpenNext: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(help: ArgumentHelp("Seconds the window stays open (1…60).", valueName: "seconds")) var expiry: Double?
     @Flag(help: "Close the open-next window instead.") var cancel = false
-    @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin = false
+    @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin =
+        false
 
     func validate() throws {
         if let expiry, !(1...60).contains(expiry) { throw ValidationError("--expiry is 1 to 60 seconds") }
@@ -33,14 +34,18 @@ struct OpenNext: ParsableCommand {
         let connection = try options.connect()
         if cancel {
             let (answer, raw) = try options.call(connection, ControlCalls.AccessCancel.self)
-            print(options.json ? raw.jsonText : answer.cancelled ? "open-next window closed" : "no open-next window was open")
+            print(
+                options.json
+                    ? raw.jsonText : answer.cancelled ? "open-next window closed" : "no open-next window was open")
             return
         }
         let kinds: [EventKind] = [.accessNextWindow, .accessStarted, .accessCompleted, .secondFactorRequired]
-        _ = try options.call(connection, ControlCalls.EventsSubscribe.self, SubscribeParams(kinds: kinds.map(\.rawValue)))
+        _ = try options.call(
+            connection, ControlCalls.EventsSubscribe.self, SubscribeParams(kinds: kinds.map(\.rawValue)))
         var wait = Wait()
-        let (answer, _) = try options.call(connection, ControlCalls.AccessNext.self, OpenNextParams(expiry: expiry),
-                                           onNotification: { wait.handle($0, self) })
+        let (answer, _) = try options.call(
+            connection, ControlCalls.AccessNext.self, OpenNextParams(expiry: expiry),
+            onNotification: { wait.handle($0, self) })
         if isatty(2) == 1 && !options.json {
             printError("open-next: the next door within manual range opens for \(answer.expirySeconds) s…")
         }
@@ -60,13 +65,19 @@ struct OpenNext: ParsableCommand {
             }
         }
         switch wait.result {
-        case let .completed(data, answer)?:
-            print(options.json ? data.jsonText : "reader \(answer.reader)\(answer.readerName.map { " (\($0))" } ?? ""): "
-                + describeOutcome(answer))
+        case .completed(let data, let answer)?:
+            print(
+                options.json
+                    ? data.jsonText
+                    : "reader \(answer.reader)\(answer.readerName.map { " (\($0))" } ?? ""): "
+                        + describeOutcome(answer))
             if answer.granted != true { throw ExitCode(Exit.refused) }
-        case let .closed(reason, data)?:
-            print(options.json ? data.jsonText
-                : reason == "expired" ? "no door within manual range in \(answer.expirySeconds) s" : "open-next: \(reason)")
+        case .closed(let reason, let data)?:
+            print(
+                options.json
+                    ? data.jsonText
+                    : reason == "expired"
+                        ? "no door within manual range in \(answer.expirySeconds) s" : "open-next: \(reason)")
             throw ExitCode(Exit.refused)
         case nil:
             break
@@ -87,21 +98,21 @@ struct OpenNext: ParsableCommand {
             guard let event = ControlEvent(eventNotification: notification) else { return }
             let data = notification["params"]?["data"] ?? .null
             switch event {
-            case let .accessNextWindow(window):
+            case .accessNextWindow(let window):
                 guard window.state == .closed else { return }
                 if window.reason == .used {
                     reader = window.reader
                 } else if reader == nil {
                     result = .closed(window.reason?.rawValue ?? "closed", data)
                 }
-            case let .accessStarted(started):
+            case .accessStarted(let started):
                 if let reader, started.reader == reader, isatty(2) == 1, !command.options.json {
                     printError("connecting to reader \(reader)…")
                 }
-            case let .secondFactorRequired(prompt):
+            case .secondFactorRequired(let prompt):
                 guard let reader, prompt.reader == reader else { return }
                 InlinePrompt(options: command.options, reader: reader, pinStdin: command.pinStdin).handle(notification)
-            case let .accessCompleted(answer):
+            case .accessCompleted(let answer):
                 guard let reader, answer.reader == reader, answer.trigger == AccessTrigger.openNext else { return }
                 result = .completed(data, answer)
             default:

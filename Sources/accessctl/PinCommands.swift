@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `accessctl credentials pin ID`: change a credential's PIN (the old one proves it, counted
@@ -19,24 +19,29 @@ struct ChangePin: ParsableCommand {
     @Flag(help: "Read the old and the new PIN from standard input, one line each.") var pinStdin = false
 
     func run() throws {
-        let oldPin: String, newPin: String
+        let oldPin: String
+        let newPin: String
         if pinStdin {
             guard let old = readLine(), let new = readLine(), !old.isEmpty, !new.isEmpty else {
                 throw ValidationError("two lines on standard input: the old PIN and the new one")
             }
             (oldPin, newPin) = (old, new)
         } else {
-            guard PinPrompt.hasTerminal else { throw ValidationError("no terminal to ask for the PINs: give --pin-stdin") }
+            guard PinPrompt.hasTerminal else {
+                throw ValidationError("no terminal to ask for the PINs: give --pin-stdin")
+            }
             guard let old = PinPrompt.read("Current PIN: "), !old.isEmpty else { throw ValidationError("no PIN given") }
             guard let new = try PinPrompt.askTwice() else { throw ValidationError("no new PIN given") }
             (oldPin, newPin) = (old, new)
         }
         guard (try? PIN.validate(newPin)) != nil else {
-            throw ValidationError("a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
+            throw ValidationError(
+                "a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
         }
         let connection = try options.connect()
-        let (credential, raw) = try options.call(connection, ControlCalls.CredentialsSetPin.self,
-                                                 SetPinParams(id: id, oldPin: oldPin, newPin: newPin))
+        let (credential, raw) = try options.call(
+            connection, ControlCalls.CredentialsSetPin.self,
+            SetPinParams(id: id, oldPin: oldPin, newPin: newPin))
         print(options.json ? raw.jsonText : "PIN changed for \(credential.id)")
     }
 }
@@ -49,14 +54,18 @@ struct Unlock: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let (credential, raw) = try options.call(connection, ControlCalls.CredentialsUnlock.self, CredentialIDParams(id: id))
-        print(options.json ? raw.jsonText : "unlocked \(credential.id): \(credential.secondFactor.attemptsLeft) attempts left")
+        let (credential, raw) = try options.call(
+            connection, ControlCalls.CredentialsUnlock.self, CredentialIDParams(id: id))
+        print(
+            options.json
+                ? raw.jsonText : "unlocked \(credential.id): \(credential.secondFactor.attemptsLeft) attempts left")
     }
 }
 
 struct Priority: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Set a credential's priority: where readers of several sites are in range, a higher one's goes first.",
+        abstract:
+            "Set a credential's priority: where readers of several sites are in range, a higher one's goes first.",
         discussion: "-100 to 100; 0 by default. Between readers of sites of equal priority, the nearer goes first.")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
@@ -71,8 +80,9 @@ struct Priority: ParsableCommand {
 
     func run() throws {
         let connection = try options.connect()
-        let (credential, raw) = try options.call(connection, ControlCalls.CredentialsSetPriority.self,
-                                                 PriorityParams(id: id, priority: Int(priority[0]) ?? 0))
+        let (credential, raw) = try options.call(
+            connection, ControlCalls.CredentialsSetPriority.self,
+            PriorityParams(id: id, priority: Int(priority[0]) ?? 0))
         print(options.json ? raw.jsonText : "\(credential.id): priority \(credential.priority)")
     }
 }

@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `accessctl probe READER`: for a field engineer at a door. Listens to the reader for some
@@ -35,7 +35,8 @@ struct Probe: ParsableCommand {
     func run() throws {
         let connection = try options.connect()
         if isatty(2) == 1 && !options.json { printError("listening to reader \(reader) for \(Int(seconds)) s…") }
-        let (probe, raw) = try options.call(connection, ControlCalls.ReadersProbe.self, ProbeParams(reader: reader, seconds: seconds))
+        let (probe, raw) = try options.call(
+            connection, ControlCalls.ReadersProbe.self, ProbeParams(reader: reader, seconds: seconds))
         var problems = ProbeVerdict.problems(probe)
         var trialResults: [JSONValue] = []
         var lines = ProbeText.lines(probe)
@@ -49,16 +50,19 @@ struct Probe: ParsableCommand {
                 connection.answerTimeout = .seconds(60)
                 let result = try? connection.call(method.rawValue, ["reader": .string(reader)])
                 switch result {
-                case let .success(value)?:
+                case .success(let value)?:
                     trialResults.append(value)
                     let answer = try? value.decode(ExchangeAnswer.self)
                     if let total = answer?.timings?.totalMs { totals.append(total) }
                     lines.append("    \(index): " + (answer.map(ProbeText.trial) ?? value.jsonText))
-                case let .failure(error)? where error.data?["cause"]?.string == "actionsNotOffered" && !access:
-                    lines.append("    skipped: the reader offers no actions, the one exchange that opens no door "
-                                 + "(--access tries real accesses)")
-                case let .failure(error)?:
-                    trialResults.append(["error": .string(error.data?["error"]?.string ?? "failed"), "message": .string(error.message)])
+                case .failure(let error)? where error.data?["cause"]?.string == "actionsNotOffered" && !access:
+                    lines.append(
+                        "    skipped: the reader offers no actions, the one exchange that opens no door "
+                            + "(--access tries real accesses)")
+                case .failure(let error)?:
+                    trialResults.append([
+                        "error": .string(error.data?["error"]?.string ?? "failed"), "message": .string(error.message),
+                    ])
                     lines.append("    \(index): \(error.message)")
                 case nil:
                     trialResults.append(["error": "timeout", "message": "no answer within 60 s"])
@@ -68,17 +72,22 @@ struct Probe: ParsableCommand {
             let failed = trialResults.count - totals.count
             if failed > 0 { problems.append("\(failed) of \(trialResults.count) trial exchanges failed") }
             if !totals.isEmpty {
-                let sorted = totals.sorted(), middle = sorted.count / 2
+                let sorted = totals.sorted()
+                let middle = sorted.count / 2
                 let median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-                lines.append("  exchanges:       \(totals.count) of \(trialResults.count) answered; median \(Int(median.rounded())) ms, "
-                             + "slowest \(Int(sorted[sorted.count - 1])) ms")
+                lines.append(
+                    "  exchanges:       \(totals.count) of \(trialResults.count) answered; median \(Int(median.rounded())) ms, "
+                        + "slowest \(Int(sorted[sorted.count - 1])) ms")
             }
         }
         if calibrate { lines += ProbeText.calibration(probe) }
         lines.append(problems.isEmpty ? "verdict: OK" : "verdict: \(problems.joined(separator: "; "))")
         if options.json {
-            print(JSONValue.object(["probe": raw, "trials": .array(trialResults), "ok": .bool(problems.isEmpty),
-                                    "problems": .array(problems.map { .string($0) })]).jsonText)
+            print(
+                JSONValue.object([
+                    "probe": raw, "trials": .array(trialResults), "ok": .bool(problems.isEmpty),
+                    "problems": .array(problems.map { .string($0) }),
+                ]).jsonText)
         } else {
             print(lines.joined(separator: "\n"))
         }
@@ -89,13 +98,18 @@ struct Probe: ParsableCommand {
 /// What is wrong with what was heard, in words; nothing when all is well.
 enum ProbeVerdict {
     static func problems(_ probe: ProbeAnswer) -> [String] {
-        guard probe.advertisements > 0 else { return ["not heard in \(Int(probe.seconds)) s (wrong id? out of range? see accessctl readers)"] }
+        guard probe.advertisements > 0 else {
+            return ["not heard in \(Int(probe.seconds)) s (wrong id? out of range? see accessctl readers)"]
+        }
         var problems: [String] = []
         if let interval = probe.intervalMs, interval.median > 1000 {
-            problems.append("advertises only every \(Int(interval.median)) ms (a walk-up is seen late; 100-300 ms is usual)")
+            problems.append(
+                "advertises only every \(Int(interval.median)) ms (a walk-up is seen late; 100-300 ms is usual)")
         }
         if let loss = probe.rawPathLoss, loss.deviation > 6 {
-            problems.append("the radio here is noisy (path loss ± \(ProbeText.decimal(loss.deviation)) dB): expect late or flapping ranges")
+            problems.append(
+                "the radio here is noisy (path loss ± \(ProbeText.decimal(loss.deviation)) dB): expect late or flapping ranges"
+            )
         }
         if probe.range == "out" { problems.append("out of manual range here") }
         return problems
@@ -113,21 +127,27 @@ enum ProbeText {
         }
         var heard = "\(probe.advertisements) in \(Int(probe.seconds)) s"
         if let interval = probe.intervalMs {
-            heard += ", every \(Int(interval.median.rounded())) ms (jitter \(Int(interval.deviation.rounded())) ms, "
+            heard +=
+                ", every \(Int(interval.median.rounded())) ms (jitter \(Int(interval.deviation.rounded())) ms, "
                 + "\(Int(interval.min.rounded()))…\(Int(interval.max.rounded())) ms)"
         }
         if probe.dropped > 0 { heard += "; \(probe.dropped) more not kept" }
         row("advertisements", heard)
         if let rssi = probe.rssi {
-            row("rssi", "\(Int(rssi.median)) dBm median (\(Int(rssi.min))…\(Int(rssi.max)))"
-                + (probe.txPower.map { ", transmit power \($0) dBm" } ?? ""))
+            row(
+                "rssi",
+                "\(Int(rssi.median)) dBm median (\(Int(rssi.min))…\(Int(rssi.max)))"
+                    + (probe.txPower.map { ", transmit power \($0) dBm" } ?? ""))
         }
         if let raw = probe.rawPathLoss, let smoothed = probe.pathLoss {
-            row("path loss", "\(decimal(raw.median)) dB median (\(decimal(raw.min))…\(decimal(raw.max)), ± \(decimal(raw.deviation))), "
-                + "smoothed \(decimal(smoothed.max == smoothed.min ? smoothed.max : smoothed.median)) dB")
+            row(
+                "path loss",
+                "\(decimal(raw.median)) dB median (\(decimal(raw.min))…\(decimal(raw.max)), ± \(decimal(raw.deviation))), "
+                    + "smoothed \(decimal(smoothed.max == smoothed.min ? smoothed.max : smoothed.median)) dB")
         }
         if let auto = probe.autoConnectPathLoss, let manual = probe.manualConnectPathLoss {
-            var here = probe.range == "auto" ? "in auto range" : probe.range == "manual" ? "in manual range" : "out of range"
+            var here =
+                probe.range == "auto" ? "in auto range" : probe.range == "manual" ? "in manual range" : "out of range"
             if probe.range == "auto", let smoothed = probe.pathLoss?.median, smoothed > Double(auto) {
                 // Hysteresis: a reader that was in auto range stays there until it is clearly out.
                 here += " (still: it leaves auto range only past [range] exit_margin)"
@@ -137,7 +157,9 @@ enum ProbeText {
         let widest = probe.histogram.map(\.count).max() ?? 1
         for bin in probe.histogram {
             let bar = String(repeating: "#", count: max(1, bin.count * 30 / max(1, widest)))
-            lines.append("    \(String(bin.fromDb).leftPadded(to: 4))…\(String(bin.fromDb + 2).leftPadded(to: 3)) dB  \(bar) \(bin.count)")
+            lines.append(
+                "    \(String(bin.fromDb).leftPadded(to: 4))…\(String(bin.fromDb + 2).leftPadded(to: 3)) dB  \(bar) \(bin.count)"
+            )
         }
         return lines
     }
@@ -151,12 +173,16 @@ enum ProbeText {
         guard let calibration = probe.calibration, let raw = probe.rawPathLoss else {
             return ["  calibration:     needs 5 advertisements or more; stand still and listen longer (--seconds)"]
         }
-        var lines = ["  calibration:     to open from here, auto_connect_path_loss = \(calibration.autoConnectPathLoss) "
-            + "(path loss here \(decimal(raw.median)) dB ± \(decimal(raw.deviation)), margin \(decimal(calibration.marginDb)) dB), "
-            + "manual_connect_path_loss = \(calibration.manualConnectPathLoss) in the reader's configuration"]
+        var lines = [
+            "  calibration:     to open from here, auto_connect_path_loss = \(calibration.autoConnectPathLoss) "
+                + "(path loss here \(decimal(raw.median)) dB ± \(decimal(raw.deviation)), margin \(decimal(calibration.marginDb)) dB), "
+                + "manual_connect_path_loss = \(calibration.manualConnectPathLoss) in the reader's configuration"
+        ]
         if calibration.kioskOffsetDb != 0 {
             let offset = calibration.kioskOffsetDb
-            lines.append("                   or on this kiosk only: accessctl readers scope \(probe.reader) --offset \(decimal(offset))")
+            lines.append(
+                "                   or on this kiosk only: accessctl readers scope \(probe.reader) --offset \(decimal(offset))"
+            )
         }
         return lines
     }

@@ -3,7 +3,7 @@ import ArgumentParser
 import ControlSocket
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Readers: ParsableCommand {
@@ -13,69 +13,70 @@ struct Readers: ParsableCommand {
 }
 
 extension Readers {
-  struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Readers accessd hears, with range and distance (the default).",
-        discussion: """
-            With --watch on a terminal: a live view (scanning, adapter, clock; per reader its path loss \
-            against its auto and manual thresholds, range, distance, last heard; the last accesses), \
-            redrawn as readers move and every second. Into a pipe or a file each change prints the \
-            table again after a blank line, without terminal codes. A restart of accessd is waited out.
-            """)
-    @OptionGroup var options: GlobalOptions
-    @Flag(help: "Keep the table current until interrupted.") var watch = false
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Readers accessd hears, with range and distance (the default).",
+            discussion: """
+                With --watch on a terminal: a live view (scanning, adapter, clock; per reader its path loss \
+                against its auto and manual thresholds, range, distance, last heard; the last accesses), \
+                redrawn as readers move and every second. Into a pipe or a file each change prints the \
+                table again after a blank line, without terminal codes. A restart of accessd is waited out.
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Flag(help: "Keep the table current until interrupted.") var watch = false
 
-    func run() throws {
-        let connection = try options.connect()
-        let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
-        guard watch else {
-            if options.json {
-                for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
-            } else {
-                print(ReaderTable.text(answer.readers))
+        func run() throws {
+            let connection = try options.connect()
+            let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
+            guard watch else {
+                if options.json {
+                    for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
+                } else {
+                    print(ReaderTable.text(answer.readers))
+                }
+                return
             }
-            return
-        }
-        if isatty(1) == 1 && !options.json {
-            try LiveView(options: options).run(connection, readers: answer.readers)
-            return
-        }
-        var following = try Following(options: options, connection: connection,
-                                      kinds: [EventKind.readerUpdated.rawValue, EventKind.readerUnavailable.rawValue], since: nil)
-        // The table, shared with the reconnect hook (which lists the readers afresh).
-        final class Table { var readers: [String: ReaderInfo] = [:] }
-        let current = Table()
-        current.readers = ReaderTable.byID(answer.readers)
-        if options.json {
-            // One shape for the whole stream: a snapshot first, then each change.
-            printLine(JSONValue.object(["snapshot": raw["readers"] ?? .array([])]).jsonText)
-        } else {
-            printLine("\n" + ReaderTable.text(Array(current.readers.values)))
-        }
-        following.reconnected = { fresh in
-            let listed = try? self.options.call(fresh, ControlCalls.ReadersList.self)
-            current.readers = listed.map { ReaderTable.byID($0.answer.readers) } ?? [:]
-            if self.options.json {
-                printLine(JSONValue.object(["snapshot": listed?.raw["readers"] ?? .array([])]).jsonText)
+            if isatty(1) == 1 && !options.json {
+                try LiveView(options: options).run(connection, readers: answer.readers)
+                return
+            }
+            var following = try Following(
+                options: options, connection: connection,
+                kinds: [EventKind.readerUpdated.rawValue, EventKind.readerUnavailable.rawValue], since: nil)
+            // The table, shared with the reconnect hook (which lists the readers afresh).
+            final class Table { var readers: [String: ReaderInfo] = [:] }
+            let current = Table()
+            current.readers = ReaderTable.byID(answer.readers)
+            if options.json {
+                // One shape for the whole stream: a snapshot first, then each change.
+                printLine(JSONValue.object(["snapshot": raw["readers"] ?? .array([])]).jsonText)
             } else {
                 printLine("\n" + ReaderTable.text(Array(current.readers.values)))
             }
-        }
-        while true {
-            let notification = try following.next()
-            guard let params = notification["params"], params["data"]?["id"] != nil else { continue }
-            if options.json {
-                printLine(params.jsonText)
-                continue
+            following.reconnected = { fresh in
+                let listed = try? self.options.call(fresh, ControlCalls.ReadersList.self)
+                current.readers = listed.map { ReaderTable.byID($0.answer.readers) } ?? [:]
+                if self.options.json {
+                    printLine(JSONValue.object(["snapshot": listed?.raw["readers"] ?? .array([])]).jsonText)
+                } else {
+                    printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+                }
             }
-            // The same bookkeeping as the live view's.
-            var screen = LiveView.Screen(readers: current.readers)
-            screen.apply(notification)
-            current.readers = screen.readers
-            printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+            while true {
+                let notification = try following.next()
+                guard let params = notification["params"], params["data"]?["id"] != nil else { continue }
+                if options.json {
+                    printLine(params.jsonText)
+                    continue
+                }
+                // The same bookkeeping as the live view's.
+                var screen = LiveView.Screen(readers: current.readers)
+                screen.apply(notification)
+                current.readers = screen.readers
+                printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+            }
         }
     }
-  }
 }
 
 /// The readers as a plain table: no terminal codes, for files, pipes and `readers` alone.
@@ -85,7 +86,9 @@ enum ReaderTable {
     }
 
     static func text(_ readers: [ReaderInfo]) -> String {
-        let header = ["ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS", "SCOPE"]
+        let header = [
+            "ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS", "SCOPE",
+        ]
         var rows = [header]
         for r in readers.sorted(by: { $0.id < $1.id }) {
             rows.append([
@@ -111,8 +114,10 @@ enum ReaderTable {
     }
 
     static func flags(_ r: ReaderInfo) -> String {
-        let names = [(r.isBleAutoConnectEnabled, "auto"), (r.isBleManualConnectEnabled, "manual"),
-                     (r.isSecondFactorRequired, "pin"), (r.isBleActionsEnabled, "actions")]
+        let names = [
+            (r.isBleAutoConnectEnabled, "auto"), (r.isBleManualConnectEnabled, "manual"),
+            (r.isSecondFactorRequired, "pin"), (r.isBleActionsEnabled, "actions"),
+        ]
         let set = names.filter(\.0).map(\.1)
         return set.isEmpty ? "-" : set.joined(separator: ",")
     }

@@ -22,14 +22,20 @@ extension Readers {
         @Flag(help: "Put the reader on the allow list.") var allow = false
         @Flag(help: "Take the reader off the allow or deny list.") var unlist = false
         // Unconditional: a negative offset ("-3") is a value, not an option.
-        @Option(parsing: .unconditional, help: ArgumentHelp("dB added to the reader's path loss (-30…30).", valueName: "dB"))
+        @Option(
+            parsing: .unconditional, help: ArgumentHelp("dB added to the reader's path loss (-30…30).", valueName: "dB")
+        )
         var offset: Double?
         @Flag(help: "Remove the reader's offset.") var noOffset = false
-        @Option(help: ArgumentHelp("Automatic access to this reader: off, or on (as the reader offers).", valueName: "on|off"))
+        @Option(
+            help: ArgumentHelp(
+                "Automatic access to this reader: off, or on (as the reader offers).", valueName: "on|off"))
         var automatic: OnOff?
-        @Option(help: ArgumentHelp("Manual access to this reader: off, or on (as the reader offers).", valueName: "on|off"))
+        @Option(
+            help: ArgumentHelp("Manual access to this reader: off, or on (as the reader offers).", valueName: "on|off"))
         var manual: OnOff?
-        @Flag(help: "Drop the operator's rule for the reader (every reader's without one): the file's applies.") var reset = false
+        @Flag(help: "Drop the operator's rule for the reader (every reader's without one): the file's applies.")
+        var reset = false
 
         enum OnOff: String, ExpressibleByArgument, CaseIterable {
             case on, off
@@ -40,7 +46,9 @@ extension Readers {
         }
 
         func validate() throws {
-            if [deny, allow, unlist].filter({ $0 }).count > 1 { throw ValidationError("give one of --deny, --allow, --unlist") }
+            if [deny, allow, unlist].filter({ $0 }).count > 1 {
+                throw ValidationError("give one of --deny, --allow, --unlist")
+            }
             if offset != nil && noOffset { throw ValidationError("--offset and --no-offset exclude each other") }
             if reset && changes { throw ValidationError("--reset takes no other change") }
             if changes && reader == nil { throw ValidationError("name the reader to change") }
@@ -51,8 +59,9 @@ extension Readers {
             let answer: ReaderScopeAnswer
             let raw: String
             if reset {
-                let result = try options.call(connection, ControlCalls.ReadersResetScope.self,
-                                              ResetScopeParams(reader: reader))
+                let result = try options.call(
+                    connection, ControlCalls.ReadersResetScope.self,
+                    ResetScopeParams(reader: reader))
                 (answer, raw) = (result.answer, result.raw.jsonText)
             } else if changes, let reader {
                 let current = try options.call(connection, ControlCalls.ReadersGetScope.self).answer
@@ -83,8 +92,10 @@ extension Readers {
         static func text(_ answer: ReaderScopeAnswer, only reader: String?) -> String {
             let rules = answer.rules.filter { reader == nil || $0.reader == reader }
             if rules.isEmpty {
-                return reader.map { "reader \($0): no rule; opened as it offers"
-                    + (answer.allowList ? " (but only readers on the allow list open automatically)" : "") }
+                return reader.map {
+                    "reader \($0): no rule; opened as it offers"
+                        + (answer.allowList ? " (but only readers on the allow list open automatically)" : "")
+                }
                     ?? "no rules: every reader is opened as it offers"
             }
             var rows = [["READER", "RULE", "FROM"]]

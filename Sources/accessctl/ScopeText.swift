@@ -30,6 +30,7 @@ enum ScopeText {
         }
         if !scope.manual, scope.manualBecause != "notOffered" { parts.append("manual: off") }
         if scope.pathLossOffset != 0 { parts.append(decibels(scope.pathLossOffset)) }
-        return parts.joined(separator: ", ") + (parts.isEmpty || scope.automaticBecause == "notAllowed" && parts.count == 1 ? "" : from)
+        return parts.joined(separator: ", ")
+            + (parts.isEmpty || scope.automaticBecause == "notAllowed" && parts.count == 1 ? "" : from)
     }
 }

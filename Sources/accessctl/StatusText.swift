@@ -8,8 +8,12 @@ enum StatusText {
         var lines = ["accessd \(status.version), up \(duration(status.uptimeSeconds))"]
         func row(_ label: String, _ value: String) { lines.append("  " + (label + ":").padding(19) + value) }
         let scanningSource = source(status.scanningSetBy).map { ", " + $0 } ?? ""
-        row("scanning", "\(status.isScanning ? "yes" : "no") (wanted: \(onOff(status.scanningEnabled))\(scanningSource))")
-        row("automatic access", onOff(status.automaticAccessEnabled) + (source(status.automaticAccessSetBy).map { " (\($0))" } ?? ""))
+        row(
+            "scanning",
+            "\(status.isScanning ? "yes" : "no") (wanted: \(onOff(status.scanningEnabled))\(scanningSource))")
+        row(
+            "automatic access",
+            onOff(status.automaticAccessEnabled) + (source(status.automaticAccessSetBy).map { " (\($0))" } ?? ""))
         if let adapter = status.adapter {
             row("adapter", adapter)
         } else if let configured = status.configuredAdapter {
@@ -19,16 +23,23 @@ enum StatusText {
         }
         row("bluetoothd", status.bluetoothServicePresent ? "present" : "absent")
         row("states", status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))
-        row("features", status.featureErrors.isEmpty ? "ok"
-            : "failing: \(status.featureErrors.joined(separator: ", ")) (the site; accessctl events --kinds feature.state)")
+        row(
+            "features",
+            status.featureErrors.isEmpty
+                ? "ok"
+                : "failing: \(status.featureErrors.joined(separator: ", ")) (the site; accessctl events --kinds feature.state)"
+        )
         var readers = "\(status.readerCount)"
         if status.refusedAdvertisements > 0 {
-            readers += " (\(status.refusedAdvertisements) advertisements refused since start: unreadable or impossible RSSI)"
+            readers +=
+                " (\(status.refusedAdvertisements) advertisements refused since start: unreadable or impossible RSSI)"
         }
         row("readers heard", readers)
-        row("credentials", status.usableCredentialCount == status.credentialCount
-            ? "\(status.credentialCount)"
-            : "\(status.usableCredentialCount) usable of \(status.credentialCount) (accessctl credentials list)")
+        row(
+            "credentials",
+            status.usableCredentialCount == status.credentialCount
+                ? "\(status.credentialCount)"
+                : "\(status.usableCredentialCount) usable of \(status.credentialCount) (accessctl credentials list)")
         if let audit = status.audit { row("audit upload", auditLine(audit)) }
         for site in status.audit?.sites ?? [] where site.state != .current {
             lines.append("    " + siteLine(site))
@@ -47,7 +58,8 @@ enum StatusText {
         let failing = audit.sites.filter { $0.state != .current }.count
         if audit.backlog == 0 && failing == 0 { return "current" }
         let waiting = "\(audit.backlog) event\(audit.backlog == 1 ? "" : "s") waiting"
-        return failing == 0 ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
+        return failing == 0
+            ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
     }
 
     /// `connected to mqtt://broker:1883 as accessd/kiosk-1, current`, or why not and what waits.
@@ -81,7 +93,9 @@ enum StatusText {
 
     /// `2 d 3 h`, `4 h 12 min`, `7 min`, `12 s`: the two largest units.
     static func duration(_ seconds: Int64) -> String {
-        let days = seconds / 86_400, hours = seconds % 86_400 / 3_600, minutes = seconds % 3_600 / 60
+        let days = seconds / 86_400
+        let hours = seconds % 86_400 / 3_600
+        let minutes = seconds % 3_600 / 60
         if days > 0 { return "\(days) d \(hours) h" }
         if hours > 0 { return "\(hours) h \(minutes) min" }
         if minutes > 0 { return "\(minutes) min" }

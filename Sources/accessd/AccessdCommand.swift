@@ -9,7 +9,7 @@ import ServiceLifecycle
 import UnixSignals
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The command line and the service; started by `AccessdMain` (Main.swift says why not as `@main`).
@@ -38,7 +38,8 @@ struct AccessdCommand: AsyncParsableCommand {
     @Option(help: "Configuration file (built-in defaults when the default file is absent).")
     var config: String = "/etc/accessd/accessd.toml"
     @Option(help: "Control socket path (overrides [socket] path).") var socket: String?
-    @Option(name: .customLong("state-dir"), help: "State directory (overrides [store] state_directory).") var stateDirectory: String?
+    @Option(name: .customLong("state-dir"), help: "State directory (overrides [store] state_directory).")
+    var stateDirectory: String?
     @Option(help: "D-Bus to reach BlueZ on: system, or a bus address (tests).") var bus: String = "system"
     @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit.") var checkConfig = false
 
@@ -90,7 +91,9 @@ struct AccessdCommand: AsyncParsableCommand {
         do {
             store = try AccessStore(directory: settings.stateDirectory)
         } catch {
-            logger.critical("cannot open the state directory", metadata: ["path": "\(settings.stateDirectory)", "error": "\(error)"])
+            logger.critical(
+                "cannot open the state directory",
+                metadata: ["path": "\(settings.stateDirectory)", "error": "\(error)"])
             throw ExitCode(73)  // EX_CANTCREAT
         }
         let connection: DBusConnection
@@ -104,8 +107,9 @@ struct AccessdCommand: AsyncParsableCommand {
         if let name = settings.socketGroup, let gid = Groups.gid(named: name) {  // checked to exist above
             // Giving the socket to a group takes membership of it (no CAP_CHOWN here).
             guard getuid() == 0 || getegid() == gid || Groups.ownSupplementaryGroups().contains(gid) else {
-                printError("accessd: \(config): [socket] group '\(name)': accessd's user is not a member, so it "
-                    + "cannot give the socket to that group (usermod -aG \(name) accessd)")
+                printError(
+                    "accessd: \(config): [socket] group '\(name)': accessd's user is not a member, so it "
+                        + "cannot give the socket to that group (usermod -aG \(name) accessd)")
                 throw ExitCode(78)
             }
             socketGroup = gid
@@ -118,10 +122,11 @@ struct AccessdCommand: AsyncParsableCommand {
             throw ExitCode(78)
         }
         let central = BlueZClient(connection: connection)
-        let daemon = try AccessDaemonServices(configuration: settings, store: store,
-                                              central: central, site: site,
-                                              logLevel: level, logger: logger,
-                                              configFile: access(config, F_OK) == 0 ? config : nil)
+        let daemon = try AccessDaemonServices(
+            configuration: settings, store: store,
+            central: central, site: site,
+            logLevel: level, logger: logger,
+            configFile: access(config, F_OK) == 0 ? config : nil)
         let server = ControlServer(
             path: settings.socketPath, group: socketGroup, eventLimit: settings.subscriberQueueLimit,
             limits: settings.clientLimits, logger: logger,
@@ -130,8 +135,9 @@ struct AccessdCommand: AsyncParsableCommand {
         var metrics: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let endpoint = settings.metricsListen {
             let exporter = MetricsExporter(endpoint: endpoint, daemon: daemon, logger: logger) {
-                .init(socketClients: server.connectedClients, socketDroppedEvents: server.droppedEvents,
-                      bluezCallFailures: central.callFailures)
+                .init(
+                    socketClients: server.connectedClients, socketDroppedEvents: server.droppedEvents,
+                    bluezCallFailures: central.callFailures)
             }
             metrics.append(.init(service: untilGracefulShutdown { await exporter.run() }))
         }
@@ -145,22 +151,26 @@ struct AccessdCommand: AsyncParsableCommand {
             // Shut down in reverse order: the access service first, while the socket is still
             // up, so the requests it answers on the way out (`shuttingDown`) reach their clients.
             services: [
-                .init(service: untilGracefulShutdown {
-                    try await server.run {
-                        notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
-                    }
-                }),
+                .init(
+                    service: untilGracefulShutdown {
+                        try await server.run {
+                            notifier.notify("READY=1\nSTATUS=listening on \(socketPath)")
+                        }
+                    })
             ] + daemon.services.map { .init(service: $0) } + metrics + [
-                .init(service: untilGracefulShutdown {
-                    try await SystemdReporter(notifier: notifier, daemon: daemon).run()
-                }, successTerminationBehavior: .ignore),
-                .init(service: untilGracefulShutdown {
-                    var current = running
-                    for await _ in hangups {
-                        current = reload(configPath, over: current, level: level, notifier: notifier, logger: logger,
-                                         overrides: overrides, apply: daemon.reconfigure)
-                    }
-                }, successTerminationBehavior: .ignore),
+                .init(
+                    service: untilGracefulShutdown {
+                        try await SystemdReporter(notifier: notifier, daemon: daemon).run()
+                    }, successTerminationBehavior: .ignore),
+                .init(
+                    service: untilGracefulShutdown {
+                        var current = running
+                        for await _ in hangups {
+                            current = reload(
+                                configPath, over: current, level: level, notifier: notifier, logger: logger,
+                                overrides: overrides, apply: daemon.reconfigure)
+                        }
+                    }, successTerminationBehavior: .ignore),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
@@ -170,8 +180,11 @@ struct AccessdCommand: AsyncParsableCommand {
         configuration.maximumGracefulShutdownDuration = Self.gracefulStopLimit
         configuration.maximumCancellationDuration = Self.cancellationLimit
         let group = ServiceGroup(configuration: configuration)
-        logger.notice("accessd \(AccessDaemon.version) starting",
-                      metadata: ["config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)"])
+        logger.notice(
+            "accessd \(AccessDaemon.version) starting",
+            metadata: [
+                "config": "\(config)", "socket": "\(settings.socketPath)", "state": "\(settings.stateDirectory)",
+            ])
         var failure: (any Error)?
         do {
             try await group.run()
@@ -193,9 +206,11 @@ struct AccessdCommand: AsyncParsableCommand {
 /// One SIGHUP: the file read again and applied as far as it can be (ConfigurationReload).
 /// `overrides`: the command line's, which win over the file at every reload as at start.
 /// `apply`: hands the result to the services, before the reload is logged as done.
-func reload(_ path: String, over running: AccessdConfiguration, level: LogLevelSetting, notifier: SystemdNotifier,
-            logger: Logger, overrides: (inout AccessdConfiguration) -> Void,
-            apply: (AccessdConfiguration) -> Void) -> AccessdConfiguration {
+func reload(
+    _ path: String, over running: AccessdConfiguration, level: LogLevelSetting, notifier: SystemdNotifier,
+    logger: Logger, overrides: (inout AccessdConfiguration) -> Void,
+    apply: (AccessdConfiguration) -> Void
+) -> AccessdConfiguration {
     notifier.notify("RELOADING=1")
     defer { notifier.notify("READY=1") }
     var reloaded: AccessdConfiguration
@@ -208,13 +223,16 @@ func reload(_ path: String, over running: AccessdConfiguration, level: LogLevelS
     }
     let (effective, outcome) = ConfigurationReload.apply(reloaded, over: running, logLevel: level)
     apply(effective)
-    logger.notice("configuration reloaded", metadata: [
-        "applied": "\(outcome.applied.joined(separator: ","))",
-        "needRestart": "\(outcome.needRestart.joined(separator: ","))",
-    ])
+    logger.notice(
+        "configuration reloaded",
+        metadata: [
+            "applied": "\(outcome.applied.joined(separator: ","))",
+            "needRestart": "\(outcome.needRestart.joined(separator: ","))",
+        ])
     if !outcome.needRestart.isEmpty {
-        logger.warning("changed settings take effect at the next restart",
-                       metadata: ["settings": "\(outcome.needRestart.joined(separator: ","))"])
+        logger.warning(
+            "changed settings take effect at the next restart",
+            metadata: ["settings": "\(outcome.needRestart.joined(separator: ","))"])
     }
     return effective
 }

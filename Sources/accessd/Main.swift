@@ -1,7 +1,7 @@
 import CProcessMemory
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// accessd's entry point: the command runs on the cooperative pool and ends the process; the

@@ -1,20 +1,21 @@
 import AccessFuzzing
 import Foundation
+
 #if FUZZING
-import CLibFuzzer
+    import CLibFuzzer
 #endif
 
 #if FUZZING
-/// The harness libFuzzer's callback runs: a C function pointer carries no context. Set once,
-/// before libFuzzer starts; libFuzzer calls back on the main thread only.
-nonisolated(unsafe) private var fuzzedHarness: FuzzHarness?
+    /// The harness libFuzzer's callback runs: a C function pointer carries no context. Set once,
+    /// before libFuzzer starts; libFuzzer calls back on the main thread only.
+    nonisolated(unsafe) private var fuzzedHarness: FuzzHarness?
 
-/// libFuzzer's callback, under the name its own `main` (linked in by -sanitize=fuzzer) needs.
-@_cdecl("LLVMFuzzerTestOneInput")
-func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    fuzzedHarness?.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
-    return 0
-}
+    /// libFuzzer's callback, under the name its own `main` (linked in by -sanitize=fuzzer) needs.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+        fuzzedHarness?.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+        return 0
+    }
 #endif
 
 /// `accessfuzz`: the fuzz harnesses (docs/testing.md, "Fuzzing").
@@ -32,22 +33,25 @@ struct AccessfuzzCommand {
         if arguments.count > 1, FuzzHarness(rawValue: arguments[1]) != nil {
             setenv("ACCESSFUZZ_HARNESS", arguments.remove(at: 1), 1)
         }
-        guard let name = ProcessInfo.processInfo.environment["ACCESSFUZZ_HARNESS"], let harness = FuzzHarness(rawValue: name) else {
+        guard let name = ProcessInfo.processInfo.environment["ACCESSFUZZ_HARNESS"],
+            let harness = FuzzHarness(rawValue: name)
+        else {
             let names = FuzzHarness.allCases.map(\.rawValue).joined(separator: ", ")
-            FileHandle.standardError.write(Data("usage: accessfuzz HARNESS [FILE_OR_DIR...]\nharnesses: \(names)\n".utf8))
+            FileHandle.standardError.write(
+                Data("usage: accessfuzz HARNESS [FILE_OR_DIR...]\nharnesses: \(names)\n".utf8))
             exit(64)
         }
         #if FUZZING
-        fuzzedHarness = harness
-        var argc = Int32(arguments.count)
-        var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let status = cStrings.withUnsafeMutableBufferPointer { buffer in
-            var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = buffer.baseAddress
-            return LLVMFuzzerRunDriver(&argc, &argv, fuzzOneInput)
-        }
-        exit(status)
+            fuzzedHarness = harness
+            var argc = Int32(arguments.count)
+            var cStrings: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            let status = cStrings.withUnsafeMutableBufferPointer { buffer in
+                var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = buffer.baseAddress
+                return LLVMFuzzerRunDriver(&argc, &argv, fuzzOneInput)
+            }
+            exit(status)
         #else
-        exit(replay(harness, paths: Array(arguments.dropFirst())))
+            exit(replay(harness, paths: Array(arguments.dropFirst())))
         #endif
     }
 
@@ -60,7 +64,8 @@ struct AccessfuzzCommand {
                 FileHandle.standardError.write(Data("accessfuzz: no such file: \(path)\n".utf8))
                 return 66
             }
-            let files = isDirectory.boolValue
+            let files =
+                isDirectory.boolValue
                 ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
                 : [path]
             for file in files {

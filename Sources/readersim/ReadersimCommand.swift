@@ -7,8 +7,10 @@ struct ReadersimCommand: AsyncParsableCommand {
         commandName: "readersim",
         abstract: "Simulated Bluetooth LE readers and the site that issues credentials.",
         version: AccessCoreVersion.string,
-        subcommands: [ReadersCommand.self, ReaderKeyCommand.self, AdvertisementCommand.self, SiteCommand.self,
-                      ConformanceCommand.self]
+        subcommands: [
+            ReadersCommand.self, ReaderKeyCommand.self, AdvertisementCommand.self, SiteCommand.self,
+            ConformanceCommand.self,
+        ]
     )
 }
 
@@ -38,7 +40,7 @@ struct AdvertisementCommand: ParsableCommand {
         }
         guard let siteValue = UInt32(site, radix: 16) else { throw ValidationError("--site must be hex") }
         guard let tx = Int8(exactly: txPower), let auto = UInt8(exactly: autoConnectPathLoss),
-              let manual = UInt8(exactly: manualConnectPathLoss)
+            let manual = UInt8(exactly: manualConnectPathLoss)
         else { throw ValidationError("--tx-power must fit -128...127, path losses 0...255") }
         var flags: ReaderFlags = []
         if !noAutoConnect { flags.insert(.autoConnectEnabled) }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 @Suite("Reader advertisement")
@@ -22,7 +23,8 @@ struct AdvertisementTests {
     @Test func findsServiceDataAmongOtherStructures() throws {
         let payload = Fixtures.advertisement().serviceData
         // Flags, a foreign service data, then ours, then zero padding.
-        let data: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x16, 0xAA, 0xFE] + [UInt8(payload.count + 3), 0x16, 0xF8, 0xFF]
+        let data: [UInt8] =
+            [0x02, 0x01, 0x06, 0x03, 0x16, 0xAA, 0xFE] + [UInt8(payload.count + 3), 0x16, 0xF8, 0xFF]
             + payload + [0x00, 0x00]
         #expect(try ReaderAdvertisement(advertisingData: data) == Fixtures.advertisement())
     }
@@ -30,30 +32,44 @@ struct AdvertisementTests {
     @Test func refusesEachKindOfBadPayload() {
         let good = Fixtures.advertisement().serviceData
         func refusal(_ bytes: [UInt8]) -> AdvertisementError? {
-            do { _ = try ReaderAdvertisement(serviceData: bytes); return nil } catch { return error }
+            do {
+                _ = try ReaderAdvertisement(serviceData: bytes)
+                return nil
+            } catch { return error }
         }
         #expect(refusal([]) == .truncated(expected: 14, actual: 0))
         #expect(refusal(Array(good.prefix(13))) == .truncated(expected: 14, actual: 13))
         #expect(refusal(good + [0]) == .oversized(limit: 14, actual: 15))
-        var bytes = good; bytes[0] = 2
+        var bytes = good
+        bytes[0] = 2
         #expect(refusal(bytes) == .unsupportedVersion(2))
-        bytes = good; bytes[1] = 9
+        bytes = good
+        bytes[1] = 9
         #expect(refusal(bytes) == .unknownReaderKind(9))
-        bytes = good; bytes[2] = 0x23
+        bytes = good
+        bytes[2] = 0x23
         #expect(refusal(bytes) == .reservedFlagsSet(0x23))
-        bytes = good; bytes[3...6] = [0, 0, 0, 0]
+        bytes = good
+        bytes[3...6] = [0, 0, 0, 0]
         #expect(refusal(bytes) == .zeroReaderID)
-        bytes = good; bytes[7] = 21
+        bytes = good
+        bytes[7] = 21
         #expect(refusal(bytes) == .txPowerOutOfRange(21))
-        bytes = good; bytes[8] = 90; bytes[9] = 80
+        bytes = good
+        bytes[8] = 90
+        bytes[9] = 80
         #expect(refusal(bytes) == .inconsistentPathLoss(autoConnect: 90, manualConnect: 80))
-        bytes = good; bytes[8] = 0
+        bytes = good
+        bytes[8] = 0
         #expect(refusal(bytes) == .inconsistentPathLoss(autoConnect: 0, manualConnect: 40))
     }
 
     @Test func refusesBadAdvertisingData() {
         func refusal(_ bytes: [UInt8]) -> AdvertisementError? {
-            do { _ = try ReaderAdvertisement(advertisingData: bytes); return nil } catch { return error }
+            do {
+                _ = try ReaderAdvertisement(advertisingData: bytes)
+                return nil
+            } catch { return error }
         }
         #expect(refusal([UInt8](repeating: 0, count: 32)) == .exceedsLegacyPDU(length: 32))
         #expect(refusal([0x02, 0x01, 0x06]) == .missingServiceData)
@@ -73,7 +89,8 @@ struct AdvertisementTests {
             } else {
                 bytes = good
                 for _ in 0..<Int.random(in: 1...3, using: &generator) {
-                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                        in: 0...255, using: &generator)
                 }
             }
             if (try? ReaderAdvertisement(advertisingData: bytes)) != nil { accepted += 1 }

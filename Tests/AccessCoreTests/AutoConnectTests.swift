@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// Stories of a person walking up to doors, told to the access controller with a virtual clock.
@@ -12,11 +13,15 @@ struct AutoConnectTests {
     var timers: [AccessController.Timer: Timestamp] = [:]
     var started: [ReaderID] = []
 
-    static func reader(_ id: UInt32 = 0x2A01, pathLoss: Double = 10, flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled],
-                       kind: ReaderKind = .gallagherStyle) -> ReaderAttributes {
-        ReaderAttributes(id: ReaderID(id), name: nil, kind: kind, siteTag: Fixtures.siteTag, address: Fixtures.address,
-                         rssi: -69, txPower: -59, measuredPathLoss: pathLoss, distance: .near, autoConnectPathLoss: 20,
-                         manualConnectPathLoss: 40, flags: flags, isInAutoConnectRange: true, lastSeen: .zero)
+    static func reader(
+        _ id: UInt32 = 0x2A01, pathLoss: Double = 10,
+        flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled],
+        kind: ReaderKind = .gallagherStyle
+    ) -> ReaderAttributes {
+        ReaderAttributes(
+            id: ReaderID(id), name: nil, kind: kind, siteTag: Fixtures.siteTag, address: Fixtures.address,
+            rssi: -69, txPower: -59, measuredPathLoss: pathLoss, distance: .near, autoConnectPathLoss: 20,
+            manualConnectPathLoss: 40, flags: flags, isInAutoConnectRange: true, lastSeen: .zero)
     }
 
     @discardableResult
@@ -24,9 +29,9 @@ struct AutoConnectTests {
         let actions = controller.handle(input, at: clock.now)
         for action in actions {
             switch action {
-            case let .startTimer(timer, delay): timers[timer] = clock.now + delay
-            case let .cancelTimer(timer): timers[timer] = nil
-            case let .startExchange(reader, _, _): started.append(reader)
+            case .startTimer(let timer, let delay): timers[timer] = clock.now + delay
+            case .cancelTimer(let timer): timers[timer] = nil
+            case .startExchange(let reader, _, _): started.append(reader)
             default: break
             }
         }
@@ -52,7 +57,9 @@ struct AutoConnectTests {
         send(.readerObserved(Self.reader(id, pathLoss: 35), isInAutoConnectRange: false))
     }
 
-    mutating func finish(_ id: UInt32 = 0x2A01, _ outcome: ExchangeOutcome = .decided(AccessResult(decision: .granted, mode: .access))) {
+    mutating func finish(
+        _ id: UInt32 = 0x2A01, _ outcome: ExchangeOutcome = .decided(AccessResult(decision: .granted, mode: .access))
+    ) {
         send(.exchangeEnded(ReaderID(id), outcome))
     }
 
@@ -62,7 +69,10 @@ struct AutoConnectTests {
         wait(.milliseconds(200))
         #expect(started == [Fixtures.readerID])
         // More reports while still in range: nothing new.
-        for _ in 0..<20 { approach(); wait(.milliseconds(100)) }
+        for _ in 0..<20 {
+            approach()
+            wait(.milliseconds(100))
+        }
         #expect(started == [Fixtures.readerID])
     }
 
@@ -72,7 +82,10 @@ struct AutoConnectTests {
         #expect(started == [Fixtures.readerID])
         #expect(timers[.automatic(.selection)] == nil)
         // More reports while still in range: nothing new.
-        for _ in 0..<20 { approach(); wait(.milliseconds(100)) }
+        for _ in 0..<20 {
+            approach()
+            wait(.milliseconds(100))
+        }
         #expect(started == [Fixtures.readerID])
     }
 
@@ -80,15 +93,21 @@ struct AutoConnectTests {
         approach()
         wait(.milliseconds(200))
         let actions = send(.exchangeEnded(Fixtures.readerID, .decided(AccessResult(decision: .granted, mode: .access))))
-        #expect(actions.contains(.completed(Fixtures.readerID, .automatic,
-                                            .decided(AccessResult(decision: .granted, mode: .access)))))
+        #expect(
+            actions.contains(
+                .completed(
+                    Fixtures.readerID, .automatic,
+                    .decided(AccessResult(decision: .granted, mode: .access)))))
     }
 
     @Test mutating func staysSpentWhileInRangeAfterAnExchange() {
         approach()
         wait(.milliseconds(200))
         finish()
-        for _ in 0..<300 { approach(); wait(.milliseconds(100)) }  // 30 s standing at the door
+        for _ in 0..<300 {
+            approach()
+            wait(.milliseconds(100))
+        }  // 30 s standing at the door
         #expect(started.count == 1)
     }
 
@@ -145,7 +164,9 @@ struct AutoConnectTests {
         approach(Self.reader(kind: .aperioStyle))
         wait(.seconds(1))
         #expect(started.isEmpty)
-        send(.credentialsChanged(CredentialAvailability(mobileSites: [Fixtures.siteTag], aperioSites: [Fixtures.siteTag])))
+        send(
+            .credentialsChanged(
+                CredentialAvailability(mobileSites: [Fixtures.siteTag], aperioSites: [Fixtures.siteTag])))
         #expect(started == [Fixtures.readerID])
     }
 
@@ -190,7 +211,10 @@ struct AutoConnectTests {
         }
         // The fifth failure exhausts the retries: spent until the reader leaves.
         finish(0x2A01, .failed(.connectionAborted))
-        for _ in 0..<100 { approach(); wait(.milliseconds(100)) }
+        for _ in 0..<100 {
+            approach()
+            wait(.milliseconds(100))
+        }
         #expect(started.count == 5)
     }
 
@@ -207,7 +231,10 @@ struct AutoConnectTests {
         approach()
         wait(.milliseconds(200))
         finish(0x2A01, .failed(failure))
-        for _ in 0..<150 { approach(); wait(.milliseconds(100)) }
+        for _ in 0..<150 {
+            approach()
+            wait(.milliseconds(100))
+        }
         #expect(started.count == 1)
         leave()
         wait(.seconds(1))
@@ -220,7 +247,10 @@ struct AutoConnectTests {
         approach()
         wait(.milliseconds(200))
         finish(0x2A01, .decided(AccessResult(decision: .deniedZone, mode: .access)))
-        for _ in 0..<150 { approach(); wait(.milliseconds(100)) }
+        for _ in 0..<150 {
+            approach()
+            wait(.milliseconds(100))
+        }
         #expect(started.count == 1)
     }
 
@@ -247,8 +277,9 @@ struct AutoConnectTests {
     // MARK: Connecting early
 
     mutating func connectEarly() {
-        controller = AccessController(automatic: .init(connectEarly: true), automaticAccessEnabled: true,
-                                      credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        controller = AccessController(
+            automatic: .init(connectEarly: true), automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
     }
 
     /// Heard within manual range (path loss 30 of 40), outside auto range (20).
@@ -273,7 +304,9 @@ struct AutoConnectTests {
         nearby()
         let dropped = controller.handle(.timerFired(.automatic(.holdLimit(Fixtures.readerID))), at: clock.now)
         #expect(dropped.contains(.releaseLink(Fixtures.readerID)))
-        #expect(!nearby().contains(.prepareLink(Fixtures.readerID)), "a person sitting near the door is connected to again and again")
+        #expect(
+            !nearby().contains(.prepareLink(Fixtures.readerID)),
+            "a person sitting near the door is connected to again and again")
         #expect(send(.readerUnavailable(Fixtures.readerID)).isEmpty)
         #expect(nearby().contains(.prepareLink(Fixtures.readerID)))
     }
@@ -296,7 +329,8 @@ struct AutoConnectTests {
         let manualOnly = Self.reader(0x2A02, pathLoss: 30, flags: [.manualConnectEnabled])
         #expect(send(.readerObserved(manualOnly, isInAutoConnectRange: false, othersHeard: false)).isEmpty)
         // Beyond manual range (45 of 40): not yet.
-        #expect(send(.readerObserved(Self.reader(pathLoss: 45), isInAutoConnectRange: false, othersHeard: false)).isEmpty)
+        #expect(
+            send(.readerObserved(Self.reader(pathLoss: 45), isInAutoConnectRange: false, othersHeard: false)).isEmpty)
     }
 
     @Test mutating func anotherReaderChosenDropsThePreparedLinkFirst() {
@@ -314,8 +348,11 @@ struct AutoConnectTests {
     @Test mutating func aReaderSilentOverItsLinkIsNotConnectedToEarlyAgain() {
         connectEarly()
         nearby()
-        #expect(send(.linkPrepared(Fixtures.readerID)).contains(.startTimer(.automatic(.presenceWait(Fixtures.readerID)),
-                                                                            after: .seconds(3))))
+        #expect(
+            send(.linkPrepared(Fixtures.readerID)).contains(
+                .startTimer(
+                    .automatic(.presenceWait(Fixtures.readerID)),
+                    after: .seconds(3))))
         wait(.seconds(3))
         #expect(controller.automatic.withoutPresence == [Fixtures.readerID])
         send(.readerUnavailable(Fixtures.readerID))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import AccessCore
 
 /// docs/reader-protocol.md §6's decision table is the whole of `AccessDecision`, with each
@@ -16,9 +17,12 @@ struct DecisionTableTests {
         for line in text.split(separator: "\n") where line.hasPrefix("| ") && line.contains(" (`0x") {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             guard cells.count == 3, let code = Int8(cells[0].split(separator: " ").first ?? ""),
-                  let byte = UInt8(cells[0].split(separator: "x").last?.prefix(2) ?? "", radix: 16) else { continue }
+                let byte = UInt8(cells[0].split(separator: "x").last?.prefix(2) ?? "", radix: 16)
+            else { continue }
             #expect(UInt8(bitPattern: code) == byte, "\(line)")
-            documented[code] = (cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`")), cells[2].hasPrefix("granted"))
+            documented[code] = (
+                cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`")), cells[2].hasPrefix("granted")
+            )
         }
         #expect(documented.count == AccessDecision.allCases.count)
         for decision in AccessDecision.allCases {

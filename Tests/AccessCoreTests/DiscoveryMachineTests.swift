@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// Discovery follows the setting, the SDK state and the adapter, one BlueZ call at a time.
@@ -13,7 +14,8 @@ struct DiscoveryMachineTests {
 
     @Test mutating func startsWhenWantedPossibleAndAnAdapterIsThere() {
         #expect(send(.conditionsChanged(scanningEnabled: true, canScan: true)) == [])
-        #expect(send(.adapterChanged(path: "/org/bluez/hci0", discovering: false)) == [.start(adapter: "/org/bluez/hci0")])
+        #expect(
+            send(.adapterChanged(path: "/org/bluez/hci0", discovering: false)) == [.start(adapter: "/org/bluez/hci0")])
         #expect(machine.state == .starting(adapter: "/org/bluez/hci0"))
         #expect(send(.startFinished(.started)) == [])
         #expect(machine.isActive)
@@ -50,7 +52,8 @@ struct DiscoveryMachineTests {
         _ = send(.adapterChanged(path: "/org/bluez/hci0", discovering: false))
         _ = send(.startFinished(.started))
         _ = send(.adapterChanged(path: "/org/bluez/hci0", discovering: true))
-        #expect(send(.adapterChanged(path: "/org/bluez/hci0", discovering: false)) == [.start(adapter: "/org/bluez/hci0")])
+        #expect(
+            send(.adapterChanged(path: "/org/bluez/hci0", discovering: false)) == [.start(adapter: "/org/bluez/hci0")])
     }
 
     @Test mutating func poweredOffWaitsWithoutCallingBlueZ() {
@@ -66,7 +69,8 @@ struct DiscoveryMachineTests {
         #expect(send(.adapterChanged(path: nil, discovering: false)) == [])
         #expect(send(.startFinished(.started)) == [])
         #expect(machine.state == .noAdapter)
-        #expect(send(.adapterChanged(path: "/org/bluez/hci1", discovering: false)) == [.start(adapter: "/org/bluez/hci1")])
+        #expect(
+            send(.adapterChanged(path: "/org/bluez/hci1", discovering: false)) == [.start(adapter: "/org/bluez/hci1")])
     }
 
     @Test mutating func theWatchdogRestartsAQuietDiscovery() {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// Every parser of outside input, fed random and mutated bytes: each answers with a value
@@ -7,26 +8,35 @@ import Testing
 struct FuzzTests {
     @Test func messageDecoderNeverTraps() {
         var generator = SeededGenerator(seed: 0xF00D)
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(
-            actions: [ReaderAction(id: 1, name: "Arm")]))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(
+                actions: [ReaderAction(id: 1, name: "Arm")]))
         harness.run()
-        let samples: [[UInt8]] = [
-            ProtocolMessage.error(.timeout).encoded,
-            ProtocolMessage.actionList(.init(actions: [ReaderAction(id: 3, name: "Mode 1")],
-                                             signature: [UInt8](repeating: 1, count: 64))).encoded,
-        ] + harness.transcript.map { Array($0.1.dropFirst(3)) }
+        let samples: [[UInt8]] =
+            [
+                ProtocolMessage.error(.timeout).encoded,
+                ProtocolMessage.actionList(
+                    .init(
+                        actions: [ReaderAction(id: 3, name: "Mode 1")],
+                        signature: [UInt8](repeating: 1, count: 64))
+                ).encoded,
+            ] + harness.transcript.map { Array($0.1.dropFirst(3)) }
         var decoded = 0
         for round in 0..<100_000 {
             var bytes: [UInt8]
             if round % 3 == 0 {
                 bytes = generator.bytes(Int.random(in: 0...140, using: &generator))
-                if !bytes.isEmpty { bytes[0] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x11, 0x7F].randomElement(using: &generator)! }
+                if !bytes.isEmpty {
+                    bytes[0] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x11, 0x7F].randomElement(using: &generator)!
+                }
             } else {
                 bytes = samples.randomElement(using: &generator)!
                 let edits = Int.random(in: 1...4, using: &generator)
                 for _ in 0..<edits where !bytes.isEmpty {
                     switch Int.random(in: 0..<3, using: &generator) {
-                    case 0: bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                    case 0:
+                        bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                            in: 0...255, using: &generator)
                     case 1: bytes.removeLast(Int.random(in: 0...min(8, bytes.count), using: &generator))
                     default: bytes.append(UInt8.random(in: 0...255, using: &generator))
                     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// The limits that make holding a link safe to leave on (issue #15, item 1): the held link
@@ -7,9 +8,10 @@ import Testing
 /// manual range or after the configured hold time.
 extension AutoConnectTests {
     mutating func connectEarly(limit: Int, holdLimit: Duration = .seconds(20)) {
-        controller = AccessController(slotLimit: limit, automatic: .init(connectEarly: true, holdLimit: holdLimit),
-                                      automaticAccessEnabled: true,
-                                      credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        controller = AccessController(
+            slotLimit: limit, automatic: .init(connectEarly: true, holdLimit: holdLimit),
+            automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
     }
 
     @Test mutating func theHeldLinkCountsAgainstTheConnectionLimit() {

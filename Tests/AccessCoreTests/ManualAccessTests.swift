@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 @Suite("Manual access")
@@ -7,17 +8,23 @@ struct ManualAccessTests {
     let reader = AutoConnectTests.reader()
     let granted = ExchangeOutcome.decided(AccessResult(decision: .granted, mode: .access))
 
-    mutating func request(_ id: UInt64, _ operation: ExchangeOperation = .access,
-                          reader: ReaderAttributes?) -> [AccessController.Action] {
+    mutating func request(
+        _ id: UInt64, _ operation: ExchangeOperation = .access,
+        reader: ReaderAttributes?
+    ) -> [AccessController.Action] {
         controller.handle(.request(RequestID(id), Fixtures.readerID, operation, reader: reader), at: .zero)
     }
 
     @Test mutating func acceptedRequestStartsAnExchangeWithItsTimeout() {
         let actions = request(1, reader: reader)
-        #expect(actions == [.startExchange(Fixtures.readerID, .manual(RequestID(1)), .access),
-                            .startTimer(.manual(RequestID(1)), after: .seconds(15))])
+        #expect(
+            actions == [
+                .startExchange(Fixtures.readerID, .manual(RequestID(1)), .access),
+                .startTimer(.manual(RequestID(1)), after: .seconds(15)),
+            ])
         let end = controller.handle(.exchangeEnded(Fixtures.readerID, granted), at: .seconds(1))
-        #expect(end == [.cancelTimer(.manual(RequestID(1))), .completed(Fixtures.readerID, .manual(RequestID(1)), granted)])
+        #expect(
+            end == [.cancelTimer(.manual(RequestID(1))), .completed(Fixtures.readerID, .manual(RequestID(1)), granted)])
     }
 
     /// A reload: the next request gets the new timeout; connecting early stays as it was.
@@ -58,14 +65,16 @@ struct ManualAccessTests {
 
     /// The SDK says `forbidden` for both; the cause tells a suspended credential from none.
     @Test mutating func aSuspendedCredentialIsNamedAsSuch() {
-        controller = AccessController(credentials: CredentialAvailability(
-            withheld: [.init(kind: .mobile, site: Fixtures.siteTag): .suspended]))
+        controller = AccessController(
+            credentials: CredentialAvailability(
+                withheld: [.init(kind: .mobile, site: Fixtures.siteTag): .suspended]))
         let refusal = ManualRefusal.credentialNotActive(Fixtures.siteTag, .suspended)
         #expect(request(1, reader: reader) == [.refuse(RequestID(1), refusal)])
         #expect(refusal.error == .forbidden && refusal.cause == "credentialSuspended")
         // An Aperio credential withheld says nothing about a Gallagher-style reader.
-        controller = AccessController(credentials: CredentialAvailability(
-            withheld: [.init(kind: .aperio, site: Fixtures.siteTag): .revoked]))
+        controller = AccessController(
+            credentials: CredentialAvailability(
+                withheld: [.init(kind: .aperio, site: Fixtures.siteTag): .revoked]))
         #expect(request(2, reader: reader) == [.refuse(RequestID(2), .noCredentialForSite(Fixtures.siteTag))])
     }
 
@@ -81,7 +90,8 @@ struct ManualAccessTests {
     }
 
     @Test mutating func aLargerSlotLimitAllowsParallelExchanges() {
-        controller = AccessController(slotLimit: 2, credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        controller = AccessController(
+            slotLimit: 2, credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         _ = request(1, reader: reader)
         var other = reader
         other.id = ReaderID(7)
@@ -92,7 +102,8 @@ struct ManualAccessTests {
     @Test mutating func timeoutAbortsAndAnswersOnce() {
         _ = request(1, reader: reader)
         let fired = controller.handle(.timerFired(.manual(RequestID(1))), at: .seconds(15))
-        #expect(fired == [.abortExchange(Fixtures.readerID), .failed(Fixtures.readerID, .manual(RequestID(1)), .timeout)])
+        #expect(
+            fired == [.abortExchange(Fixtures.readerID), .failed(Fixtures.readerID, .manual(RequestID(1)), .timeout)])
         // The slot is held until the aborted exchange really ends...
         #expect(request(2, reader: reader) == [.refuse(RequestID(2), .readerBusy)])
         // ...and its late end is not reported a second time.

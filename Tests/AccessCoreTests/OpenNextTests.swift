@@ -1,12 +1,14 @@
 import Testing
+
 @testable import AccessCore
 
 /// Open the next door (issue #13, item 2; the SDK's `startOpeningNextDoor(expiry:)`): for a
 /// few seconds the auto range is widened to the manual range, once.
 @Suite("Open the next door")
 struct OpenNextTests {
-    var controller = AccessController(automaticAccessEnabled: false,
-                                      credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+    var controller = AccessController(
+        automaticAccessEnabled: false,
+        credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
     var now = Timestamp.zero
     var timers: [AccessController.Timer: Timestamp] = [:]
     var started: [ReaderID] = []
@@ -24,10 +26,10 @@ struct OpenNextTests {
         let actions = controller.handle(input, at: now)
         for action in actions {
             switch action {
-            case let .startTimer(timer, delay): timers[timer] = now + delay
-            case let .cancelTimer(timer): timers[timer] = nil
-            case let .startExchange(reader, _, _): started.append(reader)
-            case let .openNextClosed(end): closed.append(end)
+            case .startTimer(let timer, let delay): timers[timer] = now + delay
+            case .cancelTimer(let timer): timers[timer] = nil
+            case .startExchange(let reader, _, _): started.append(reader)
+            case .openNextClosed(let end): closed.append(end)
             default: break
             }
         }

@@ -1,5 +1,6 @@
 import Crypto
 import Testing
+
 @testable import AccessCore
 
 @Suite("Reader protocol exchanges")
@@ -18,34 +19,39 @@ struct ProtocolExchangeTests {
     }
 
     @Test func deniedCarriesTheDecisionCode() {
-        var harness = ExchangeHarness.standard(readerConfiguration: .init(
-            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, siteKey: Fixtures.siteKey,
-            policy: .deny(.deniedZoneTime), mode: .challenge,
-            credentials: [.init(id: Fixtures.credentialID, publicKey: Fixtures.credentialKey.publicKey)]))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: .init(
+                readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, siteKey: Fixtures.siteKey,
+                policy: .deny(.deniedZoneTime), mode: .challenge,
+                credentials: [.init(id: Fixtures.credentialID, publicKey: Fixtures.credentialKey.publicKey)]))
         harness.run()
         #expect(harness.credentialOutcome == .decided(AccessResult(decision: .deniedZoneTime, mode: .challenge)))
     }
 
     @Test func suspendedCredentialIsDeniedAndRevokedIsInvalidated() {
-        var suspended = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(state: .suspended))
+        var suspended = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(state: .suspended))
         suspended.run()
         #expect(suspended.credentialOutcome == .decided(AccessResult(decision: .deniedAuth, mode: .access)))
 
-        var revoked = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(state: .revoked))
+        var revoked = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(state: .revoked))
         revoked.run()
         #expect(revoked.credentialOutcome == .failed(.invalidatedCredential))
         #expect(revoked.readerReport?.outcome == .refused(.credentialRevoked))
     }
 
     @Test func unknownCredentialIsRefused() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(includeCredential: false))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(includeCredential: false))
         harness.run()
         #expect(harness.credentialOutcome == .failed(.invalidatedCredential))
         #expect(harness.readerReport?.outcome == .refused(.unknownCredential))
     }
 
     @Test func secondFactorWithTheRightKeyIsGranted() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
         harness.secondFactor = .secondFactorKey(Fixtures.secondFactorKey)
         harness.run()
         #expect(harness.secondFactorRequested)
@@ -53,7 +59,8 @@ struct ProtocolExchangeTests {
     }
 
     @Test func secondFactorWithAnotherKeyIsRefused() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
         harness.secondFactor = .secondFactorKey(Fixtures.spoofKey)
         harness.run()
         #expect(harness.readerReport?.outcome == .refused(.secondFactorFailed))
@@ -61,7 +68,8 @@ struct ProtocolExchangeTests {
     }
 
     @Test func secondFactorNotGivenEndsTheExchange() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(secondFactorRequired: true))
         harness.secondFactor = .secondFactorUnavailable(.secondFactorRequired)
         harness.run()
         #expect(harness.credentialOutcome == .failed(.secondFactorRequired))
@@ -69,42 +77,53 @@ struct ProtocolExchangeTests {
     }
 
     @Test func actionsAreEnumeratedAndPerformed() {
-        let actions = [ReaderAction(id: 1, name: "Arm zone"), ReaderAction(id: 2, name: "Disarm zone"),
-                       ReaderAction(id: 12, name: "Open gate")]
-        var list = ExchangeHarness.standard(operation: .enumerateActions,
-                                            readerConfiguration: ExchangeHarness.readerConfiguration(actions: actions))
+        let actions = [
+            ReaderAction(id: 1, name: "Arm zone"), ReaderAction(id: 2, name: "Disarm zone"),
+            ReaderAction(id: 12, name: "Open gate"),
+        ]
+        var list = ExchangeHarness.standard(
+            operation: .enumerateActions,
+            readerConfiguration: ExchangeHarness.readerConfiguration(actions: actions))
         list.run()
         #expect(list.credentialOutcome == .actionsListed(actions))
         #expect(actions.map(\.type) == [.arm, .disarm, .output(12)])
 
         var perform = ExchangeHarness.standard(
             operation: .performAction(2),
-            readerConfiguration: ExchangeHarness.readerConfiguration(actions: actions, actionOutcomes: [2: .deniedCannotDisarmAlarmZone]))
+            readerConfiguration: ExchangeHarness.readerConfiguration(
+                actions: actions, actionOutcomes: [2: .deniedCannotDisarmAlarmZone]))
         perform.run()
-        #expect(perform.credentialOutcome == .actionPerformed(
-            actionID: 2, result: AccessResult(decision: .deniedCannotDisarmAlarmZone, mode: .access)))
+        #expect(
+            perform.credentialOutcome
+                == .actionPerformed(
+                    actionID: 2, result: AccessResult(decision: .deniedCannotDisarmAlarmZone, mode: .access)))
 
-        var missing = ExchangeHarness.standard(operation: .performAction(5),
-                                               readerConfiguration: ExchangeHarness.readerConfiguration(actions: actions))
+        var missing = ExchangeHarness.standard(
+            operation: .performAction(5),
+            readerConfiguration: ExchangeHarness.readerConfiguration(actions: actions))
         missing.run()
         #expect(missing.readerReport?.outcome == .refused(.unsupportedOperation))
         // Not a protocol violation: the reader does not offer it (issue #14), which the socket
         // reports as forbidden with that cause.
         #expect(missing.credentialOutcome == .failed(.operationNotOffered))
         #expect(ExchangeFailure.operationNotOffered.connectionError == .forbidden)
-        #expect(ExchangeFailure.readerBusy.connectionError == .transactionInProgress && ExchangeFailure.readerBusy.isTransient)
+        #expect(
+            ExchangeFailure.readerBusy.connectionError == .transactionInProgress
+                && ExchangeFailure.readerBusy.isTransient)
     }
 
     @Test func aperioLockGrantsTheAperioCredential() {
-        var harness = ExchangeHarness.standard(presentation: .aperio(Fixtures.aperio),
-                                               readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
+        var harness = ExchangeHarness.standard(
+            presentation: .aperio(Fixtures.aperio),
+            readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
         harness.run()
         #expect(harness.credentialOutcome == .decided(granted))
         #expect(harness.readerReport?.credential == Fixtures.aperio.identifier.hexString)
     }
 
     @Test func aperioLockRefusesTheMobileCredential() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
         harness.run()
         #expect(harness.readerReport?.outcome == .failed(.unexpectedMessage(0x02)))
         #expect(harness.credentialOutcome == .failed(.protocolViolation))
@@ -112,8 +131,9 @@ struct ProtocolExchangeTests {
 
     @Test func aperioCredentialWithTheWrongKeyIsRefused() {
         let forged = AperioSecret(identifier: Fixtures.aperio.identifier, key: [UInt8](repeating: 7, count: 32))!
-        var harness = ExchangeHarness.standard(presentation: .aperio(forged),
-                                               readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
+        var harness = ExchangeHarness.standard(
+            presentation: .aperio(forged),
+            readerConfiguration: ExchangeHarness.readerConfiguration(kind: .aperioStyle))
         harness.run()
         #expect(harness.readerReport?.outcome == .failed(.badSignature))
     }
@@ -121,7 +141,8 @@ struct ProtocolExchangeTests {
     // MARK: tampering
 
     @Test func spoofedReaderSignedWithAnotherKeyIsRefused() {
-        var harness = ExchangeHarness.standard(readerConfiguration: ExchangeHarness.readerConfiguration(siteKey: Fixtures.spoofKey))
+        var harness = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(siteKey: Fixtures.spoofKey))
         harness.run()
         #expect(harness.credentialOutcome == .failed(.badReaderSignature))
         // Nothing was presented to the spoofed reader: it was sent one error message only.
@@ -218,14 +239,15 @@ struct ProtocolExchangeTests {
     }
 
     @Test func linkDroppedMidExchangeIsRemoteClose() {
-        var session = CredentialSession(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                        sitePublicKey: Fixtures.siteKey.publicKey,
-                                        presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
-                                        operation: .access)
+        var session = CredentialSession(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+            sitePublicKey: Fixtures.siteKey.publicKey,
+            presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
+            operation: .access)
         var guardState = ChallengeReplayGuard()
         _ = session.handle(.connected, replayGuard: &guardState)
         let actions = session.handle(.disconnected, replayGuard: &guardState)
-        guard case let .finish(outcome)? = actions.last else {
+        guard case .finish(let outcome)? = actions.last else {
             Issue.record("no finish: \(actions)")
             return
         }
@@ -235,10 +257,11 @@ struct ProtocolExchangeTests {
 
     @Test func challengeForAnotherReaderIsRefused() {
         var harness = ExchangeHarness(
-            credential: CredentialSession(readerID: ReaderID(0x99), siteTag: Fixtures.siteTag,
-                                          sitePublicKey: Fixtures.siteKey.publicKey,
-                                          presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
-                                          operation: .access),
+            credential: CredentialSession(
+                readerID: ReaderID(0x99), siteTag: Fixtures.siteTag,
+                sitePublicKey: Fixtures.siteKey.publicKey,
+                presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
+                operation: .access),
             reader: ReaderSession(configuration: ExchangeHarness.readerConfiguration()))
         harness.run()
         #expect(harness.credentialOutcome == .failed(.badReaderSignature))

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import AccessCore
 
 /// Checks docs/reader-protocol.md §9 against the implementation, line by line, so the
@@ -14,8 +15,9 @@ struct ProtocolVectorTests {
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/reader-protocol.md")
         let text = try String(contentsOf: url, encoding: .utf8)
-        let block = try #require(text.components(separatedBy: "```vectors\n").dropFirst().first?
-            .components(separatedBy: "```").first)
+        let block = try #require(
+            text.components(separatedBy: "```vectors\n").dropFirst().first?
+                .components(separatedBy: "```").first)
         var vectors: [String: [UInt8]] = [:]
         for line in block.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -34,8 +36,10 @@ struct ProtocolVectorTests {
     }
 
     @Test func keysMatch() throws {
-        for (name, key) in [("site", Fixtures.siteKey), ("credential", Fixtures.credentialKey),
-                            ("secondFactor", Fixtures.secondFactorKey)] {
+        for (name, key) in [
+            ("site", Fixtures.siteKey), ("credential", Fixtures.credentialKey),
+            ("secondFactor", Fixtures.secondFactorKey),
+        ] {
             #expect(try vector("\(name).privateKey") == Array(key.rawRepresentation))
             #expect(try vector("\(name).publicKey") == Array(key.publicKey.x963Representation))
         }
@@ -45,19 +49,25 @@ struct ProtocolVectorTests {
         let advertisement = Fixtures.advertisement()
         #expect(try vector("advertisement.serviceData") == advertisement.serviceData)
         #expect(try vector("advertisement.legacyAdvertisingData") == advertisement.legacyAdvertisingData)
-        #expect(try ReaderAdvertisement(advertisingData: vector("advertisement.legacyAdvertisingData")) == advertisement)
+        #expect(
+            try ReaderAdvertisement(advertisingData: vector("advertisement.legacyAdvertisingData")) == advertisement)
     }
 
     @Test func challengeMatchesAndVerifies() throws {
-        let content = SignedContent.challenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                              nonce: ExchangeHarness.nonce)
+        let content = SignedContent.challenge(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+            nonce: ExchangeHarness.nonce)
         #expect(try vector("challenge.signedContent") == content)
         let signature = try vector("challenge.signature")
         let sitePublic = try P256.Signing.PublicKey(x963Representation: vector("site.publicKey"))
         #expect(ProtocolCrypto.verify(signature, over: content, with: sitePublic))
         let message = try vector("challenge.message")
-        #expect(try ProtocolMessage(decoding: message) == .challenge(.init(
-            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: ExchangeHarness.nonce, signature: signature)))
+        #expect(
+            try ProtocolMessage(decoding: message)
+                == .challenge(
+                    .init(
+                        readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: ExchangeHarness.nonce,
+                        signature: signature)))
         let fragments = Fragmentation.fragments(of: message, mtu: 23)
         #expect(fragments.count == 5)
         for (index, fragment) in fragments.enumerated() {
@@ -66,29 +76,41 @@ struct ProtocolVectorTests {
     }
 
     @Test func responseMatchesAndVerifies() throws {
-        let content = SignedContent.response(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
-                                             credentialID: Fixtures.credentialID, operation: .access)
+        let content = SignedContent.response(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+            credentialID: Fixtures.credentialID, operation: .access)
         #expect(try vector("response.signedContent") == content)
         let credentialPublic = try P256.Signing.PublicKey(x963Representation: vector("credential.publicKey"))
         #expect(ProtocolCrypto.verify(try vector("response.signature"), over: content, with: credentialPublic))
-        #expect(try ProtocolMessage(decoding: vector("response.message")) == .response(.init(
-            credentialID: Fixtures.credentialID, operation: .access, signature: vector("response.signature"))))
+        #expect(
+            try ProtocolMessage(decoding: vector("response.message"))
+                == .response(
+                    .init(
+                        credentialID: Fixtures.credentialID, operation: .access, signature: vector("response.signature")
+                    )))
     }
 
     @Test func decisionMatchesAndVerifies() throws {
         let result = AccessResult(decision: .granted, mode: .access)
-        let content = SignedContent.decision(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
-                                             credential: Fixtures.credentialID.bytes, result: result, actionID: nil)
+        let content = SignedContent.decision(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+            credential: Fixtures.credentialID.bytes, result: result, actionID: nil)
         #expect(try vector("decision.signedContent") == content)
-        #expect(ProtocolCrypto.verify(try vector("decision.signature"), over: content, with: Fixtures.siteKey.publicKey))
-        #expect(try ProtocolMessage(decoding: vector("decision.message")) == .decision(.init(
-            result: result, actionID: nil, signature: vector("decision.signature"))))
+        #expect(
+            ProtocolCrypto.verify(try vector("decision.signature"), over: content, with: Fixtures.siteKey.publicKey))
+        #expect(
+            try ProtocolMessage(decoding: vector("decision.message"))
+                == .decision(
+                    .init(
+                        result: result, actionID: nil, signature: vector("decision.signature"))))
     }
 
     /// A signed content exact, its signature verifying with `key`, and the message decoding
     /// to `expected` (issue #14: a denial, a second factor and actions, beyond a grant).
-    private func check(_ name: String, content: [UInt8], key: P256.Signing.PublicKey,
-                       _ expected: ([UInt8]) -> ProtocolMessage) throws {
+    private func check(
+        _ name: String, content: [UInt8], key: P256.Signing.PublicKey,
+        _ expected: ([UInt8]) -> ProtocolMessage
+    ) throws {
         #expect(try vector("\(name).signedContent") == content, "\(name).signedContent")
         let signature = try vector("\(name).signature")
         #expect(ProtocolCrypto.verify(signature, over: content, with: key), "\(name).signature")
@@ -99,9 +121,12 @@ struct ProtocolVectorTests {
 
     @Test func aDenialMatchesAndVerifies() throws {
         let denied = AccessResult(decision: .deniedLockdown, mode: .access)
-        try check("decisionDenied", content: SignedContent.decision(
-            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
-            result: denied, actionID: nil), key: Fixtures.siteKey.publicKey) {
+        try check(
+            "decisionDenied",
+            content: SignedContent.decision(
+                nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
+                result: denied, actionID: nil), key: Fixtures.siteKey.publicKey
+        ) {
             .decision(.init(result: denied, actionID: nil, signature: $0))
         }
     }
@@ -109,34 +134,50 @@ struct ProtocolVectorTests {
     @Test func aSecondFactorExchangeMatchesAndVerifies() throws {
         let secondNonce = try vector("secondFactorChallenge.nonce")
         #expect(secondNonce == Array(0x20...0x2F))
-        try check("secondFactorChallenge", content: SignedContent.secondFactorChallenge(
-            nonce: ExchangeHarness.nonce, secondNonce: secondNonce, readerID: Fixtures.readerID,
-            credentialID: Fixtures.credentialID), key: Fixtures.siteKey.publicKey) {
+        try check(
+            "secondFactorChallenge",
+            content: SignedContent.secondFactorChallenge(
+                nonce: ExchangeHarness.nonce, secondNonce: secondNonce, readerID: Fixtures.readerID,
+                credentialID: Fixtures.credentialID), key: Fixtures.siteKey.publicKey
+        ) {
             .secondFactorChallenge(.init(nonce: secondNonce, signature: $0))
         }
-        try check("secondFactorResponse", content: SignedContent.secondFactorResponse(
-            secondNonce: secondNonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID),
-            key: Fixtures.secondFactorKey.publicKey) { .secondFactorResponse(signature: $0) }
+        try check(
+            "secondFactorResponse",
+            content: SignedContent.secondFactorResponse(
+                secondNonce: secondNonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID),
+            key: Fixtures.secondFactorKey.publicKey
+        ) { .secondFactorResponse(signature: $0) }
     }
 
     @Test func anActionExchangeMatchesAndVerifies() throws {
         for (name, operation) in [("enumerate", ExchangeOperation.enumerateActions), ("perform", .performAction(2))] {
-            try check(name, content: SignedContent.response(
-                nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
-                operation: operation), key: Fixtures.credentialKey.publicKey) {
+            try check(
+                name,
+                content: SignedContent.response(
+                    nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
+                    operation: operation), key: Fixtures.credentialKey.publicKey
+            ) {
                 .response(.init(credentialID: Fixtures.credentialID, operation: operation, signature: $0))
             }
         }
         let actions = [ReaderAction(id: 1, name: "Open"), ReaderAction(id: 2, name: "Lockdown")]
-        try check("actionList", content: SignedContent.actionList(
-            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
-            body: ProtocolMessage.ActionList(actions: actions, signature: []).actionsBody), key: Fixtures.siteKey.publicKey) {
+        try check(
+            "actionList",
+            content: SignedContent.actionList(
+                nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credentialID: Fixtures.credentialID,
+                body: ProtocolMessage.ActionList(actions: actions, signature: []).actionsBody),
+            key: Fixtures.siteKey.publicKey
+        ) {
             .actionList(.init(actions: actions, signature: $0))
         }
         let denied = AccessResult(decision: .deniedLockdown, mode: .access)
-        try check("performDecision", content: SignedContent.decision(
-            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
-            result: denied, actionID: 2), key: Fixtures.siteKey.publicKey) {
+        try check(
+            "performDecision",
+            content: SignedContent.decision(
+                nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID, credential: Fixtures.credentialID.bytes,
+                result: denied, actionID: 2), key: Fixtures.siteKey.publicKey
+        ) {
             .decision(.init(result: denied, actionID: 2, signature: $0))
         }
     }
@@ -147,29 +188,36 @@ struct ProtocolVectorTests {
     @Test func aStandingExchangeMatchesAndVerifies() throws {
         #expect(try vector("holdPoint.value") == [ReaderGATT.standingVersion])
         let refreshNonce = try vector("standing.refreshNonce")
-        let content = SignedContent.challenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce)
+        let content = SignedContent.challenge(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce)
         #expect(try vector("standing.refreshSignedContent") == content)
         let sitePublic = try P256.Signing.PublicKey(x963Representation: vector("site.publicKey"))
         let signature = try vector("standing.refreshSignature")
         #expect(ProtocolCrypto.verify(signature, over: content, with: sitePublic))
         let message = try vector("standing.refreshMessage")
-        #expect(try ProtocolMessage(decoding: message) == .challenge(.init(
-            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce, signature: signature)))
+        #expect(
+            try ProtocolMessage(decoding: message)
+                == .challenge(
+                    .init(
+                        readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: refreshNonce,
+                        signature: signature)))
         #expect(Fragmentation.fragments(of: message, mtu: 185) == [try vector("standing.refreshFragmentAtMTU185")])
 
         var reader = ReaderSession(configuration: ExchangeHarness.readerConfiguration(), mtu: 185)
-        _ = reader.handle(.connected(nonce: ExchangeHarness.nonce, secondFactorNonce: ExchangeHarness.secondNonce,
-                                     standing: true))
+        _ = reader.handle(
+            .connected(
+                nonce: ExchangeHarness.nonce, secondFactorNonce: ExchangeHarness.secondNonce,
+                standing: true))
         #expect(reader.handle(.timerFired).contains { if case .refreshChallenge = $0 { true } else { false } })
         _ = reader.handle(.freshNonce(refreshNonce))
         var decision: [UInt8]?
         for fragment in Fragmentation.fragments(of: try vector("response.message"), mtu: 185) {
-            for case let .send(fragments) in reader.handle(.fragmentReceived(fragment)) {
+            for case .send(let fragments) in reader.handle(.fragmentReceived(fragment)) {
                 var reassembler = FrameReassembler()
                 for piece in fragments { decision = try reassembler.feed(piece) ?? decision }
             }
         }
-        guard case let .decision(decided) = try ProtocolMessage(decoding: try #require(decision)) else {
+        guard case .decision(let decided) = try ProtocolMessage(decoding: try #require(decision)) else {
             Issue.record("no decision")
             return
         }
@@ -178,8 +226,9 @@ struct ProtocolVectorTests {
     }
 
     @Test func aperioMACIsExact() throws {
-        let content = SignedContent.aperio(nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
-                                           aperioID: Fixtures.aperio.identifier)
+        let content = SignedContent.aperio(
+            nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,
+            aperioID: Fixtures.aperio.identifier)
         #expect(try vector("aperio.signedContent") == content)
         let key = SymmetricKey(data: try vector("aperio.key"))
         #expect(try vector("aperio.mac") == ProtocolCrypto.mac(content, key: key))

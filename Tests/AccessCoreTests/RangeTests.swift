@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import AccessCore
 
 @Suite("Range estimation")
@@ -16,7 +17,8 @@ struct RangeTests {
                 // α = 1 makes the smoothed value the median itself.
                 let value = estimator.add(sample, smoothingFactor: 1)
                 let sorted = window.sorted()
-                let expected = sorted.count % 2 == 1
+                let expected =
+                    sorted.count % 2 == 1
                     ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
                 #expect(value == expected, "window \(window)")
             }
@@ -43,15 +45,17 @@ struct RangeTests {
         (25.0, 20.0, 40.0, -59.0, ReaderDistance.near),  // r = 0.25
         (28.0, 20.0, 40.0, -59.0, .medium),  // r = 0.4
         (34.0, 20.0, 40.0, -59.0, .medium),  // r = 0.7
-        (35.0, 20.0, 40.0, -59.0, .far),     // r = 0.75
-        (35.0, 20.0, 24.0, -59.0, .near),    // manual − auto < 5
-        (35.0, 20.0, 0.0, -59.0, .near),     // manual disabled
+        (35.0, 20.0, 40.0, -59.0, .far),  // r = 0.75
+        (35.0, 20.0, 24.0, -59.0, .near),  // manual − auto < 5
+        (35.0, 20.0, 0.0, -59.0, .near),  // manual disabled
         (30.0, 10.0, 40.0, -59.0, .medium),  // auto floored at 15: r = 15 / 25 = 0.6
-        (28.0, 20.0, 40.0, -70.0, .far),     // manual capped at 100 + tx = 30: r = 0.8
+        (28.0, 20.0, 40.0, -70.0, .far),  // manual capped at 100 + tx = 30: r = 0.8
     ])
     func distanceFollowsTheSDKFormula(_ c: (Double, Double, Double, Double, ReaderDistance)) {
-        #expect(ReaderDistance.calculate(measuredPathLoss: c.0, autoConnectPathLoss: c.1,
-                                         manualConnectPathLoss: c.2, txPower: c.3) == c.4)
+        #expect(
+            ReaderDistance.calculate(
+                measuredPathLoss: c.0, autoConnectPathLoss: c.1,
+                manualConnectPathLoss: c.2, txPower: c.3) == c.4)
     }
 
     /// A person standing exactly at the auto-connect threshold, with ±8 dB of noise on every
@@ -67,8 +71,9 @@ struct RangeTests {
         for _ in 0..<3000 {
             let noise = Double.random(in: -8...8, using: &generator)
             let rssi = Int((-59.0 - 20.0 - noise).rounded())
-            let observation = registry.observe(advertisement, rssi: rssi, address: Fixtures.address, name: nil,
-                                               at: clock.now)
+            let observation = registry.observe(
+                advertisement, rssi: rssi, address: Fixtures.address, name: nil,
+                at: clock.now)
             if observation.autoConnectRangeChanged { transitions += 1 }
             clock.advance(.milliseconds(100))
         }
@@ -81,21 +86,30 @@ struct RangeTests {
     /// (the median's two, and one for the approach average). The symmetric average
     /// (approach = recede = 0.2) took six.
     /// `[range] median_window = 1` (issue #15's best settings) takes the median's report away.
-    @Test(arguments: [(RangeFilter.trendGated, 0.5, nil, 2), (.medianAverage, 0.5, nil, 3), (.medianAverage, 0.2, nil, 6),
-                      (.trendGated, 0.5, 1, 1)]
-          as [(RangeFilter, Double, Int?, Int)])
-    func anApproachIsNoticedWithinReportsOfTheCrossing(_ filter: RangeFilter, _ approach: Double, _ window: Int?,
-                                                       _ expectedLag: Int) {
-        var registry = ReaderRegistry(range: RangeConfiguration(filter: filter, approachSmoothingFactor: approach,
-                                                                medianWindow: window))
+    @Test(
+        arguments: [
+            (RangeFilter.trendGated, 0.5, nil, 2), (.medianAverage, 0.5, nil, 3), (.medianAverage, 0.2, nil, 6),
+            (.trendGated, 0.5, 1, 1),
+        ]
+            as [(RangeFilter, Double, Int?, Int)])
+    func anApproachIsNoticedWithinReportsOfTheCrossing(
+        _ filter: RangeFilter, _ approach: Double, _ window: Int?,
+        _ expectedLag: Int
+    ) {
+        var registry = ReaderRegistry(
+            range: RangeConfiguration(
+                filter: filter, approachSmoothingFactor: approach,
+                medianWindow: window))
         let advertisement = Fixtures.advertisement(txPower: -59, auto: 20, manual: 40)
         var clock = VirtualClock()
-        var crossed: Int?, entered: Int?
+        var crossed: Int?
+        var entered: Int?
         for report in 0..<31 {
             let pathLoss = 41 - 1.333 * Double(report)
             if crossed == nil, pathLoss < 20 { crossed = report }
-            let observation = registry.observe(advertisement, rssi: Int((-59 - pathLoss).rounded()), address: Fixtures.address,
-                                               name: nil, at: clock.now)
+            let observation = registry.observe(
+                advertisement, rssi: Int((-59 - pathLoss).rounded()), address: Fixtures.address,
+                name: nil, at: clock.now)
             if entered == nil, observation.isInAutoConnectRange { entered = report }
             clock.advance(.milliseconds(100))
         }
@@ -113,15 +127,20 @@ struct RangeTests {
             var registry = ReaderRegistry(range: RangeConfiguration(filter: filter))
             let advertisement = Fixtures.advertisement(txPower: -59, auto: 20, manual: 40)
             var clock = VirtualClock()
-            var armed = true, count = 0
+            var armed = true
+            var count = 0
             for _ in 0..<36_000 {
                 let u1 = Double.random(in: Double.ulpOfOne..<1, using: &generator)
                 let u2 = Double.random(in: 0..<1, using: &generator)
                 let noise = 4 * (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
-                let observation = registry.observe(advertisement, rssi: Int((-59 - 23 - noise).rounded()),
-                                                   address: Fixtures.address, name: nil, at: clock.now)
+                let observation = registry.observe(
+                    advertisement, rssi: Int((-59 - 23 - noise).rounded()),
+                    address: Fixtures.address, name: nil, at: clock.now)
                 if observation.autoConnectRangeChanged {
-                    if observation.isInAutoConnectRange, armed { count += 1; armed = false }
+                    if observation.isInAutoConnectRange, armed {
+                        count += 1
+                        armed = false
+                    }
                     if !observation.isInAutoConnectRange { armed = true }
                 }
                 clock.advance(.milliseconds(100))
@@ -139,15 +158,21 @@ struct RangeTests {
         var clock = VirtualClock()
         var inRange = false
         for _ in 0..<30 {
-            inRange = registry.observe(advertisement, rssi: -59 - 10, address: Fixtures.address, name: nil,
-                                       at: clock.now).isInAutoConnectRange
+            inRange =
+                registry.observe(
+                    advertisement, rssi: -59 - 10, address: Fixtures.address, name: nil,
+                    at: clock.now
+                ).isInAutoConnectRange
             clock.advance(.milliseconds(100))
         }
         #expect(inRange)
         var reportsUntilOut = 0
         while inRange && reportsUntilOut < 100 {
-            inRange = registry.observe(advertisement, rssi: -59 - 35, address: Fixtures.address, name: nil,
-                                       at: clock.now).isInAutoConnectRange
+            inRange =
+                registry.observe(
+                    advertisement, rssi: -59 - 35, address: Fixtures.address, name: nil,
+                    at: clock.now
+                ).isInAutoConnectRange
             reportsUntilOut += 1
             clock.advance(.milliseconds(100))
         }
@@ -156,9 +181,11 @@ struct RangeTests {
     }
 
     @Test func sensitivityOffsetShiftsPathLoss() {
-        var eager = ReaderRegistry(range: RangeConfiguration(sensitivityOffset: ConnectionSensitivity.veryLow.pathLossOffset))
-        let observation = eager.observe(Fixtures.advertisement(txPower: -59, auto: 20), rssi: -81,
-                                        address: Fixtures.address, name: nil, at: .zero)
+        var eager = ReaderRegistry(
+            range: RangeConfiguration(sensitivityOffset: ConnectionSensitivity.veryLow.pathLossOffset))
+        let observation = eager.observe(
+            Fixtures.advertisement(txPower: -59, auto: 20), rssi: -81,
+            address: Fixtures.address, name: nil, at: .zero)
         // 22 dB measured, 17 dB after the −5 dB offset: in range.
         #expect(observation.measuredPathLoss == 17)
         #expect(observation.isInAutoConnectRange)

@@ -7,8 +7,11 @@ import Testing
 struct ReaderActionTypeTests {
     @Test func everyIdHasTheSDKsName() {
         let names = (-1...11).map { ReaderActionType(id: Int8($0)).description }
-        #expect(names == ["requestAccess", "enumerate", "arm", "disarm", "mode1", "mode2", "schedule",
-                          "armMode1", "armMode2", "disarmMode1", "disarmMode2", "output", "output"])
+        #expect(
+            names == [
+                "requestAccess", "enumerate", "arm", "disarm", "mode1", "mode2", "schedule",
+                "armMode1", "armMode2", "disarmMode1", "disarmMode2", "output", "output",
+            ])
         #expect(ReaderActionType(id: -128).description == "output")
     }
 }

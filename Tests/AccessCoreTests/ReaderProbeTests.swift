@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// The figures of a probe (`accessctl probe`): advertising interval, radio steadiness, and a
@@ -8,8 +9,10 @@ struct ReaderProbeTests {
     private func probe(_ rawPathLosses: [Double], every milliseconds: Int64 = 100) -> ReaderProbe {
         var probe = ReaderProbe()
         for (index, loss) in rawPathLosses.enumerated() {
-            probe.add(.init(time: Timestamp(nanoseconds: Int64(index) * milliseconds * 1_000_000), rssi: -59 - Int(loss),
-                            rawPathLoss: loss, pathLoss: loss))
+            probe.add(
+                .init(
+                    time: Timestamp(nanoseconds: Int64(index) * milliseconds * 1_000_000), rssi: -59 - Int(loss),
+                    rawPathLoss: loss, pathLoss: loss))
         }
         return probe
     }
@@ -27,7 +30,8 @@ struct ReaderProbeTests {
     /// Median 20 dB, deviation √2: the margin is 2√2 (over the 2 dB floor), the auto edge
     /// ⌈22.83⌉ = 23, and the reader's 20 dB between auto and manual is kept.
     @Test func aCalibrationPutsTheEdgeJustBeyondWhereItStood() throws {
-        let calibration = try #require(probe([18, 19, 20, 21, 22]).summary(thresholds: (auto: 20, manual: 40)).calibration)
+        let calibration = try #require(
+            probe([18, 19, 20, 21, 22]).summary(thresholds: (auto: 20, manual: 40)).calibration)
         #expect(calibration.autoConnectPathLoss == 23 && calibration.manualConnectPathLoss == 43)
         #expect(abs(calibration.margin - 2 * 2.0.squareRoot()) < 1e-9)
         // A perfectly steady radio still gets the 2 dB floor.
@@ -39,7 +43,8 @@ struct ReaderProbeTests {
         let summary = probe([20, 21]).summary(thresholds: (auto: 20, manual: 40))
         #expect(summary.calibration == nil && summary.interval?.mean == 100)
         let nothing = ReaderProbe().summary(thresholds: (auto: 20, manual: 40))
-        #expect(nothing.advertisements == 0 && nothing.interval == nil && nothing.rssi == nil && nothing.histogram.isEmpty)
+        #expect(
+            nothing.advertisements == 0 && nothing.interval == nil && nothing.rssi == nil && nothing.histogram.isEmpty)
     }
 
     @Test func aProbeIsBounded() {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// The kiosk's reader scope (issue #13, item 1): allow and deny lists, per-reader rules, the
@@ -39,12 +40,15 @@ struct ReaderScopeTests {
     /// A rule only takes away: `automatic = true` does not open a reader that offers no
     /// automatic access, nor one left off the allow list.
     @Test func aRuleNeverGrantsWhatTheReaderDoesNotOffer() {
-        let scope = ReaderScope(configuration: [a: .init(automatic: true, manual: true), c: .init(listing: .allowed),
-                                                b: .init(automatic: true)])
+        let scope = ReaderScope(configuration: [
+            a: .init(automatic: true, manual: true), c: .init(listing: .allowed),
+            b: .init(automatic: true),
+        ])
         let manualOnly = scope.effective(for: a, offering: [.manualConnectEnabled])
         #expect(!manualOnly.automatic && manualOnly.automaticBecause == .notOffered)
         #expect(!scope.effective(for: b, offering: both).automatic)
-        let off = ReaderScope(configuration: [a: .init(automatic: false, manual: false)]).effective(for: a, offering: both)
+        let off = ReaderScope(configuration: [a: .init(automatic: false, manual: false)]).effective(
+            for: a, offering: both)
         #expect(!off.automatic && off.automaticBecause == .turnedOff && !off.manual && off.manualBecause == .turnedOff)
     }
 
@@ -78,11 +82,15 @@ struct ReaderScopeTests {
 
     @Test func rulesAreBounded() {
         var scope = ReaderScope()
-        #expect(throws: ReaderScopeError.offsetOutOfRange(limit: 30)) { try scope.setOperatorRule(.init(pathLossOffset: 31), for: a) }
+        #expect(throws: ReaderScopeError.offsetOutOfRange(limit: 30)) {
+            try scope.setOperatorRule(.init(pathLossOffset: 31), for: a)
+        }
         #expect(throws: ReaderScopeError.offsetOutOfRange(limit: 30)) {
             try scope.setOperatorRule(.init(pathLossOffset: .nan), for: a)
         }
-        for id in 1...UInt32(ReaderScope.ruleLimit) { try? scope.setOperatorRule(.init(manual: false), for: ReaderID(id)) }
+        for id in 1...UInt32(ReaderScope.ruleLimit) {
+            try? scope.setOperatorRule(.init(manual: false), for: ReaderID(id))
+        }
         #expect(scope.operatorRules.count == ReaderScope.ruleLimit)
         #expect(throws: ReaderScopeError.tooManyRules(limit: ReaderScope.ruleLimit)) {
             try scope.setOperatorRule(.init(manual: false), for: ReaderID(0xFFFF))
@@ -100,17 +108,21 @@ struct ReaderScopeTests {
         var clock = VirtualClock()
         _ = registry.setScope(ReaderScope(configuration: [a: .init(pathLossOffset: -6)]))
         for _ in 0..<5 {
-            _ = registry.observe(Fixtures.advertisement(), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
-            _ = registry.observe(Fixtures.advertisement(id: 0x2A02), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
+            _ = registry.observe(
+                Fixtures.advertisement(), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
+            _ = registry.observe(
+                Fixtures.advertisement(id: 0x2A02), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
             clock.advance(.milliseconds(100))
         }
         #expect(registry.reader(a)?.measuredPathLoss == 14)
         #expect(registry.reader(b)?.measuredPathLoss == 20)
-        let changed = registry.setScope(ReaderScope(configuration: [a: .init(pathLossOffset: 2), b: .init(listing: .denied)]))
+        let changed = registry.setScope(
+            ReaderScope(configuration: [a: .init(pathLossOffset: 2), b: .init(listing: .denied)]))
         #expect(changed.map(\.id) == [a, b])
         #expect(registry.reader(a)?.measuredPathLoss == 22 && registry.reader(a)?.scope.pathLossOffset == 2)
         #expect(registry.reader(b)?.scope.automaticBecause == .denied)
-        let next = registry.observe(Fixtures.advertisement(), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
+        let next = registry.observe(
+            Fixtures.advertisement(), rssi: -79, address: Fixtures.address, name: nil, at: clock.now)
         #expect(next.measuredPathLoss == 22, "the samples moved with the average")
         // Nothing changed: nothing to publish.
         #expect(registry.setScope(registry.scope).isEmpty)
@@ -120,20 +132,24 @@ struct ReaderScopeTests {
 
     /// Two readers at one distance, one denied: only the other is opened automatically.
     @Test func automaticAccessSkipsADeniedReader() {
-        var controller = AccessController(automaticAccessEnabled: true,
-                                          credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        var controller = AccessController(
+            automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         let scope = ReaderScope(configuration: [a: .init(listing: .denied)])
-        var first = AutoConnectTests.reader(0x2A01), second = AutoConnectTests.reader(0x2A02)
+        var first = AutoConnectTests.reader(0x2A01)
+        var second = AutoConnectTests.reader(0x2A02)
         first.scope = scope.effective(for: a, offering: first.flags)
         second.scope = scope.effective(for: b, offering: second.flags)
         var started: [ReaderID] = []
         for reader in [first, second] {
-            for action in controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false), at: .zero) {
-                if case let .startExchange(id, _, _) = action { started.append(id) }
+            for action in controller.handle(
+                .readerObserved(reader, isInAutoConnectRange: true, othersHeard: false), at: .zero)
+            {
+                if case .startExchange(let id, _, _) = action { started.append(id) }
             }
         }
         for action in controller.handle(.timerFired(.automatic(.selection)), at: .zero + .milliseconds(200)) {
-            if case let .startExchange(id, _, _) = action { started.append(id) }
+            if case .startExchange(let id, _, _) = action { started.append(id) }
         }
         #expect(started == [b])
     }
@@ -141,28 +157,37 @@ struct ReaderScopeTests {
     /// A reader standing in auto range while denied is opened as soon as it is allowed again,
     /// not at its next approach.
     @Test func aReaderTakenBackIntoTheScopeInRangeIsOpened() {
-        var controller = AccessController(automaticAccessEnabled: true,
-                                          credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        var controller = AccessController(
+            automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         var reader = AutoConnectTests.reader(0x2A01)
-        reader.scope = ReaderScope(configuration: [a: .init(listing: .denied)]).effective(for: a, offering: reader.flags)
-        #expect(controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false), at: .zero).isEmpty)
+        reader.scope = ReaderScope(configuration: [a: .init(listing: .denied)]).effective(
+            for: a, offering: reader.flags)
+        #expect(
+            controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false), at: .zero)
+                .isEmpty)
         reader.scope = .unrestricted
-        let actions = controller.handle(.readerObserved(reader, isInAutoConnectRange: true, othersHeard: false),
-                                        at: .zero + .seconds(5))
+        let actions = controller.handle(
+            .readerObserved(reader, isInAutoConnectRange: true, othersHeard: false),
+            at: .zero + .seconds(5))
         #expect(actions.contains { if case .startExchange(a, _, _) = $0 { true } else { false } }, "\(actions)")
     }
 
     @Test func manualAccessToADeniedOrTurnedOffReaderIsRefusedWithItsCause() {
         var controller = AccessController(credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         var reader = AutoConnectTests.reader(0x2A01)
-        reader.scope = ReaderScope(operatorRules: [a: .init(listing: .denied)]).effective(for: a, offering: reader.flags)
-        #expect(controller.handle(.request(RequestID(1), a, .access, reader: reader), at: .zero)
-            == [.refuse(RequestID(1), .readerDenied(.operator))])
-        #expect(controller.handle(.request(RequestID(2), a, .enumerateActions, reader: reader), at: .zero)
-            == [.refuse(RequestID(2), .readerDenied(.operator))])
+        reader.scope = ReaderScope(operatorRules: [a: .init(listing: .denied)]).effective(
+            for: a, offering: reader.flags)
+        #expect(
+            controller.handle(.request(RequestID(1), a, .access, reader: reader), at: .zero)
+                == [.refuse(RequestID(1), .readerDenied(.operator))])
+        #expect(
+            controller.handle(.request(RequestID(2), a, .enumerateActions, reader: reader), at: .zero)
+                == [.refuse(RequestID(2), .readerDenied(.operator))])
         reader.scope = ReaderScope(configuration: [a: .init(manual: false)]).effective(for: a, offering: reader.flags)
-        #expect(controller.handle(.request(RequestID(3), a, .access, reader: reader), at: .zero)
-            == [.refuse(RequestID(3), .manualAccessTurnedOff(.configuration))])
+        #expect(
+            controller.handle(.request(RequestID(3), a, .access, reader: reader), at: .zero)
+                == [.refuse(RequestID(3), .manualAccessTurnedOff(.configuration))])
         #expect(ManualRefusal.readerDenied(.operator).error == .forbidden)
         #expect(ManualRefusal.readerDenied(.operator).cause == "readerDenied")
     }
@@ -170,8 +195,9 @@ struct ReaderScopeTests {
     /// A link held early for a reader that an operator then denies is dropped at its next
     /// advertisement, not kept until the hold limit.
     @Test func aHeldLinkIsReleasedWhenItsReaderLeavesTheScope() {
-        var machine = AutoConnectMachine(configuration: .init(connectEarly: true), automaticAccessEnabled: true,
-                                         credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
+        var machine = AutoConnectMachine(
+            configuration: .init(connectEarly: true), automaticAccessEnabled: true,
+            credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
         var candidate = AutoConnectMachine.Candidate(AutoConnectTests.reader(0x2A01, pathLoss: 30))
         let slots = ExchangeSlots(limit: 2)
         #expect(machine.handle(.readerNearby(candidate), at: .zero, slots: slots).first == .prepareLink(a))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 @Suite("Reader registry")
@@ -6,8 +7,10 @@ struct RegistryTests {
     var registry = ReaderRegistry()
     var clock = VirtualClock()
 
-    mutating func observe(_ advertisement: ReaderAdvertisement = Fixtures.advertisement(), rssi: Int = -79,
-                          name: String? = nil) -> ReaderRegistry.Observation {
+    mutating func observe(
+        _ advertisement: ReaderAdvertisement = Fixtures.advertisement(), rssi: Int = -79,
+        name: String? = nil
+    ) -> ReaderRegistry.Observation {
         defer { clock.advance(.milliseconds(100)) }
         return registry.observe(advertisement, rssi: rssi, address: Fixtures.address, name: name, at: clock.now)
     }
@@ -40,12 +43,14 @@ struct RegistryTests {
     @Test mutating func presenceAdvertisementsMovePathLossOnly() {
         _ = observe(rssi: -89)
         let presence = Fixtures.advertisement(flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
-        var observation = registry.observe(presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
-                                           at: clock.now)
+        var observation = registry.observe(
+            presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
+            at: clock.now)
         for _ in 0..<10 {
             clock.advance(.milliseconds(100))
-            observation = registry.observe(presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
-                                           at: clock.now)
+            observation = registry.observe(
+                presence, rssi: -65, address: DeviceAddress("06:13:C5:5D:36:B4")!, name: nil,
+                at: clock.now)
         }
         #expect(observation.isInAutoConnectRange)
         let reader = registry.reader(Fixtures.readerID)
@@ -152,8 +157,9 @@ struct RegistryTests {
 
     @Test mutating func manyReadersStayIndexedThroughRemovals() {
         func heard(_ id: Int, at time: Timestamp) {
-            _ = registry.observe(Fixtures.advertisement(id: UInt32(id)), rssi: -79, address: Fixtures.address,
-                                 name: nil, at: time)
+            _ = registry.observe(
+                Fixtures.advertisement(id: UInt32(id)), rssi: -79, address: Fixtures.address,
+                name: nil, at: time)
         }
         for id in 1...100 { heard(id, at: .seconds(0)) }
         for id in stride(from: 2, through: 100, by: 2) { heard(id, at: .seconds(5)) }

@@ -1,5 +1,6 @@
 import Crypto
 import Testing
+
 @testable import AccessCore
 
 /// The pure parts of docs/site-api.md: invitation codes and URLs, request signatures, base64.
@@ -10,9 +11,11 @@ struct SiteProtocolTests {
         #expect(code.canonical == "7KQ2M9XD4TPAZC3N")
         #expect(code.description == "7KQ2-M9XD-4TPA-ZC3N")
         #expect(try InvitationCode(" 7KQ2 M9XD 4TPA ZC3N ") == code)
-        for bad in ["", "7KQ2M9XD4TPAZC3", "7KQ2M9XD4TPAZC3NN", "IKQ2M9XD4TPAZC3N", "7KQ2M9XD4TPAZC3U", "7KQ2M9XD4TPAZC3Ñ",
-                    // Found by fuzzing: upper-cased, these are two characters, and forming one trapped.
-                    "7KQ2M9XD4TPAZC3ß", "\u{FFFD}\u{0345}@1"] {
+        for bad in [
+            "", "7KQ2M9XD4TPAZC3", "7KQ2M9XD4TPAZC3NN", "IKQ2M9XD4TPAZC3N", "7KQ2M9XD4TPAZC3U", "7KQ2M9XD4TPAZC3Ñ",
+            // Found by fuzzing: upper-cased, these are two characters, and forming one trapped.
+            "7KQ2M9XD4TPAZC3ß", "\u{FFFD}\u{0345}@1",
+        ] {
             #expect(throws: SiteAddressError.malformedCode) { try InvitationCode(bad) }
         }
         var generator = SeededGenerator(seed: 7)
@@ -21,7 +24,8 @@ struct SiteProtocolTests {
     }
 
     @Test func invitationURLsAndHosts() throws {
-        let (site, code) = try SiteAddress.parseInvitation("https://Access.Example.com/mobile/v1/invitations/7KQ2-M9XD-4TPA-ZC3N")
+        let (site, code) = try SiteAddress.parseInvitation(
+            "https://Access.Example.com/mobile/v1/invitations/7KQ2-M9XD-4TPA-ZC3N")
         #expect(site.description == "https://access.example.com/mobile")
         #expect(code.canonical == "7KQ2M9XD4TPAZC3N")
         let (local, _) = try SiteAddress.parseInvitation("http://127.0.0.1:8700/v1/invitations/7KQ2M9XD4TPAZC3N")
@@ -38,15 +42,20 @@ struct SiteProtocolTests {
             try SiteAddress.parseHost("http://192.0.2.1").checkTransport()
         }
         #expect(throws: SiteAddressError.unsupportedScheme("ftp")) { try SiteAddress.parseHost("ftp://x") }
-        for bad in ["", "https://", "https://a b/v1/invitations/7KQ2M9XD4TPAZC3N", "https://user@x/v1/invitations/7KQ2M9XD4TPAZC3N",
-                    "https://x:99999/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v2/invitations/7KQ2M9XD4TPAZC3N",
-                    "x/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v1/invitations/7KQ2M9XD4TPAZC3N/extra",
-                    "https://[::1/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x//v1/invitations/7KQ2M9XD4TPAZC3N"] {
+        for bad in [
+            "", "https://", "https://a b/v1/invitations/7KQ2M9XD4TPAZC3N",
+            "https://user@x/v1/invitations/7KQ2M9XD4TPAZC3N",
+            "https://x:99999/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v2/invitations/7KQ2M9XD4TPAZC3N",
+            "x/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x/v1/invitations/7KQ2M9XD4TPAZC3N/extra",
+            "https://[::1/v1/invitations/7KQ2M9XD4TPAZC3N", "https://x//v1/invitations/7KQ2M9XD4TPAZC3N",
+        ] {
             #expect(throws: SiteAddressError.self) { try SiteAddress.parseInvitation(bad) }
         }
         // Found by fuzzing: "hy//" made the prefix "/", so every call's path began with "//"
         // and the address printed as text that parsed to another one.
-        #expect(throws: SiteAddressError.malformedURL("an empty path segment (//)")) { try SiteAddress.parseHost("hy//") }
+        #expect(throws: SiteAddressError.malformedURL("an empty path segment (//)")) {
+            try SiteAddress.parseHost("hy//")
+        }
         #expect(try SiteAddress.parseHost("https://x/mobile/").description == "https://x/mobile")
     }
 
@@ -54,21 +63,36 @@ struct SiteProtocolTests {
         let key = P256.Signing.PrivateKey()
         let id = try #require(CredentialID("4b1f0d3e-9a57-4c1e-8d2b-6f0a9c3e7b21"))
         let nonce = [UInt8](repeating: 0xAB, count: 16)
-        let signed = SiteRequestAuthorization.sign(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3",
-                                                   body: [], time: 1_700_000_000, nonce: nonce, credentialID: id, key: key)
+        let signed = SiteRequestAuthorization.sign(
+            method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3",
+            body: [], time: 1_700_000_000, nonce: nonce, credentialID: id, key: key)
         let parsed = try #require(SiteRequestAuthorization(headerValue: signed.headerValue))
         #expect(parsed == signed)
-        #expect(parsed.verifies(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
-        #expect(!parsed.verifies(method: "DELETE", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
-        #expect(!parsed.verifies(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=0", body: [], key: key.publicKey))
-        #expect(!parsed.verifies(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [1], key: key.publicKey))
-        #expect(!parsed.verifies(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [],
-                                 key: P256.Signing.PrivateKey().publicKey))
+        #expect(
+            parsed.verifies(
+                method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
+        #expect(
+            !parsed.verifies(
+                method: "DELETE", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
+        #expect(
+            !parsed.verifies(
+                method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=0", body: [], key: key.publicKey))
+        #expect(
+            !parsed.verifies(
+                method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [1], key: key.publicKey))
+        #expect(
+            !parsed.verifies(
+                method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [],
+                key: P256.Signing.PrivateKey().publicKey))
         var later = parsed
         later.time += 1
-        #expect(!later.verifies(method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
-        for bad in ["", "Bearer x", "ACR1 credential=\(id)", signed.headerValue + ", extra=1",
-                    signed.headerValue.replacingOccurrences(of: "time=", with: "time=x")] {
+        #expect(
+            !later.verifies(
+                method: "GET", pathAndQuery: "/v1/credentials/x/items?cursor=3", body: [], key: key.publicKey))
+        for bad in [
+            "", "Bearer x", "ACR1 credential=\(id)", signed.headerValue + ", extra=1",
+            signed.headerValue.replacingOccurrences(of: "time=", with: "time=x"),
+        ] {
             #expect(SiteRequestAuthorization(headerValue: bad) == nil)
         }
     }
@@ -89,9 +113,11 @@ struct SiteProtocolTests {
     /// Random and mutated text: every parser answers with a value or a typed error.
     @Test func survivesFuzzedInput() {
         var generator = SeededGenerator(seed: 0x517E)
-        let seeds = ["http://127.0.0.1:8700/v1/invitations/7KQ2M9XD4TPAZC3N",
-                     "ACR1 credential=4b1f0d3e-9a57-4c1e-8d2b-6f0a9c3e7b21, time=1, nonce=\(String(repeating: "ab", count: 16)), signature=\(Base64.encode(Array(repeating: 1, count: 64)))",
-                     "Zm9vYmFy"]
+        let seeds = [
+            "http://127.0.0.1:8700/v1/invitations/7KQ2M9XD4TPAZC3N",
+            "ACR1 credential=4b1f0d3e-9a57-4c1e-8d2b-6f0a9c3e7b21, time=1, nonce=\(String(repeating: "ab", count: 16)), signature=\(Base64.encode(Array(repeating: 1, count: 64)))",
+            "Zm9vYmFy",
+        ]
         let alphabet = Array("ab:/[]@?#%=.,- 0189AZz\u{0}\u{7F}é=+")
         for round in 0..<20_000 {
             var text = Array(seeds[round % seeds.count])

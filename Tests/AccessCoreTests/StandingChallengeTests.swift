@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessCore
 
 /// Standing challenges (protocol version 2, docs/reader-protocol.md §6; issue #15, item 2):
@@ -6,8 +7,9 @@ import Testing
 /// the door, so the exchange there is one round trip: the response and the decision.
 struct StandingChallengeTests {
     var reader = ReaderSession(configuration: ExchangeHarness.readerConfiguration(), mtu: 23)
-    var standing = StandingChallenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                     sitePublicKey: Fixtures.siteKey.publicKey)
+    var standing = StandingChallenge(
+        readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+        sitePublicKey: Fixtures.siteKey.publicKey)
     var replayGuard = ChallengeReplayGuard()
     var readerTimerArmed: Duration?
     var refreshDue = false
@@ -20,11 +22,11 @@ struct StandingChallengeTests {
         var sent: [[UInt8]] = []
         for action in reader.handle(input) {
             switch action {
-            case let .send(fragments): sent += fragments
-            case let .startTimer(delay): readerTimerArmed = delay
+            case .send(let fragments): sent += fragments
+            case .startTimer(let delay): readerTimerArmed = delay
             case .cancelTimer: readerTimerArmed = nil
             case .refreshChallenge: refreshDue = true
-            case let .finish(report): readerReport = report
+            case .finish(let report): readerReport = report
             }
         }
         return sent
@@ -43,14 +45,15 @@ struct StandingChallengeTests {
     }
 
     static func sent(_ action: ReaderSession.Action) -> [[UInt8]] {
-        if case let .send(fragments) = action { fragments } else { [] }
+        if case .send(let fragments) = action { fragments } else { [] }
     }
 
     func session(_ handover: StandingChallenge.Handover?) -> CredentialSession {
-        var session = CredentialSession(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                        sitePublicKey: Fixtures.siteKey.publicKey,
-                                        presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
-                                        operation: .access)
+        var session = CredentialSession(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+            sitePublicKey: Fixtures.siteKey.publicKey,
+            presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey),
+            operation: .access)
         if let handover { session.takeOver(handover) }
         return session
     }
@@ -61,12 +64,17 @@ struct StandingChallengeTests {
         -> (holderSent: Int, readerSent: Int, outcome: ExchangeOutcome?)
     {
         var outcome: ExchangeOutcome?
-        var toReader: [[UInt8]] = [], toHolder: [[UInt8]] = extraToHolder
-        var holderMessages = 0, readerMessages = 0
+        var toReader: [[UInt8]] = []
+        var toHolder: [[UInt8]] = extraToHolder
+        var holderMessages = 0
+        var readerMessages = 0
         func take(_ actions: [CredentialSession.Action]) {
             for action in actions {
-                if case let .send(fragments) = action { toReader += fragments; holderMessages += 1 }
-                if case let .finish(end) = action { outcome = end }
+                if case .send(let fragments) = action {
+                    toReader += fragments
+                    holderMessages += 1
+                }
+                if case .finish(let end) = action { outcome = end }
             }
         }
         take(holder.handle(.connected, replayGuard: &replayGuard))
@@ -83,8 +91,9 @@ struct StandingChallengeTests {
     }
 
     @Test mutating func atTheDoorTheExchangeIsTheResponseAndTheDecision() throws {
-        try hold(reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
-                 at: .seconds(0))
+        try hold(
+            reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
+            at: .seconds(0))
         #expect(readerTimerArmed == StandingTimings.refresh)
         #expect(standing.newest?.nonce == Self.nonces[0])
         var holder = session(standing.handover(at: .seconds(1)))
@@ -94,8 +103,9 @@ struct StandingChallengeTests {
     }
 
     @Test mutating func theReaderRefreshesAndAcceptsAResponseThatCrossedTheRefresh() throws {
-        try hold(reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
-                 at: .seconds(0))
+        try hold(
+            reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
+            at: .seconds(0))
         // The holder answers the first challenge while the reader's refresh is on its way.
         var holder = session(standing.handover(at: .seconds(3.9)))
         let crossing = refresh(nonce: Self.nonces[1])
@@ -104,8 +114,9 @@ struct StandingChallengeTests {
     }
 
     @Test mutating func aResponseToAChallengeTwoRefreshesOldIsRefused() throws {
-        try hold(reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
-                 at: .seconds(0))
+        try hold(
+            reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
+            at: .seconds(0))
         let first = standing.handover(at: .seconds(0))
         try hold(refresh(nonce: Self.nonces[1]), at: .seconds(4))
         try hold(refresh(nonce: Self.nonces[2]), at: .seconds(8))
@@ -117,24 +128,27 @@ struct StandingChallengeTests {
     }
 
     @Test mutating func theHolderAnswersOnlyAFreshChallengeAndOtherwiseWaitsForTheNext() throws {
-        try hold(reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
-                 at: .seconds(0))
+        try hold(
+            reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
+            at: .seconds(0))
         #expect(standing.handover(at: .seconds(6.4)).nonce == Self.nonces[0])
         let stale = standing.handover(at: .seconds(6.6))
         #expect(stale.nonce == nil)
         // With none fresh the session waits as in version 1 and answers the next refresh.
         var holder = session(stale)
-        #expect(holder.handle(.connected, replayGuard: &replayGuard).allSatisfy {
-            if case .startTimer = $0 { true } else { false }
-        })
+        #expect(
+            holder.handle(.connected, replayGuard: &replayGuard).allSatisfy {
+                if case .startTimer = $0 { true } else { false }
+            })
         let next = refresh(nonce: Self.nonces[1])
         let door = door(&holder, extraToHolder: next)
         #expect(door.outcome == .decided(AccessResult(decision: .granted, mode: .access)), "\(door)")
     }
 
     @Test mutating func theReaderTimesOutASilentHolderAfterTheMaximumHold() throws {
-        try hold(reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
-                 at: .seconds(0))
+        try hold(
+            reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true)),
+            at: .seconds(0))
         var elapsed = Duration.zero
         var n = 1
         while readerReport == nil {
@@ -150,7 +164,8 @@ struct StandingChallengeTests {
             }
         }
         #expect(readerReport?.outcome == .failed(.timeout))
-        #expect(elapsed >= StandingTimings.maximumHold && elapsed < StandingTimings.maximumHold + StandingTimings.refresh)
+        #expect(
+            elapsed >= StandingTimings.maximumHold && elapsed < StandingTimings.maximumHold + StandingTimings.refresh)
     }
 
     @Test mutating func aVersionOneConnectionNeitherRefreshesNorWaits() throws {
@@ -172,7 +187,7 @@ struct StandingChallengeTests {
         for fragment in challenge { _ = versionOne.handle(.fragmentReceived(fragment), replayGuard: &replayGuard) }
         var end: ExchangeOutcome?
         for fragment in second {
-            for case let .finish(outcome) in versionOne.handle(.fragmentReceived(fragment), replayGuard: &replayGuard) {
+            for case .finish(let outcome) in versionOne.handle(.fragmentReceived(fragment), replayGuard: &replayGuard) {
                 end = outcome
             }
         }
@@ -185,8 +200,9 @@ struct StandingChallengeTests {
             .flatMap(Self.sent)
         #expect(throws: ProtocolError.badSignature) { try hold(forged, at: .zero) }
         #expect(standing.newest == nil)
-        standing = StandingChallenge(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                     sitePublicKey: Fixtures.siteKey.publicKey)
+        standing = StandingChallenge(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+            sitePublicKey: Fixtures.siteKey.publicKey)
         let genuine = reader(.connected(nonce: Self.nonces[0], secondFactorNonce: Self.nonces[9], standing: true))
         try hold(genuine, at: .zero)
         #expect(throws: ProtocolError.replayedChallenge) { try hold(genuine, at: .seconds(1)) }

@@ -21,8 +21,12 @@ struct AccessctlTests {
         try await harness.start()
         let control = try harness.connect()
         let since = try control.call("status.get").get()["lastSequence"]?.int ?? 0
-        let out = harness.directory + "/follow.out", err = harness.directory + "/follow.err"
-        let follow = try ChildProcess(["/bin/sh", "-c", "'\(Self.accessctl)' events --follow --since \(since) --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'"])
+        let out = harness.directory + "/follow.out"
+        let err = harness.directory + "/follow.err"
+        let follow = try ChildProcess([
+            "/bin/sh", "-c",
+            "'\(Self.accessctl)' events --follow --since \(since) --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'",
+        ])
         defer {
             // The shell's children too: a follow outlives accessd by design.
             _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl events --follow .*\(harness.socketPath)"])
@@ -30,8 +34,10 @@ struct AccessctlTests {
         }
         _ = try control.call("scanning.set", ["enabled": false]).get()
         let beforeRestart = try await waitForLine(in: out, containing: "sdk.state  scanning off")
-        #expect(beforeRestart.range(of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  \d+  sdk\.state  scanning off; states: "#,
-                                    options: .regularExpression) != nil, "\(beforeRestart)")
+        #expect(
+            beforeRestart.range(
+                of: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  \d+  sdk\.state  scanning off; states: "#,
+                options: .regularExpression) != nil, "\(beforeRestart)")
 
         #expect(harness.stop() == 0)
         let linesBefore = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").count
@@ -55,7 +61,8 @@ struct AccessctlTests {
         let harness = try await DaemonHarness()
         try await harness.start()
         let out = harness.directory + "/watch.out"
-        let watch = try ChildProcess([Self.accessctl, "readers", "--watch", "--socket", harness.socketPath], output: out)
+        let watch = try ChildProcess(
+            [Self.accessctl, "readers", "--watch", "--socket", harness.socketPath], output: out)
         defer { _ = watch.stop(grace: 1) }
         _ = try await waitForLine(in: out, containing: "(no readers heard)")
         try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
@@ -76,12 +83,14 @@ struct AccessctlTests {
         kill(pid, SIGSTOP)
         defer { kill(pid, SIGCONT) }
         let started = ContinuousClock.now
-        let status = try runCommand(["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "status", "--timeout", "1"],
-                                    mergingErrors: true)
+        let status = try runCommand(
+            ["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "status", "--timeout", "1"],
+            mergingErrors: true)
         #expect(status.status == 75, "\(status.output)")
         #expect(status.output.contains("accessd did not answer status.get within 1 s"), "\(status.output)")
-        let diagnose = try runCommand(["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "diagnose", "--timeout", "1"],
-                                      mergingErrors: true)
+        let diagnose = try runCommand(
+            ["/usr/bin/env", "ACCESSD_SOCKET=\(harness.socketPath)", Self.accessctl, "diagnose", "--timeout", "1"],
+            mergingErrors: true)
         #expect(diagnose.status != 0)
         #expect(diagnose.output.contains("accessd did not answer within 1 s"), "\(diagnose.output)")
         #expect(ContinuousClock.now - started < .seconds(10))
@@ -106,8 +115,9 @@ struct AccessctlTests {
         let typo = try runCommand([Self.accessctl, "stauts"], mergingErrors: true)
         #expect(typo.status == 64)
         #expect(typo.output.contains("no command 'stauts'; did you mean 'status'?"), "\(typo.output)")
-        let kinds = try runCommand([Self.accessctl, "events", "--kinds", "sdk.stat", "--socket", harness.socketPath],
-                                   mergingErrors: true)
+        let kinds = try runCommand(
+            [Self.accessctl, "events", "--kinds", "sdk.stat", "--socket", harness.socketPath],
+            mergingErrors: true)
         #expect(kinds.status == 64)
         #expect(kinds.output.contains("no event kind 'sdk.stat'"), "\(kinds.output)")
         let actions = try runCommand([Self.accessctl, "actions", "2A01", "2"], mergingErrors: true)
@@ -116,7 +126,10 @@ struct AccessctlTests {
 
         // Any client, not only accessctl, is told a kind it got wrong.
         let refused = try harness.connect().call("events.subscribe", ["kinds": ["sdk.stat"]])
-        guard case let .failure(error) = refused else { Issue.record("a typo in kinds was accepted"); return }
+        guard case .failure(let error) = refused else {
+            Issue.record("a typo in kinds was accepted")
+            return
+        }
         #expect(error.code == -32602 && error.message.contains("no event kind \"sdk.stat\""), "\(error.message)")
         #expect(harness.stop() == 0)
     }
@@ -125,7 +138,8 @@ struct AccessctlTests {
     /// nothing while accessd closed a half-closed connection before answering.
     @Test func theSocatExampleWorksVerbatim() async throws {
         let document = try String(contentsOfFile: ControlContractTests.documentPath, encoding: .utf8)
-        let example = try #require(document.split(separator: "\n").first { $0.hasPrefix("echo ") && $0.contains("| socat - UNIX-CONNECT:") })
+        let example = try #require(
+            document.split(separator: "\n").first { $0.hasPrefix("echo ") && $0.contains("| socat - UNIX-CONNECT:") })
         let harness = try await DaemonHarness()
         try await harness.start()
         let command = example.replacingOccurrences(of: "/run/accessd/accessd.sock", with: harness.socketPath)
@@ -146,11 +160,16 @@ struct AccessctlTests {
         let status = try runCommand([Self.accessctl, "status", "--socket", harness.socketPath])
         #expect(status.status == 0)
         let lines = status.output.split(separator: "\n").map(String.init)
-        #expect(lines.first?.range(of: #"^accessd \S+, up \d+ s$"#, options: .regularExpression) != nil, "\(status.output)")
-        #expect(lines.contains("  scanning:          no (wanted: off, set by an operator: kept across restarts, over the file)"),
-                "\(status.output)")
+        #expect(
+            lines.first?.range(of: #"^accessd \S+, up \d+ s$"#, options: .regularExpression) != nil, "\(status.output)")
+        #expect(
+            lines.contains(
+                "  scanning:          no (wanted: off, set by an operator: kept across restarts, over the file)"),
+            "\(status.output)")
         #expect(lines.contains("  automatic access:  off (from the configuration)"), "\(status.output)")
-        #expect(lines.contains("  adapter:           none: hci9 is configured ([bluetooth] adapter) and not present"), "\(status.output)")
+        #expect(
+            lines.contains("  adapter:           none: hci9 is configured ([bluetooth] adapter) and not present"),
+            "\(status.output)")
         #expect(lines.contains("  features:          ok"), "\(status.output)")
         #expect(lines.contains("  log level:         info"), "\(status.output)")
         #expect(lines.contains("  audit upload:      nothing to send (no credential)"), "\(status.output)")
@@ -182,7 +201,9 @@ struct AccessctlTests {
         _ = try await harness.waitForStatus { ($0["lastSequence"]?.int ?? 0) > marker }
 
         func events(_ since: String) throws -> [String] {
-            let result = try runCommand([Self.accessctl, "events", "--since", since, "--kinds", "sdk.state", "--socket", harness.socketPath])
+            let result = try runCommand([
+                Self.accessctl, "events", "--since", since, "--kinds", "sdk.state", "--socket", harness.socketPath,
+            ])
             #expect(result.status == 0, "\(result.output)")
             return result.output.split(separator: "\n").map(String.init)
         }
@@ -195,7 +216,9 @@ struct AccessctlTests {
         #expect(hourAgo.contains { $0.contains("sdk.state  scanning off") }, "\(hourAgo)")
         #expect(hourAgo.count >= recent.count + 1, "\(hourAgo)")
 
-        let subscribed = try harness.connect().call("events.subscribe", ["sinceTime": .double(Date().timeIntervalSince1970 + 60)]).get()
+        let subscribed = try harness.connect().call(
+            "events.subscribe", ["sinceTime": .double(Date().timeIntervalSince1970 + 60)]
+        ).get()
         #expect(subscribed["replayed"] == 0 && subscribed["since"] == subscribed["lastSequence"], "\(subscribed)")
         let bad = try runCommand([Self.accessctl, "events", "--since", "yesterday"], mergingErrors: true)
         #expect(bad.status == 64 && bad.output.contains("--since: a sequence number (1200), an age"), "\(bad.output)")
@@ -209,11 +232,15 @@ struct AccessctlTests {
         let harness = try await DaemonHarness()
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
-        let keyboard = harness.directory + "/keyboard", screen = harness.directory + "/screen"
+        let keyboard = harness.directory + "/keyboard"
+        let screen = harness.directory + "/screen"
         #expect(mkfifo(keyboard, 0o600) == 0)
         let held = open(keyboard, O_RDWR)
         defer { close(held) }
-        let view = try ChildProcess(["/bin/sh", "-c", "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1"])
+        let view = try ChildProcess([
+            "/bin/sh", "-c",
+            "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1",
+        ])
         defer {
             _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(harness.socketPath)"])
             _ = view.stop(grace: 1)
@@ -223,8 +250,10 @@ struct AccessctlTests {
         // tx −59 dBm at −90 dBm: 31 dB, between the reader's auto (20) and manual (40) thresholds.
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
         let row = try await waitForLine(in: screen, containing: "00002A01 Front door")
-        #expect(row.range(of: #"00002A01 Front door +31\.0 dB  =+A-+●-*M\.+  manual  \S+ +\d+\.\d s"#,
-                          options: .regularExpression) != nil, "\(row)")
+        #expect(
+            row.range(
+                of: #"00002A01 Front door +31\.0 dB  =+A-+●-*M\.+  manual  \S+ +\d+\.\d s"#,
+                options: .regularExpression) != nil, "\(row)")
         let text = try String(contentsOfFile: screen, encoding: .utf8)
         #expect(text.contains("scanning on   adapter hci0"), "\(text)")
         #expect(text.contains("\u{1B}[H\u{1B}[2J"), "redrawn in place on a terminal")
@@ -232,8 +261,10 @@ struct AccessctlTests {
         // Nearer: in auto range, and the dot moves left of A.
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -65)
         let near = try await waitForLine(in: screen, containing: "  auto  ")
-        #expect(near.range(of: #"00002A01 Front door +\d+\.\d dB  =*●=*A-+M\.+  auto "#, options: .regularExpression) != nil,
-                "\(near)")
+        #expect(
+            near.range(of: #"00002A01 Front door +\d+\.\d dB  =*●=*A-+M\.+  auto "#, options: .regularExpression)
+                != nil,
+            "\(near)")
         #expect(harness.stop() == 0)
     }
 
@@ -256,7 +287,8 @@ struct AccessctlTests {
                 _accessctl accessctl '\(words.last ?? "")' '\(words.dropLast().last ?? "")'
                 echo "${COMPREPLY[*]}"
                 """
-            let result = try runCommand(["/bin/bash", "-c", script], environment: ["PATH": "\(directory):/usr/bin:/bin"])
+            let result = try runCommand(
+                ["/bin/bash", "-c", script], environment: ["PATH": "\(directory):/usr/bin:/bin"])
             return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(try complete("accessctl access --socket \(harness.socketPath) 2A") == "2A01")
@@ -272,9 +304,13 @@ struct AccessctlTests {
     private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
         for _ in 0..<500 {
             let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if let line = content.split(separator: "\n").dropFirst(after).first(where: { $0.contains(text) }) { return String(line) }
+            if let line = content.split(separator: "\n").dropFirst(after).first(where: { $0.contains(text) }) {
+                return String(line)
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestEnvironmentError("no line with \(text) in \(path) within 10 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+        throw TestEnvironmentError(
+            "no line with \(text) in \(path) within 10 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")"
+        )
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import SiteContract
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -19,13 +20,19 @@ struct AuditUploadTests {
     /// whether it is there, away (503) or of an API without the route (404).
     final class EventsSite: Sendable {
         enum Mode { case up, away, withoutRoute }
-        struct Kept { var events: [Int64: AuditEvent] = [:]; var through: Int64 = 0; var batches = 0; var copies = 0 }
+        struct Kept {
+            var events: [Int64: AuditEvent] = [:]
+            var through: Int64 = 0
+            var batches = 0
+            var copies = 0
+        }
         let kept: NIOLockedValueBox<Kept>
         let mode: NIOLockedValueBox<Mode>
         let server: ScriptedSite
 
         init() async throws {
-            let kept = NIOLockedValueBox(Kept()), mode = NIOLockedValueBox(Mode.up)
+            let kept = NIOLockedValueBox(Kept())
+            let mode = NIOLockedValueBox(Mode.up)
             self.kept = kept
             self.mode = mode
             server = try await ScriptedSite { request, _ in
@@ -34,11 +41,13 @@ struct AuditUploadTests {
                 }
                 switch mode.withLockedValue({ $0 }) {
                 case .away: return .init(status: 503, body: #"{"error":{"code":"site.down","message":"maintenance"}}"#)
-                case .withoutRoute: return .init(status: 404, body: #"{"error":{"code":"route.unknown","message":"no"}}"#)
+                case .withoutRoute:
+                    return .init(status: 404, body: #"{"error":{"code":"route.unknown","message":"no"}}"#)
                 case .up: break
                 }
                 guard let batch = try? JSONDecoder().decode(AuditUploadRequest.self, from: Data(request.body.utf8)),
-                      batch.problem == nil else {
+                    batch.problem == nil
+                else {
                     return .init(status: 400, body: #"{"error":{"code":"request.invalid","message":"bad batch"}}"#)
                 }
                 let through = kept.withLockedValue { kept in
@@ -100,7 +109,9 @@ struct AuditUploadTests {
         try await shell.waitUntil("status says current") { try await self.audit(shell)["backlog"] == 0 }
         let audit = try await audit(shell)
         #expect(audit["enabled"] == true && audit["sites"]?.array?.first?["state"] == "current", "\(audit)")
-        #expect(audit["sites"]?.array?.first?["site"] == "Head office" && audit["sites"]?.array?.first?["lastUploadAt"] != nil)
+        #expect(
+            audit["sites"]?.array?.first?["site"] == "Head office"
+                && audit["sites"]?.array?.first?["lastUploadAt"] != nil)
         await shell.stop()
         await site.server.stop()
     }
@@ -114,7 +125,8 @@ struct AuditUploadTests {
         for _ in 0..<2 { try await access(shell) }
         try await shell.waitUntil("the backlog counts both") {
             let audit = try await self.audit(shell)
-            return audit["backlog"] == .int(Int64(try journalled(shell).count)) && audit["sites"]?.array?.first?["state"] == "failing"
+            return audit["backlog"] == .int(Int64(try journalled(shell).count))
+                && audit["sites"]?.array?.first?["state"] == "failing"
         }
         let failing = try await audit(shell)
         #expect(failing["sites"]?.array?.first?["error"]?.string?.contains("503") == true, "\(failing)")
@@ -131,7 +143,9 @@ struct AuditUploadTests {
         }
         #expect(site.kept.withLockedValue { $0.events.keys.sorted() } == (try journalled(shell).map(\.sequence)))
         #expect(site.kept.withLockedValue { $0.copies } == 0)
-        try await shell.waitUntil("status says current") { try await self.audit(shell)["sites"]?.array?.first?["state"] == "current" }
+        try await shell.waitUntil("status says current") {
+            try await self.audit(shell)["sites"]?.array?.first?["state"] == "current"
+        }
         #expect(try await audit(shell)["backlog"] == 0)
         await shell.stop()
         await site.server.stop()
@@ -171,13 +185,17 @@ struct AuditUploadTests {
     /// A batch larger than a site must accept is cut; the rest follows in the next.
     @Test func aLargeBacklogGoesInBatchesThatFit() {
         let events = (1...150).map { sequence in
-            AccessStore.Event(sequence: Int64(sequence), time: 1_800_000_000, kind: "access.completed",
-                              data: #"{"credential":"x","padding":"\#(String(repeating: "p", count: 600))"}"#)
+            AccessStore.Event(
+                sequence: Int64(sequence), time: 1_800_000_000, kind: "access.completed",
+                data: #"{"credential":"x","padding":"\#(String(repeating: "p", count: 600))"}"#)
         }
-        let request = AuditUpload.fitted(AccessStore.AuditBatch(events: Array(events.prefix(100)), through: 100, oldestKept: 1),
-                                         gap: nil)
+        let request = AuditUpload.fitted(
+            AccessStore.AuditBatch(events: Array(events.prefix(100)), through: 100, oldestKept: 1),
+            gap: nil)
         let size = (try? JSONEncoder().encode(request).count) ?? .max
-        #expect(size <= AuditUploadRequest.maximumBody && request.events.count < 100, "\(size) bytes, \(request.events.count) events")
+        #expect(
+            size <= AuditUploadRequest.maximumBody && request.events.count < 100,
+            "\(size) bytes, \(request.events.count) events")
         #expect(request.through == request.events.last?.seq && request.problem == nil)
     }
 }

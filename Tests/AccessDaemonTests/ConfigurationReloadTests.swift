@@ -1,6 +1,7 @@
-@testable import AccessDaemon
 import Logging
 import Testing
+
+@testable import AccessDaemon
 
 /// What a reload (SIGHUP) applies and what it leaves for a restart (issue #11).
 struct ConfigurationReloadTests {
@@ -21,7 +22,8 @@ struct ConfigurationReloadTests {
         #expect(effective.sensitivity == .veryLow && effective.cooldown == .seconds(20))
         #expect(effective.connectionLimit == running.connectionLimit)
         #expect(effective.socketPath == running.socketPath)
-        #expect(ConfigurationReload.apply(running, over: running, logLevel: level).1 == .init(applied: [], needRestart: []))
+        #expect(
+            ConfigurationReload.apply(running, over: running, logLevel: level).1 == .init(applied: [], needRestart: []))
     }
 
     /// A setting added later must get its file name, or the log would name a Swift property.

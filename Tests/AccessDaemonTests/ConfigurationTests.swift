@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 
 @Suite("Configuration")
@@ -15,14 +16,17 @@ struct ConfigurationTests {
     }
 
     @Test func absentFileMeansDefaultsOnlyWhenAllowed() throws {
-        #expect(try ConfigurationLoader.load(path: "/nonexistent/accessd.toml", mayBeAbsent: true) == AccessdConfiguration())
+        #expect(
+            try ConfigurationLoader.load(path: "/nonexistent/accessd.toml", mayBeAbsent: true) == AccessdConfiguration()
+        )
         #expect(throws: ConfigurationError(file: "/nonexistent/accessd.toml", line: nil, reason: "no such file")) {
             try ConfigurationLoader.load(path: "/nonexistent/accessd.toml", mayBeAbsent: false)
         }
     }
 
     @Test func valuesAreRead() throws {
-        let c = try ConfigurationLoader.parse("""
+        let c = try ConfigurationLoader.parse(
+            """
             [bluetooth]
             adapter = "hci1"
             scanning = false
@@ -65,9 +69,12 @@ struct ConfigurationTests {
         #expect(c.socketPath == "/tmp/a.sock")
         #expect(c.journalMaxAge == .seconds(2 * 86400))
         #expect(c.logLevel == .debug)
-        #expect(c.mqtt == MQTTConfiguration(host: "fd00::1", port: 8884, tls: true, topicPrefix: "site/a", clientID: "kiosk-1",
-                                            username: "kiosk-1", passwordFile: "/etc/accessd/mqtt-password",
-                                            caFile: "/etc/accessd/ca.pem", qos: 0))
+        #expect(
+            c.mqtt
+                == MQTTConfiguration(
+                    host: "fd00::1", port: 8884, tls: true, topicPrefix: "site/a", clientID: "kiosk-1",
+                    username: "kiosk-1", passwordFile: "/etc/accessd/mqtt-password",
+                    caFile: "/etc/accessd/ca.pem", qos: 0))
         #expect(try ConfigurationLoader.parse("[mqtt]\nurl = \"mqtt://broker\"\n", file: "t").mqtt?.port == 1883)
         #expect(try ConfigurationLoader.parse("", file: "t").mqtt == nil)
     }
@@ -75,7 +82,10 @@ struct ConfigurationTests {
     @Test(arguments: [
         ("[bluetooth]\nscanning = \"yes\"\n", 2, "scanning must be true or false"),
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
-        ("[range]\nsensitivity = \"extreme\"\n", 2, "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)"),
+        (
+            "[range]\nsensitivity = \"extreme\"\n", 2,
+            "sensitivity must be veryLow (-5 dB), low (-2.5 dB) or normal (0 dB)"
+        ),
         ("[range]\nfilter = \"kalman\"\n", 2, "filter must be trend_gated or median_average"),
         ("[range]\nmedian_window = 7\n", 2, "median_window must be within 1...5"),
         ("[socket]\npath = \"relative.sock\"\n", 2, "path must be absolute and shorter than 108 bytes"),
@@ -93,13 +103,19 @@ struct ConfigurationTests {
         ("[mqtt]\nurl = \"http://broker\"\n", 2, "url must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"),
         ("[mqtt]\nurl = \"mqtt://broker:0\"\n", 2, "the port must be 1 to 65535"),
         ("[mqtt]\nurl = \"mqtt://user@broker\"\n", 2, "no path, no user@"),
-        ("[mqtt]\nurl = \"mqtt://b\"\ntopic_prefix = \"a/#\"\n", 3, "topic_prefix must be printable ASCII without spaces, + or #"),
+        (
+            "[mqtt]\nurl = \"mqtt://b\"\ntopic_prefix = \"a/#\"\n", 3,
+            "topic_prefix must be printable ASCII without spaces, + or #"
+        ),
         ("[mqtt]\nurl = \"mqtt://b\"\nclient_id = \"a/b\"\n", 3, "client_id must not contain /"),
         ("[mqtt]\nurl = \"mqtt://b\"\npassword_file = \"/p\"\n", 3, "password_file needs username"),
         ("[mqtt]\nurl = \"mqtt://b\"\nca_file = \"/ca.pem\"\n", 2, "need an mqtts:// url"),
         ("[mqtt]\nurl = \"mqtts://b\"\ncert_file = \"/c.pem\"\n", 3, "cert_file and key_file go together"),
         ("[mqtt]\nurl = \"mqtt://b\"\nqos = 2\n", 3, "qos must be within 0...1"),
-        ("[mqtt]\nurl = \"mqtt://b\"\nusername = \"k\"\ncommands = true\n", 4, "commands need an mqtts:// url and a username"),
+        (
+            "[mqtt]\nurl = \"mqtt://b\"\nusername = \"k\"\ncommands = true\n", 4,
+            "commands need an mqtts:// url and a username"
+        ),
         ("[mqtt]\nurl = \"mqtts://b\"\ncommands = true\n", 3, "commands need an mqtts:// url and a username"),
     ])
     func badFilesNameTheLineAndTheReason(_ c: (String, Int, String)) {
@@ -116,7 +132,8 @@ struct ConfigurationTests {
     /// Issue #17: a file that is not UTF-8 was refused as "cannot read" with no line.
     @Test func aByteThatIsNotUTF8IsRefusedWithItsLine() throws {
         let path = NSTemporaryDirectory() + "accessd-\(UUID().uuidString).toml"
-        try Data("[log]\n# café\nlevel = \"info".utf8 + [0xFF] + Data("\"\n".utf8)).write(to: URL(fileURLWithPath: path))
+        try Data("[log]\n# café\nlevel = \"info".utf8 + [0xFF] + Data("\"\n".utf8)).write(
+            to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(throws: ConfigurationError(file: path, line: 3, reason: "not UTF-8 (byte 28 of the file)")) {
             try ConfigurationLoader.load(path: path, mayBeAbsent: false)
@@ -130,7 +147,7 @@ struct ConfigurationTests {
         let shipped = Array(try String(contentsOfFile: Self.shippedFile, encoding: .utf8).utf8)
         var state = seed
         func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return state >> 17
         }
         var refused = 0

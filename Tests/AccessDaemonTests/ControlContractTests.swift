@@ -46,7 +46,8 @@ struct ControlContractTests {
     @Test func theRolesTableListsEachMethodUnderItsRole() throws {
         var documented: [String: Role] = [:]
         for role in [Role.observer, .operator, .admin] {
-            let row = try #require(Self.document.split(separator: "\n").first { $0.hasPrefix("| \(role.description) |") })
+            let row = try #require(
+                Self.document.split(separator: "\n").first { $0.hasPrefix("| \(role.description) |") })
             let mayCall = row.split(separator: "|").last ?? ""
             for method in Self.methods(in: mayCall) { documented[method] = role }
         }
@@ -57,7 +58,8 @@ struct ControlContractTests {
     /// The Events table's first column is exactly the kinds accessd accepts in `kinds`.
     @Test func theEventsTableListsEveryKind() throws {
         let section = try #require(Self.document.components(separatedBy: "## Events\n").dropFirst().first)
-        let rows = section.components(separatedBy: "\n## ").first?.split(separator: "\n")
+        let rows =
+            section.components(separatedBy: "\n## ").first?.split(separator: "\n")
             .filter { $0.hasPrefix("| `") } ?? []
         let documented = Set(rows.compactMap { $0.split(separator: "`").dropFirst().first.map(String.init) })
         #expect(documented == Set(EventKind.allCases.map(\.rawValue)))
@@ -71,14 +73,17 @@ struct ControlContractTests {
         let row = try #require(Self.document.split(separator: "\n").first { $0.hasPrefix("| `\(kind.rawValue)` |") })
         let column = row.split(separator: "|")[1].trimmingCharacters(in: .whitespaces)
         #expect(column.hasPrefix("`{") && column.hasSuffix("}`"), "\(kind.rawValue): \(column)")
-        let names = column.dropFirst(2).dropLast(2).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let names = column.dropFirst(2).dropLast(2).split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         let documentedRequired = Set(names.filter { !$0.hasSuffix("?") })
         let documentedOptional = Set(names.filter { $0.hasSuffix("?") }.map { String($0.dropLast()) })
         func keys(_ data: any ControlEventData) -> Set<String> {
-            guard case let .object(members) = data.json else { return [] }
+            guard case .object(let members) = data.json else { return [] }
             return Set(members.keys)
         }
-        let always = keys(EventSamples.minimal(kind)), all = keys(EventSamples.full(kind))
+        let always = keys(EventSamples.minimal(kind))
+        let all = keys(EventSamples.full(kind))
         #expect(documentedRequired == always, "\(kind.rawValue)")
         #expect(documentedOptional == all.subtracting(always), "\(kind.rawValue)")
     }

@@ -5,6 +5,7 @@ import BlueZTestSupport
 import Crypto
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -18,11 +19,14 @@ struct CredentialChoiceTests {
     /// A second credential, for another site.
     private func addOtherCredential(_ shell: ShellHarness, state: CredentialState = .active) throws {
         let key = P256.Signing.PrivateKey()
-        let credential = Credential(id: Self.otherCredential, siteTag: Self.otherSite, cardholderName: "Ada Lovelace",
-                                    kind: .mobile, state: state, sitePublicKey: key.publicKey,
-                                    signingKey: P256.Signing.PrivateKey(), sealedSecondFactor: nil, secondFactorEnabled: false)
-        try shell.daemon.book.insert(StoredCredential(credential: credential, siteName: "Annex", siteURL: "http://127.0.0.1:9",
-                                                      deviceName: "kiosk", registeredAt: 1))
+        let credential = Credential(
+            id: Self.otherCredential, siteTag: Self.otherSite, cardholderName: "Ada Lovelace",
+            kind: .mobile, state: state, sitePublicKey: key.publicKey,
+            signingKey: P256.Signing.PrivateKey(), sealedSecondFactor: nil, secondFactorEnabled: false)
+        try shell.daemon.book.insert(
+            StoredCredential(
+                credential: credential, siteName: "Annex", siteURL: "http://127.0.0.1:9",
+                deviceName: "kiosk", registeredAt: 1))
         shell.daemon.book.changed()
     }
 
@@ -31,13 +35,21 @@ struct CredentialChoiceTests {
         try await shell.start()
         try addOtherCredential(shell)
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
-        let answer = try await shell.call("access.request", ["reader": "2A01", "credential": "0f1e2d3c"], role: .operator).get()
-        #expect(answer["granted"] == true && answer["credential"] == .string(ShellHarness.credentialID.description), "\(answer)")
+        let answer = try await shell.call(
+            "access.request", ["reader": "2A01", "credential": "0f1e2d3c"], role: .operator
+        ).get()
+        #expect(
+            answer["granted"] == true && answer["credential"] == .string(ShellHarness.credentialID.description),
+            "\(answer)")
 
         let wrong = await shell.call("access.request", ["reader": "2A01", "credential": "11111111"], role: .operator)
-        #expect(wrong.failureData?["error"] == "forbidden" && wrong.failureData?["cause"] == "credentialNotForReader", "\(wrong)")
-        #expect(wrong.failureMessage == "refused: credential 11111111… cannot be presented to reader 00002A01: it is for site 0B0B0001, the reader is of site 5117E001",
-                "\(wrong)")
+        #expect(
+            wrong.failureData?["error"] == "forbidden" && wrong.failureData?["cause"] == "credentialNotForReader",
+            "\(wrong)")
+        #expect(
+            wrong.failureMessage
+                == "refused: credential 11111111… cannot be presented to reader 00002A01: it is for site 0B0B0001, the reader is of site 5117E001",
+            "\(wrong)")
         let unknown = await shell.call("access.request", ["reader": "2A01", "credential": "ffff"], role: .operator)
         #expect(unknown.failureData?["error"] == "credential.unknown", "\(unknown)")
         await shell.stop()
@@ -63,8 +75,9 @@ struct CredentialChoiceTests {
             readerID: ReaderID(0x2B01), siteTag: Self.otherSite, siteKey: P256.Signing.PrivateKey(), policy: .fromSite,
             secondFactorRequired: false, credentials: [])
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()), rssi: -65)
-        try await shell.readerAdvertises(FakeReader(annex), rssi: -72, siteTag: Self.otherSite, id: ReaderID(0x2B01),
-                                         address: "00:BB:03:00:00:00")
+        try await shell.readerAdvertises(
+            FakeReader(annex), rssi: -72, siteTag: Self.otherSite, id: ReaderID(0x2B01),
+            address: "00:BB:03:00:00:00")
         _ = try await shell.call("automaticAccess.set", ["enabled": true], role: .operator).get()
         let first = try await shell.waitForEvent("access.started")
         #expect(first["reader"] == "00002B01", "\(first)")

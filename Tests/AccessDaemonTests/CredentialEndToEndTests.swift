@@ -12,7 +12,9 @@ import Testing
 struct CredentialEndToEndTests {
     static let fastSync = "[site]\nsync_interval = 10\nrequest_timeout = 3\n[features]\nenabled = [\"aperio\"]\n"
 
-    private func setUp(config: String = fastSync, siteArguments: [String] = []) async throws -> (DaemonHarness, SiteHarness) {
+    private func setUp(config: String = fastSync, siteArguments: [String] = []) async throws -> (
+        DaemonHarness, SiteHarness
+    ) {
         let harness = try await DaemonHarness(config: config)
         let site = try SiteHarness(directory: harness.directory)
         try await site.serve(extra: siteArguments)
@@ -48,7 +50,7 @@ struct CredentialEndToEndTests {
     }
 
     private func failureCode(_ result: Result<JSONValue, RPCError>) -> String? {
-        guard case let .failure(error) = result else { return nil }
+        guard case .failure(let error) = result else { return nil }
         return error.data?["error"]?.string
     }
 
@@ -72,17 +74,23 @@ struct CredentialEndToEndTests {
     /// Through the real binaries: `accessctl access` with a typo lists the readers heard (by
     /// name), and one stuck where BlueZ never resolves services says so when its time is up.
     @Test func accessctlSaysWhyAnAccessFailed() async throws {
-        let (harness, site) = try await setUp(config: Self.fastSync + "[access]\nstep_timeout = 60\nmanual_timeout = 2\n")
+        let (harness, site) = try await setUp(
+            config: Self.fastSync + "[access]\nstep_timeout = 60\nmanual_timeout = 2\n")
         defer { site.stop() }
         try await credentialAndFrontDoor(harness, site)
-        let typo = try runCommand([AccessctlTests.accessctl, "access", "2A1", "--socket", harness.socketPath], mergingErrors: true)
+        let typo = try runCommand(
+            [AccessctlTests.accessctl, "access", "2A1", "--socket", harness.socketPath], mergingErrors: true)
         #expect(typo.status == 1)
-        #expect(typo.output == "accessctl: refused: reader 000002A1 is not heard; heard now: 00002A01 (Front door) (readerUnavailable)\n",
-                "\(typo.output)")
-        let stuck = try runCommand([AccessctlTests.accessctl, "access", "2A01", "--socket", harness.socketPath], mergingErrors: true)
+        #expect(
+            typo.output
+                == "accessctl: refused: reader 000002A1 is not heard; heard now: 00002A01 (Front door) (readerUnavailable)\n",
+            "\(typo.output)")
+        let stuck = try runCommand(
+            [AccessctlTests.accessctl, "access", "2A01", "--socket", harness.socketPath], mergingErrors: true)
         #expect(stuck.status == 1)
-        #expect(stuck.output.hasPrefix("accessctl: access failed: timeout while resolving the reader's services after 2"),
-                "\(stuck.output)")
+        #expect(
+            stuck.output.hasPrefix("accessctl: access failed: timeout while resolving the reader's services after 2"),
+            "\(stuck.output)")
         #expect(harness.log.contains("manual request failed"), "logged too")
         #expect(harness.stop() == 0)
     }
@@ -95,7 +103,8 @@ struct CredentialEndToEndTests {
         _ = try watcher.call("events.subscribe", ["kinds": ["credentials.changed", "sdk.state"]])
 
         let first = try site.invite("Ada Lovelace")
-        let registered = try client.call("credentials.register", ["url": .string(first.url), "deviceName": "kiosk-1"]).get()
+        let registered = try client.call("credentials.register", ["url": .string(first.url), "deviceName": "kiosk-1"])
+            .get()
         #expect(registered["cardholderName"] == "Ada Lovelace")
         #expect(registered["siteName"] == "Test site")
         #expect(registered["site"] == "5117E001")
@@ -113,7 +122,9 @@ struct CredentialEndToEndTests {
         let typed = second.code.lowercased()
         let refused = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed)])
         #expect(failureCode(refused) == "credential.exists")
-        let byCode = try client.call("credentials.register", ["host": .string(site.url), "code": .string(typed), "replace": true]).get()
+        let byCode = try client.call(
+            "credentials.register", ["host": .string(site.url), "code": .string(typed), "replace": true]
+        ).get()
         #expect(byCode["cardholderName"] == "Grace Hopper")
 
         let listed = try client.call("credentials.list").get()["credentials"]?.array ?? []
@@ -139,25 +150,47 @@ struct CredentialEndToEndTests {
         _ = try client.call("credentials.register", ["url": .string(used.url)]).get()
 
         // (With replace: a credential for this site is held, and the site's refusals are the point.)
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(used.url), "replace": true])) == "invitation.used")
+        #expect(
+            failureCode(try client.call("credentials.register", ["url": .string(used.url), "replace": true]))
+                == "invitation.used")
         let unknown = site.url + "/v1/invitations/0000000000000000"
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(unknown), "replace": true])) == "invitation.unknown")
+        #expect(
+            failureCode(try client.call("credentials.register", ["url": .string(unknown), "replace": true]))
+                == "invitation.unknown")
         let expired = try site.invite("Late", expiresIn: -1)
-        #expect(failureCode(try client.call("credentials.register", ["url": .string(expired.url), "replace": true])) == "invitation.expired")
+        #expect(
+            failureCode(try client.call("credentials.register", ["url": .string(expired.url), "replace": true]))
+                == "invitation.expired")
         // Refused locally, before any call.
-        #expect(failureCode(try client.call("credentials.register", ["host": .string(site.url), "code": "SHORT"])) == "invitation.malformed")
-        #expect(failureCode(try client.call("credentials.register",
-                                             ["url": "http://192.0.2.1/v1/invitations/0000000000000000"])) == "site.insecureTransport")
-        #expect(failureCode(try client.call("credentials.register", ["url": "ftp://x/v1/invitations/0000000000000000"])) == "invitation.malformedURL")
+        #expect(
+            failureCode(try client.call("credentials.register", ["host": .string(site.url), "code": "SHORT"]))
+                == "invitation.malformed")
+        #expect(
+            failureCode(
+                try client.call(
+                    "credentials.register",
+                    ["url": "http://192.0.2.1/v1/invitations/0000000000000000"])) == "site.insecureTransport")
+        #expect(
+            failureCode(try client.call("credentials.register", ["url": "ftp://x/v1/invitations/0000000000000000"]))
+                == "invitation.malformedURL")
         // A bare code (read out over the phone) is told to come with its site.
         let bare = try client.call("credentials.register", ["url": "0123456789ABCDEF"])
-        guard case let .failure(bareError) = bare else { Issue.record("a bare code was accepted"); return }
+        guard case .failure(let bareError) = bare else {
+            Issue.record("a bare code was accepted")
+            return
+        }
         #expect(bareError.message.contains("--host SITE --code 0123456789ABCDEF"), "\(bareError.message)")
         // Nothing listening: one sentence, not a library's error.
-        let closed = try client.call("credentials.register", ["url": "http://127.0.0.1:9/v1/invitations/0000000000000000"])
-        guard case let .failure(closedError) = closed else { Issue.record("a closed port answered"); return }
-        #expect(closedError.message == "the site cannot be reached: nothing accepts connections at 127.0.0.1:9 (connection refused)",
-                "\(closedError.message)")
+        let closed = try client.call(
+            "credentials.register", ["url": "http://127.0.0.1:9/v1/invitations/0000000000000000"])
+        guard case .failure(let closedError) = closed else {
+            Issue.record("a closed port answered")
+            return
+        }
+        #expect(
+            closedError.message
+                == "the site cannot be reached: nothing accepts connections at 127.0.0.1:9 (connection refused)",
+            "\(closedError.message)")
         if case .success = try client.call("credentials.register", ["url": .string(used.url), "pin": "12"]) {
             Issue.record("a two-digit PIN was accepted")
         }
@@ -176,7 +209,9 @@ struct CredentialEndToEndTests {
         _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoSecondFactorSet") == true }
 
         let with = try site.invite("With PIN", secondFactor: true)
-        let sealed = try client.call("credentials.register", ["url": .string(with.url), "pin": "482916", "replace": true]).get()
+        let sealed = try client.call(
+            "credentials.register", ["url": .string(with.url), "pin": "482916", "replace": true]
+        ).get()
         #expect(sealed["secondFactor"]?["pinSet"] == true)
         // The site got a second-factor key only for the one with a PIN.
         let onSite = try site.run(["credentials"]).split(separator: "\n").map { try JSONValue.parse(String($0)) }
@@ -196,8 +231,11 @@ struct CredentialEndToEndTests {
         let id = try await registerAndWaitForItsSync(harness, site)
 
         // Items: added, then updated and removed, across syncs.
-        let lock = try JSONValue.parse(try site.run(["item", "add", "--credential", id, "--type", "aperio",
-                                                     "--name", "Store room", "--id", "lock-1"]))
+        let lock = try JSONValue.parse(
+            try site.run([
+                "item", "add", "--credential", id, "--type", "aperio",
+                "--name", "Store room", "--id", "lock-1",
+            ]))
         #expect(lock["id"] == "lock-1")
         try site.run(["item", "add", "--credential", id, "--type", "salto", "--name", "Locker", "--id", "salto-1"])
         var sync = try client.call("items.sync").get()
@@ -230,9 +268,10 @@ struct CredentialEndToEndTests {
         let watcher = try harness.connect()
         _ = try watcher.call("events.subscribe", ["kinds": ["credentials.changed"]])
         try site.run(["revoke", id])
-        let revoked = try #require(try waitForEvent(watcher, timeout: .seconds(30)) {
-            $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == "revoked"
-        })
+        let revoked = try #require(
+            try waitForEvent(watcher, timeout: .seconds(30)) {
+                $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == "revoked"
+            })
         #expect(revoked["params"]?["data"]?["id"] == .string(id))
         #expect(harness.stop() == 0)
     }
@@ -263,24 +302,32 @@ struct CredentialEndToEndTests {
         #expect(deleted["siteInformed"] == true)
         #expect(try site.run(["credentials"]).contains("\"deleted\":true"))
         // offlineOnly: the site is not even asked.
-        let c = try #require(try client.call("credentials.register", ["url": .string(try site.invite("C").url)]).get()["id"]?.string)
+        let c = try #require(
+            try client.call("credentials.register", ["url": .string(try site.invite("C").url)]).get()["id"]?.string)
         let local = try client.call("credentials.delete", ["id": .string(c), "option": "offlineOnly"]).get()
         #expect(local["deleted"] == true && local["siteError"] == "notAsked")
         let b = try client.call("credentials.register", ["url": .string(try site.invite("B").url)]).get()["id"]?.string
         // The site is down. By default (the SDK's DeleteOption.default) nothing is deleted: the
         // site would keep a live credential nobody holds.
         site.stop()
-        #expect(failureCode(try client.call("credentials.delete", ["id": .string(try #require(b))])) == "site.unreachable")
-        let refused = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--socket", harness.socketPath],
-                                     mergingErrors: true)
-        #expect(refused.status == 1 && refused.output.contains("not deleted: the site cannot be reached"), "\(refused.output)")
+        #expect(
+            failureCode(try client.call("credentials.delete", ["id": .string(try #require(b))])) == "site.unreachable")
+        let refused = try runCommand(
+            [AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--socket", harness.socketPath],
+            mergingErrors: true)
+        #expect(
+            refused.status == 1 && refused.output.contains("not deleted: the site cannot be reached"),
+            "\(refused.output)")
         #expect(try client.call("credentials.list").get()["credentials"]?.array?.count == 1)
         // allowOffline: deleted here anyway, and the answer says the site was not told.
-        let offline = try runCommand([AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--allow-offline",
-                                      "--json", "--socket", harness.socketPath])
+        let offline = try runCommand([
+            AccessctlTests.accessctl, "credentials", "delete", try #require(b), "--allow-offline",
+            "--json", "--socket", harness.socketPath,
+        ])
         let answer = try JSONValue.parse(offline.output)
-        #expect(answer["deleted"] == true && answer["siteInformed"] == false && answer["siteError"] == "site.unreachable",
-                "\(offline.output)")
+        #expect(
+            answer["deleted"] == true && answer["siteInformed"] == false && answer["siteError"] == "site.unreachable",
+            "\(offline.output)")
         #expect(try client.call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(failureCode(try client.call("credentials.delete", ["id": "ffff"])) == "credential.unknown")
         #expect(harness.stop() == 0)
@@ -292,7 +339,8 @@ struct CredentialEndToEndTests {
         let client = try harness.connect()
         let watcher = try harness.connect()
         _ = try watcher.call("events.subscribe", ["kinds": ["feature.state"]])
-        let id = try #require(try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string)
+        let id = try #require(
+            try client.call("credentials.register", ["url": .string(try site.invite("A").url)]).get()["id"]?.string)
         try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
         _ = try client.call("items.sync").get()
         let port = try #require(site.url.split(separator: ":").last.map(String.init))
@@ -313,16 +361,20 @@ struct CredentialEndToEndTests {
         let status = try runCommand([AccessctlTests.accessctl, "status", "--socket", harness.socketPath])
         #expect(status.output.contains("  features:          failing: cloudConnection"), "\(status.output)")
         let diagnose = try runCommand([AccessctlTests.accessctl, "diagnose", "--socket", harness.socketPath])
-        let siteLine = status.status == 0 ? diagnose.output.split(separator: "\n").first { $0.contains("  site  ") } : nil
+        let siteLine =
+            status.status == 0 ? diagnose.output.split(separator: "\n").first { $0.contains("  site  ") } : nil
         #expect(siteLine?.hasPrefix("FAIL") == true, "\(diagnose.output)")
-        #expect(siteLine?.contains("nothing accepts connections at 127.0.0.1:\(port) (connection refused)") == true,
-                "\(diagnose.output)")
+        #expect(
+            siteLine?.contains("nothing accepts connections at 127.0.0.1:\(port) (connection refused)") == true,
+            "\(diagnose.output)")
         #expect(siteLine?.contains("→ check the network and the site's address") == true, "\(diagnose.output)")
 
         // Garbage on the same port.
         try await restartOnPort(site, port: port, fault: "garbage")
         let garbage = try client.call("items.sync").get()
-        #expect(garbage["credentials"]?.array?.first?["error"] == "site.malformedAnswer" || garbage["credentials"]?.array?.first?["error"] == "site.unreachable")
+        #expect(
+            garbage["credentials"]?.array?.first?["error"] == "site.malformedAnswer"
+                || garbage["credentials"]?.array?.first?["error"] == "site.unreachable")
         // Hanging: the call times out after request_timeout (3 s here), the daemon answers others meanwhile.
         try await restartOnPort(site, port: port, fault: "hang")
         let started = ContinuousClock.now
@@ -351,8 +403,11 @@ struct CredentialEndToEndTests {
         let (harness, site) = try await setUp()
         defer { site.stop() }
         let client = try harness.connect()
-        let id = try #require(try client.call("credentials.register",
-                                              ["url": .string(try site.invite("Ada", secondFactor: true).url), "pin": "482916"]).get()["id"]?.string)
+        let id = try #require(
+            try client.call(
+                "credentials.register",
+                ["url": .string(try site.invite("Ada", secondFactor: true).url), "pin": "482916"]
+            ).get()["id"]?.string)
         try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Lock", "--id", "lock-1"])
         _ = try client.call("items.sync").get()
         // The secrets, as they sit in the database: the credential key, the Aperio key.
@@ -397,13 +452,15 @@ struct CredentialTLSTests {
         // The same site, with the system's CAs only: refused, nothing stored.
         let untrusting = try await DaemonHarness(config: "[site]\nrequest_timeout = 5\n")
         try await untrusting.start()
-        let refused = try untrusting.connect().call("credentials.register", ["url": .string(try site.invite("Bob").url)])
-        guard case let .failure(error) = refused else {
+        let refused = try untrusting.connect().call(
+            "credentials.register", ["url": .string(try site.invite("Bob").url)])
+        guard case .failure(let error) = refused else {
             Issue.record("a certificate from an unknown CA was accepted")
             return
         }
         #expect(error.data?["error"] == "site.unreachable")
-        #expect(error.message == "the site cannot be reached: its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): "
+        #expect(
+            error.message == "the site cannot be reached: its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): "
                 + "set [site] ca_file to the site's CA certificate", "\(error.message)")
         #expect(try untrusting.connect().call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(untrusting.stop() == 0)
@@ -424,13 +481,20 @@ struct TestPKI {
         let ca = directory + "/ca.key"
         let request = directory + "/server.csr"
         let extensions = directory + "/ext.cnf"
-        try "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n".write(toFile: extensions, atomically: true, encoding: .utf8)
-        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca,
-                          "-out", caCertificate, "-days", "2", "-subj", "/CN=accessd test CA"])
-        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", serverKey,
-                          "-out", request, "-subj", "/CN=127.0.0.1"])
-        try Self.openssl(["x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", ca, "-CAcreateserial",
-                          "-out", serverCertificate, "-days", "2", "-extfile", extensions])
+        try "subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\n".write(
+            toFile: extensions, atomically: true, encoding: .utf8)
+        try Self.openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca,
+            "-out", caCertificate, "-days", "2", "-subj", "/CN=accessd test CA",
+        ])
+        try Self.openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", serverKey,
+            "-out", request, "-subj", "/CN=127.0.0.1",
+        ])
+        try Self.openssl([
+            "x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", ca, "-CAcreateserial",
+            "-out", serverCertificate, "-days", "2", "-extfile", extensions,
+        ])
     }
 
     private static func openssl(_ arguments: [String]) throws {

@@ -6,6 +6,7 @@ import ControlSocket
 import Foundation
 import SuiteTraits
 import Testing
+
 @testable import AccessDaemon
 
 /// The real accessd binary, a private bus with dbusmock standing in for bluetoothd, and
@@ -14,7 +15,8 @@ import Testing
 struct DaemonEndToEndTests {
     static let payload = ReaderAdvertisement(
         kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01),
-        txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: SiteTag(0x5117_E001)).serviceData
+        txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: SiteTag(0x5117_E001)
+    ).serviceData
 
     /// Issue #12: every start journalled bluetoothServiceUnavailable, then the real state, so
     /// anything alerting on sdk.state fired on each restart. With bluetoothd there, the first
@@ -107,7 +109,8 @@ struct DaemonEndToEndTests {
         }
         #expect(try harness.connect().call("readers.list").get()["readers"]?.array?.isEmpty == true)
         try await harness.advertise(payload: Self.payload, rssi: -69)
-        #expect(try await harness.waitForStatus { $0["readerCount"]?.int == 1 }["refusedAdvertisements"]?.int == refused)
+        #expect(
+            try await harness.waitForStatus { $0["readerCount"]?.int == 1 }["refusedAdvertisements"]?.int == refused)
         #expect(harness.daemon?.isRunning == true)
         #expect(harness.stop() == 0)
     }
@@ -195,7 +198,9 @@ struct DaemonEndToEndTests {
         var generator = SystemRandomNumberGenerator()
         let fuzzer = try harness.connect()
         for _ in 0..<200 {
-            let bytes = (0..<Int.random(in: 1...200, using: &generator)).map { _ in UInt8.random(in: 1...255, using: &generator) }
+            let bytes = (0..<Int.random(in: 1...200, using: &generator)).map { _ in
+                UInt8.random(in: 1...255, using: &generator)
+            }
             try? fuzzer.sendRaw(String(decoding: bytes, as: UTF8.self) + "\n")
         }
         #expect(try harness.connect().call("status.get").get()["version"] != nil)
@@ -209,10 +214,12 @@ struct DaemonEndToEndTests {
         let harness = try await DaemonHarness()
         try await harness.start()
         let client = try harness.connect()
-        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status.get\"}\n"
-                           + "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"readers.list\"}\n")
-        try client.sendRaw(bytes: Array("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status.get".utf8) + [0xFF]
-                                  + Array("\"}\n".utf8))
+        try client.sendRaw(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status.get\"}\n"
+                + "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"readers.list\"}\n")
+        try client.sendRaw(
+            bytes: Array("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"status.get".utf8) + [0xFF]
+                + Array("\"}\n".utf8))
         client.finishSending()
         #expect(try client.readLine().contains("\"id\":1"))
         #expect(try client.readLine().contains("\"readers\""))
@@ -229,8 +236,11 @@ struct DaemonEndToEndTests {
         let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
             .appendingPathComponent("accessctl").path
         func asNobody(_ arguments: [String]) throws -> (Int32, String) {
-            let result = try runCommand(["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                         accessctl] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
+            let result = try runCommand(
+                [
+                    "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                    accessctl,
+                ] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
             return (result.status, result.output)
         }
         let (statusCode, statusOutput) = try asNobody(["status", "--json"])
@@ -254,8 +264,11 @@ struct DaemonEndToEndTests {
         let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
             .appendingPathComponent("accessctl").path
         func asNobody(groups: String, _ arguments: [String]) throws -> (Int32, String) {
-            let result = try runCommand(["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--groups=\(groups)",
-                                         accessctl] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
+            let result = try runCommand(
+                [
+                    "/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--groups=\(groups)",
+                    accessctl,
+                ] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
             return (result.status, result.output)
         }
         let (heldCode, heldOutput) = try asNobody(groups: "users", ["scan", "off"])
@@ -340,7 +353,9 @@ struct DaemonEndToEndTests {
         _ = try await harness.waitForStatus { ($0["lastSequence"]?.int ?? 0) > afterToggle }
         let events = try harness.connect()
         let answer = try events.call("events.subscribe", ["since": 0]).get()
-        let sequences = try readNotifications(events, count: answer["replayed"]?.int ?? 0).compactMap { $0["params"]?["seq"]?.int }
+        let sequences = try readNotifications(events, count: answer["replayed"]?.int ?? 0).compactMap {
+            $0["params"]?["seq"]?.int
+        }
         #expect(sequences == Array(1...Int64(sequences.count)))
         #expect((sequences.last ?? 0) > afterToggle)
         #expect(harness.stop() == 0)
@@ -381,16 +396,23 @@ struct DaemonEndToEndTests {
     /// Issue #12: --check-config said OK for a missing ca_file or group, which start (or the
     /// first site call) then refused. Now it checks what start checks, with the same words.
     @Test(arguments: [
-        ("[site]\nca_file = \"/nonexistent/ca.pem\"\n", "[site] ca_file /nonexistent/ca.pem: No such file or directory"),
+        (
+            "[site]\nca_file = \"/nonexistent/ca.pem\"\n",
+            "[site] ca_file /nonexistent/ca.pem: No such file or directory"
+        ),
         ("[site]\nca_file = \"/etc/hostname\"\n", "[site] ca_file /etc/hostname: no PEM certificate in it"),
         ("[socket]\ngroup = \"nosuchgroup\"\n", "[socket] group 'nosuchgroup' does not exist"),
-        ("[socket]\npath = \"/nonexistent/a.sock\"\n", "the socket's directory /nonexistent does not exist ([socket] path)"),
+        (
+            "[socket]\npath = \"/nonexistent/a.sock\"\n",
+            "the socket's directory /nonexistent does not exist ([socket] path)"
+        ),
     ])
     func checkConfigRefusesWhatStartWould(config: String, reason: String) async throws {
         let harness = try await DaemonHarness()
         try harness.writeConfig(config)
-        let check = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
-                                   mergingErrors: true)
+        let check = try runCommand(
+            [DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+            mergingErrors: true)
         #expect(check.status == 78)
         #expect(check.output.contains("accessd: \(harness.configPath): \(reason)"), "\(check.output)")
     }
@@ -401,25 +423,34 @@ struct DaemonEndToEndTests {
     @Test func formerNamesAndSyncOnlyFeaturesAreWarnedAbout() async throws {
         let harness = try await DaemonHarness()
         try harness.writeConfig("[range]\nsensitivity = \"high\"\n[features]\nenabled = [\"salto\"]\n")
-        let check = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
-                                   mergingErrors: true)
+        let check = try runCommand(
+            [DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+            mergingErrors: true)
         #expect(check.status == 0, "\(check.output)")
-        #expect(check.output.contains("accessd: warning: \(harness.configPath):2: [range] sensitivity \"high\" is a former name: "
-                                      + "write \"veryLow\" (-5.0 dB"), "\(check.output)")
-        #expect(check.output.contains("\(harness.configPath):4: [features] salto: its items are synced and listed"), "\(check.output)")
+        #expect(
+            check.output.contains(
+                "accessd: warning: \(harness.configPath):2: [range] sensitivity \"high\" is a former name: "
+                    + "write \"veryLow\" (-5.0 dB"), "\(check.output)")
+        #expect(
+            check.output.contains("\(harness.configPath):4: [features] salto: its items are synced and listed"),
+            "\(check.output)")
         #expect(check.output.hasSuffix("\(harness.configPath): OK\n"), "\(check.output)")
         try harness.writeConfig("[range]\nsensitivity = \"low\"\n")
-        let quiet = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
-                                   mergingErrors: true)
+        let quiet = try runCommand(
+            [DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+            mergingErrors: true)
         #expect(quiet.output == "\(harness.configPath): OK\n", "\(quiet.output)")
-        #expect(try ConfigurationLoader.load(path: harness.configPath, mayBeAbsent: false).sensitivity.pathLossOffset == -2.5)
+        #expect(
+            try ConfigurationLoader.load(path: harness.configPath, mayBeAbsent: false).sensitivity.pathLossOffset
+                == -2.5)
     }
 
     @Test func aBadConfigurationIsRefusedWithItsLine() async throws {
         let harness = try await DaemonHarness()
         try harness.writeConfig("[access]\nconnection_limit = 99\n")
-        let check = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
-                                   mergingErrors: true)
+        let check = try runCommand(
+            [DaemonHarness.accessdPath, "--config", harness.configPath, "--check-config"],
+            mergingErrors: true)
         #expect(check.status == 78)
         #expect(check.output.contains("\(harness.configPath):2: connection_limit must be within 1...8"))
     }

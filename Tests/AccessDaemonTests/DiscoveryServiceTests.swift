@@ -1,5 +1,6 @@
 import BlueZTestSupport
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -43,15 +44,19 @@ struct DiscoveryServiceTests {
         let shell = try ShellHarness { $0.adapter = "hci1" }
         await shell.central.addAdapter("hci0")
         let services = shell.daemon.services
-        let running = Task { await withTaskGroup(of: Void.self) { group in
-            for service in services { group.addTask { try? await service.run() } }
-        } }
+        let running = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for service in services { group.addTask { try? await service.run() } }
+            }
+        }
         try await shell.waitUntil("no adapter") {
             try await shell.call("status.get").get()["states"]?.array?.contains("errorNoBleFeature") == true
         }
         await shell.central.addAdapter("hci1")
         try await shell.waitUntil("hci1") { try await shell.call("status.get").get()["adapter"]?.string == "hci1" }
-        try await shell.waitUntil("discovering on hci1") { await shell.central.callCount("StartDiscovery /org/bluez/hci1") == 1 }
+        try await shell.waitUntil("discovering on hci1") {
+            await shell.central.callCount("StartDiscovery /org/bluez/hci1") == 1
+        }
         #expect(await shell.central.callCount("StartDiscovery /org/bluez/hci0") == 0)
         running.cancel()
         await running.value

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import SuiteTraits
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 

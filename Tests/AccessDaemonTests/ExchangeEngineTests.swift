@@ -5,6 +5,7 @@ import BlueZTestSupport
 import Clocks
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -26,8 +27,11 @@ struct ExchangeEngineTests {
         // Which credential was presented, as the SDK's AccessResult.credentialId (issue #13).
         #expect(answer["credential"] == .string(ShellHarness.credentialID.description))
         #expect(try shell.events("access.started").count == 1)
-        #expect(try shell.events("access.started").first?["credential"] == .string(ShellHarness.credentialID.description))
-        #expect(try await shell.waitForEvent("access.completed")["credential"] == .string(ShellHarness.credentialID.description))
+        #expect(
+            try shell.events("access.started").first?["credential"] == .string(ShellHarness.credentialID.description))
+        #expect(
+            try await shell.waitForEvent("access.completed")["credential"]
+                == .string(ShellHarness.credentialID.description))
         // The link is dropped after the decision.
         try await shell.waitUntil("disconnected") { await shell.central.callCount("Disconnect") == 1 }
         #expect(reader.reports.count == 1)
@@ -57,14 +61,18 @@ struct ExchangeEngineTests {
         let reader = FakeReader(shell.readerConfiguration(), behaviour: .silentAfterChallenge)
         try await shell.readerAdvertises(reader)
         async let answer = shell.call("access.request", ["reader": "2A01"])
-        try await shell.waitUntil("connected") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        try await shell.waitUntil("connected") {
+            await shell.central.device(ShellHarness.readerPath)?.connected == true
+        }
         try await Task.sleep(for: .milliseconds(50))
         await shell.central.dropLink(ShellHarness.readerPath)
         let result = await answer
         #expect(result.failureData?["error"]?.string == "remoteClose")
         #expect(result.failureData?["phase"] == "exchange")
-        #expect(result.failureMessage?.hasPrefix("access failed: remoteClose during the exchange with the reader after ") == true,
-                "\(result)")
+        #expect(
+            result.failureMessage?.hasPrefix("access failed: remoteClose during the exchange with the reader after ")
+                == true,
+            "\(result)")
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["error"]?.string == "remoteClose")
         await shell.stop()
@@ -97,19 +105,27 @@ struct ExchangeEngineTests {
     @Test func theRightPinOpensAndResetsTheCount() async throws {
         let shell = try ShellHarness(secondFactor: true)
         let (answer, request) = try await shell.accessWaitingForAPin()
-        let wrong = await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"], role: .operator)
+        let wrong = await shell.call(
+            "secondFactor.respond", ["request": .string(request), "pin": "000000"], role: .operator)
         #expect(wrong.failureData?["error"]?.string == "secondFactor.wrongPin")
         #expect(wrong.failureData?["attemptsLeft"]?.int == 4)
-        let right = try await shell.call("secondFactor.respond", ["request": .string(request), "pin": .string(ShellHarness.pin)],
-                                         role: .operator).get()
+        let right = try await shell.call(
+            "secondFactor.respond", ["request": .string(request), "pin": .string(ShellHarness.pin)],
+            role: .operator
+        ).get()
         #expect(right["accepted"]?.bool == true)
         #expect(try await answer.value.get()["decision"]?.string == "granted")
         #expect(shell.failedPinAttempts == 0)
         // What became of each PIN is journalled (and uploaded to the site), never the PIN.
         let answered = try shell.events("secondFactor.answered")
         #expect(answered.map { $0["result"] } == ["wrongPin", "accepted"], "\(answered)")
-        #expect(answered.first?["attemptsLeft"] == 4 && answered.first?["credential"] == .string(ShellHarness.credentialID.description))
-        #expect(!(try shell.store.events(after: 0)).contains { $0.data.contains("000000") || $0.data.contains(ShellHarness.pin) })
+        #expect(
+            answered.first?["attemptsLeft"] == 4
+                && answered.first?["credential"] == .string(ShellHarness.credentialID.description))
+        #expect(
+            !(try shell.store.events(after: 0)).contains {
+                $0.data.contains("000000") || $0.data.contains(ShellHarness.pin)
+            })
         await shell.stop()
     }
 
@@ -121,8 +137,11 @@ struct ExchangeEngineTests {
         let (answer, request) = try await shell.accessWaitingForAPin()
         let results = await withTaskGroup(of: Result<JSONValue, RPCError>.self) { group in
             for _ in 0..<20 {
-                group.addTask { await shell.call("secondFactor.respond", ["request": .string(request), "pin": "000000"],
-                                                 role: .operator) }
+                group.addTask {
+                    await shell.call(
+                        "secondFactor.respond", ["request": .string(request), "pin": "000000"],
+                        role: .operator)
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -136,7 +155,9 @@ struct ExchangeEngineTests {
         #expect(lockedOut >= 1 && lockedOut + tooLate == 16, "\(errors)")
         #expect(shell.failedPinAttempts == 5)
         let answered = try shell.events("secondFactor.answered").compactMap { $0["result"]?.string }
-        #expect(answered.filter { $0 == "wrongPin" }.count == 4 && answered.filter { $0 == "lockedOut" }.count == 1, "\(answered)")
+        #expect(
+            answered.filter { $0 == "wrongPin" }.count == 4 && answered.filter { $0 == "lockedOut" }.count == 1,
+            "\(answered)")
         let result = await answer.value
         #expect(result.failureData?["error"]?.string == "secondFactorLockedOut")
         let credentials = try await shell.call("credentials.list").get()
@@ -171,10 +192,14 @@ struct ExchangeEngineTests {
         try await shell.start()
         // Within manual range (path loss 31), outside auto range (20): connected early.
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()), rssi: -90)
-        try await shell.waitUntil("connected early") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        try await shell.waitUntil("connected early") {
+            await shell.central.device(ShellHarness.readerPath)?.connected == true
+        }
         #expect(try shell.events("access.started").isEmpty)
         _ = try await shell.call("scanning.set", ["enabled": false], role: .operator).get()
-        try await shell.waitUntil("released") { await shell.central.device(ShellHarness.readerPath)?.connected == false }
+        try await shell.waitUntil("released") {
+            await shell.central.device(ShellHarness.readerPath)?.connected == false
+        }
         #expect(await shell.central.callCount("Disconnect") == 1)
         await shell.stop()
     }
@@ -191,7 +216,9 @@ struct ExchangeEngineTests {
         try await shell.start()
         let reader = FakeReader(shell.readerConfiguration(), protocolVersion: version)
         try await shell.readerAdvertises(reader, rssi: -90)
-        try await shell.waitUntil("connected early") { await shell.central.device(ShellHarness.readerPath)?.connected == true }
+        try await shell.waitUntil("connected early") {
+            await shell.central.device(ShellHarness.readerPath)?.connected == true
+        }
         if version == 2 {
             try await shell.waitUntil("challenge standing") { reader.standingCount == 1 }
         } else {
@@ -200,8 +227,9 @@ struct ExchangeEngineTests {
         }
         #expect(reader.fragmentsWritten.isEmpty && reader.reports.isEmpty)
         // The person reaches the door: the reader's presence advertisements (another address).
-        try await shell.readerAdvertises(nil, rssi: -62, times: 12, address: "00:BB:01:00:00:99",
-                                         flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
+        try await shell.readerAdvertises(
+            nil, rssi: -62, times: 12, address: "00:BB:01:00:00:99",
+            flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["decision"]?.string == "granted", "\(completed)")
         #expect(completed["origin"]?.string == "automatic")
@@ -237,17 +265,17 @@ struct ExchangeEngineTests {
 
 extension Result where Failure == RPCError {
     var failureData: JSONValue? {
-        if case let .failure(error) = self { return error.data }
+        if case .failure(let error) = self { return error.data }
         return nil
     }
 
     var failureMessage: String? {
-        if case let .failure(error) = self { return error.message }
+        if case .failure(let error) = self { return error.message }
         return nil
     }
 
     var failureCode: Int? {
-        if case let .failure(error) = self { return error.code }
+        if case .failure(let error) = self { return error.code }
         return nil
     }
 }

@@ -1,6 +1,7 @@
-@testable import AccessDaemon
 import ControlSocket
 import Testing
+
+@testable import AccessDaemon
 
 /// What the journal holds while the store refuses events (a full disk): the first 1,024 in
 /// order, the rest counted in one `events.lost` written after them.

@@ -6,7 +6,7 @@ import SuiteTraits
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue #17's attacks by socket clients, against the real accessd over its real socket.
@@ -21,8 +21,9 @@ struct HostileClientTests {
         try await harness.start()
         chmod(harness.directory, 0o755)
         // 400 observers (uid 65534 in the socket's group): 14 admitted, the rest refused.
-        let flood = try ChildProcess(["/usr/bin/python3", "-c", Self.observerFlood, harness.socketPath, "400"],
-                                     output: harness.directory + "/flood.out")
+        let flood = try ChildProcess(
+            ["/usr/bin/python3", "-c", Self.observerFlood, harness.socketPath, "400"],
+            output: harness.directory + "/flood.out")
         var report = ""
         for _ in 0..<1500 where !report.contains("holding") {
             report = (try? String(contentsOfFile: harness.directory + "/flood.out", encoding: .utf8)) ?? ""
@@ -80,7 +81,8 @@ struct HostileClientTests {
         let harness = try await DaemonHarness(config: "[socket]\nmax_clients = 8\nsend_timeout = 2\n")
         try await harness.start()
         let report = harness.directory + "/deaf.out"
-        let deaf = try ChildProcess(["/usr/bin/python3", "-c", Self.deafClient, harness.socketPath, "6"], output: report)
+        let deaf = try ChildProcess(
+            ["/usr/bin/python3", "-c", Self.deafClient, harness.socketPath, "6"], output: report)
         defer { _ = deaf.stop(grace: 1) }
         var text = ""
         for _ in 0..<1500 where !text.contains("closed") && !text.contains("still open") {
@@ -127,7 +129,9 @@ struct HostileClientTests {
                 for _ in 0..<20 { try attacker.sendRaw(line + "\n") }
             }
             for attacker in attackers {
-                for _ in 0..<20 { codes.append(try JSONValue.parse(try attacker.readLine())["error"]?["code"]?.int ?? 0) }
+                for _ in 0..<20 {
+                    codes.append(try JSONValue.parse(try attacker.readLine())["error"]?["code"]?.int ?? 0)
+                }
             }
             return codes
         }

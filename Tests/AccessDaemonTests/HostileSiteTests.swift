@@ -17,23 +17,36 @@ struct HostileSiteTests {
     @Test func aSiteThatNeverStopsPagingIsCut() async throws {
         let siteKey = P256.Signing.PrivateKey()
         let credential = "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab"
-        let registration = Self.json(RegistrationAnswer(
-            credential: CredentialStatusAnswer(id: credential, state: .active, cardholderName: "Ada", secondFactor: false),
-            site: SiteDescription(name: "Endless", tag: "0000002a", publicKey: SiteText.base64(siteKey.publicKey))))
-        let status = Self.json(CredentialStatusAnswer(id: credential, state: .active, cardholderName: "Ada", secondFactor: false))
+        let registration = Self.json(
+            RegistrationAnswer(
+                credential: CredentialStatusAnswer(
+                    id: credential, state: .active, cardholderName: "Ada", secondFactor: false),
+                site: SiteDescription(name: "Endless", tag: "0000002a", publicKey: SiteText.base64(siteKey.publicKey))))
+        let status = Self.json(
+            CredentialStatusAnswer(id: credential, state: .active, cardholderName: "Ada", secondFactor: false))
         let site = try await ScriptedSite { request, index in
             if request.target.hasSuffix("/register") { return .init(status: 201, body: registration) }
             guard request.target.contains("/items") else { return .init(status: 200, body: status) }
             // 100 new items a page, and always more.
-            let items = (0..<100).map { #"{"id":"i\#(index)-\#($0)","type":"salto","name":"n","state":"active","data":{}}"# }
-            return .init(status: 200, body: #"{"cursor":"c\#(index)","removed":[],"more":true,"items":["# + items.joined(separator: ",") + "]}")
+            let items = (0..<100).map {
+                #"{"id":"i\#(index)-\#($0)","type":"salto","name":"n","state":"active","data":{}}"#
+            }
+            return .init(
+                status: 200,
+                body: #"{"cursor":"c\#(index)","removed":[],"more":true,"items":["# + items.joined(separator: ",")
+                    + "]}")
         }
         defer { Task { await site.stop() } }
         let harness = try await DaemonHarness(config: "[site]\nsync_interval = 86400\n")
         try await harness.start()
         let admin = try harness.connect()
-        _ = try admin.call("credentials.register", ["host": .string("http://127.0.0.1:\(site.port)"),
-                                                    "code": "ABCD-EFGH-JKMN-PQRS"]).get()
+        _ = try admin.call(
+            "credentials.register",
+            [
+                "host": .string("http://127.0.0.1:\(site.port)"),
+                "code": "ABCD-EFGH-JKMN-PQRS",
+            ]
+        ).get()
         func sync() throws -> String? {
             try admin.call("items.sync").get()["credentials"]?.array?.first?["error"]?.string
         }
@@ -47,8 +60,9 @@ struct HostileSiteTests {
         print("hostile site: 100 pages synced in \(ContinuousClock.now - started)")
         // The failed sync is retried 5 s later (SyncSchedule.firstRetry); on a loaded machine
         // that retry has run before this line: then it read one page and stopped at the limit.
-        #expect(itemCalls() == 100 || (itemCalls() == 101 && harness.log.contains("more than 10000 items")),
-                "\(itemCalls()) calls")
+        #expect(
+            itemCalls() == 100 || (itemCalls() == 101 && harness.log.contains("more than 10000 items")),
+            "\(itemCalls()) calls")
         // Every later sync reads one page and stops at the item limit (the retry, running
         // between the count and the sync, reads one more).
         for _ in 0..<2 {

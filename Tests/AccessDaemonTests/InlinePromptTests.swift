@@ -22,8 +22,9 @@ struct InlinePromptTests {
     @Test func aPinFromStandardInputIsAnsweredInline() async throws {
         let (shell, socket) = try await setUp()
         let result = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
-                           input: "12\n000000\n\(ShellHarness.pin)\n", mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
+                input: "12\n000000\n\(ShellHarness.pin)\n", mergingErrors: true)
         }.value
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("accessctl: a PIN is 4 to 12 digits"), "\(result.output)")
@@ -38,21 +39,28 @@ struct InlinePromptTests {
     /// left, the PIN is not echoed, the decision follows.
     @Test func aPinTypedAtTheTerminalIsNotEchoed() async throws {
         let (shell, socket) = try await setUp()
-        let fifo = shell.directory + "/keyboard", out = shell.directory + "/screen"
+        let fifo = shell.directory + "/keyboard"
+        let out = shell.directory + "/screen"
         #expect(mkfifo(fifo, 0o600) == 0)
         // Held open for writing by the test (O_RDWR: opening does not wait for the reader).
         let keyboard = open(fifo, O_RDWR)
         defer { close(keyboard) }
-        let session = try ChildProcess(["/bin/sh", "-c", "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' access 2A01 --socket '\(socket)'\" /dev/null < '\(fifo)' > '\(out)' 2>&1"])
+        let session = try ChildProcess([
+            "/bin/sh", "-c",
+            "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' access 2A01 --socket '\(socket)'\" /dev/null < '\(fifo)' > '\(out)' 2>&1",
+        ])
         let screen = try await waitForText("attempts left): ", in: out)
-        #expect(screen.contains("Enter your PIN") || screen.contains("(reader 00002A01, 5 attempts left): "), "\(screen)")
+        #expect(
+            screen.contains("Enter your PIN") || screen.contains("(reader 00002A01, 5 attempts left): "), "\(screen)")
         let typed = "\(ShellHarness.pin)\n"
         _ = typed.withCString { write(keyboard, $0, strlen($0)) }
         let final = try await waitForText("granted", in: out)
         #expect(!final.contains(ShellHarness.pin), "the PIN was echoed: \(final)")
         #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(20)) }.value == 0)
         // The screen as docs/operations.md shows it.
-        print("$ accessctl access 2A01\n" + ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").replacingOccurrences(of: "\r", with: ""))
+        print(
+            "$ accessctl access 2A01\n"
+                + ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").replacingOccurrences(of: "\r", with: ""))
         await shell.stop()
     }
 
@@ -61,22 +69,28 @@ struct InlinePromptTests {
     @Test func withoutATerminalThePinComesFromAccessctlPin() async throws {
         let (shell, socket) = try await setUp()
         let out = shell.directory + "/access.out"
-        let access = try ChildProcess(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "access", "2A01", "--socket", socket],
-                                      output: out)
+        let access = try ChildProcess(
+            ["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "access", "2A01", "--socket", socket],
+            output: out)
         let told = try await waitForText("accessctl pin sf-", in: out)
         #expect(told.contains("reader 00002A01 asks for a PIN: answer within 30 s with `accessctl pin sf-"), "\(told)")
         let prompts = try await shell.call("secondFactor.list").get()["prompts"]?.array ?? []
-        #expect(prompts.count == 1 && prompts.first?["reader"] == "00002A01" && prompts.first?["attemptsLeft"] == 5, "\(prompts)")
+        #expect(
+            prompts.count == 1 && prompts.first?["reader"] == "00002A01" && prompts.first?["attemptsLeft"] == 5,
+            "\(prompts)")
         let pin = try await taskOnThreadOfItsOwn {
-            try runCommand(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket],
-                           input: "\(ShellHarness.pin)\n", mergingErrors: true)
+            try runCommand(
+                ["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket],
+                input: "\(ShellHarness.pin)\n", mergingErrors: true)
         }.value
         #expect(pin.status == 0 && pin.output == "PIN accepted\n", "\(pin.output)")
         #expect(try await taskOnThreadOfItsOwn { access.waitForExit(timeout: .seconds(20)) }.value == 0)
         #expect(try String(contentsOfFile: out, encoding: .utf8).contains("granted: granted (access)"))
         // None open now: said, exit 1.
         let none = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket], input: "482916\n", mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "pin", "--pin-stdin", "--socket", socket], input: "482916\n",
+                mergingErrors: true)
         }.value
         #expect(none.status == 1 && none.output.contains("no second-factor prompt is open"), "\(none.output)")
         await shell.stop()
@@ -89,8 +103,9 @@ struct InlinePromptTests {
         let (shell, socket) = try await setUp()
         let started = ContinuousClock.now
         let result = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket], input: "\n",
-                           mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket], input: "\n",
+                mergingErrors: true)
         }.value
         #expect(result.status == 1, "\(result.output)")
         #expect(result.output.contains("accessctl: no PIN given: prompt sf-"), "\(result.output)")
@@ -109,12 +124,17 @@ struct InlinePromptTests {
     /// Registering without a terminal used to register silently without a PIN, which cannot be
     /// added later. Now it is refused before anything is sent.
     @Test func registeringWithoutATerminalNeedsAChoice() throws {
-        let result = try runCommand(["/usr/bin/setsid", "-w", AccessctlTests.accessctl, "credentials", "register",
-                                     "https://site.example/v1/invitations/0123456789ABCDEF", "--socket", "/nonexistent"],
-                                    mergingErrors: true)
+        let result = try runCommand(
+            [
+                "/usr/bin/setsid", "-w", AccessctlTests.accessctl, "credentials", "register",
+                "https://site.example/v1/invitations/0123456789ABCDEF", "--socket", "/nonexistent",
+            ],
+            mergingErrors: true)
         #expect(result.status == 64, "\(result.output)")
-        #expect(result.output.contains("no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin"),
-                "\(result.output)")
+        #expect(
+            result.output.contains(
+                "no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin"),
+            "\(result.output)")
     }
 
     private func waitForText(_ text: String, in path: String) async throws -> String {
@@ -123,6 +143,7 @@ struct InlinePromptTests {
             if content.contains(text) { return content }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestEnvironmentError("no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+        throw TestEnvironmentError(
+            "no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
     }
 }

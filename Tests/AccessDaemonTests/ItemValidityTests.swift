@@ -7,6 +7,7 @@ import Crypto
 import Foundation
 import SuiteTraits
 import Testing
+
 @testable import AccessDaemon
 
 /// Item validity windows (issue #13, item 6): an item outside its window is kept and listed
@@ -15,17 +16,23 @@ import Testing
 struct ItemValidityTests {
     /// Through the real chain: readersim's site pushes the windows, accessd lists them.
     @Test func windowsComeFromTheSiteAndAreListed() async throws {
-        let harness = try await DaemonHarness(config: "[site]\nsync_interval = 3600\n[features]\nenabled = [\"aperio\"]\n")
+        let harness = try await DaemonHarness(
+            config: "[site]\nsync_interval = 3600\n[features]\nenabled = [\"aperio\"]\n")
         let site = try SiteHarness(directory: harness.directory)
         try await site.serve(extra: ["--no-changes"])
         defer { site.stop() }
         try await harness.start()
         let client = try harness.connect()
-        let id = try #require(try client.call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()["id"]?.string)
-        try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Expired", "--id", "old",
-                      "--valid-until", "-10"])
-        try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Soon", "--id", "soon",
-                      "--valid-from", "+2"])
+        let id = try #require(
+            try client.call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()["id"]?.string)
+        try site.run([
+            "item", "add", "--credential", id, "--type", "aperio", "--name", "Expired", "--id", "old",
+            "--valid-until", "-10",
+        ])
+        try site.run([
+            "item", "add", "--credential", id, "--type", "aperio", "--name", "Soon", "--id", "soon",
+            "--valid-from", "+2",
+        ])
         try site.run(["item", "add", "--credential", id, "--type", "aperio", "--name", "Always", "--id", "always"])
         _ = try client.call("items.sync").get()
         var items = try client.call("items.list").get()["items"]?.array ?? []
@@ -48,10 +55,12 @@ struct ItemValidityTests {
         let (store, directory) = try ShellHarness.standaloneStore(registeredAt: now)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let lockSite = SiteTag(0x42)
-        let item = StoredItem(id: "lock", credentialID: ShellHarness.credentialID, type: "aperio", name: "Lock", state: .active,
-                              siteTag: lockSite, aperioIdentifier: Array(repeating: 1, count: 8),
-                              aperioKey: Array(repeating: 2, count: 32), validFrom: now + 60)
-        try store.applyItemSync(credential: ShellHarness.credentialID, upserted: [item], removed: [], cursor: "1", at: now)
+        let item = StoredItem(
+            id: "lock", credentialID: ShellHarness.credentialID, type: "aperio", name: "Lock", state: .active,
+            siteTag: lockSite, aperioIdentifier: Array(repeating: 1, count: 8),
+            aperioKey: Array(repeating: 2, count: 32), validFrom: now + 60)
+        try store.applyItemSync(
+            credential: ShellHarness.credentialID, upserted: [item], removed: [], cursor: "1", at: now)
         let book = try CredentialBook(store: store, pinAttempts: 5, logger: .init(label: "validity"))
         #expect(!book.availability(aperioEnabled: true).aperioSites.contains(lockSite))
         #expect(book.refreshOffline(now: now + 61), "the window opened")

@@ -12,7 +12,8 @@ struct JSONValueTests {
         ]
         let text = value.jsonText
         #expect(!text.contains("\n"))
-        #expect(text.hasPrefix("{\"a\":[1,\"x\",{},[]],\"b\":true,\"d\":2.5,\"i\":-42,\"n\":null,\"o\":{\"a\":2,\"z\":1}"))
+        #expect(
+            text.hasPrefix("{\"a\":[1,\"x\",{},[]],\"b\":true,\"d\":2.5,\"i\":-42,\"n\":null,\"o\":{\"a\":2,\"z\":1}"))
         let back = try JSONValue.parse(text)
         #expect(back["s"] == value["s"])
         #expect(back["whole"]?.number == 10)

@@ -1,7 +1,8 @@
-@testable import AccessDaemon
 import AccessJSON
 import ControlSocket
 import Testing
+
+@testable import AccessDaemon
 
 /// What the journal gets for each event, and the reload's view of a changed file.
 struct JournalFieldsTests {
@@ -14,7 +15,8 @@ struct JournalFieldsTests {
     }
 
     @Test func aDecisionIsANoticeWithItsFields() {
-        var answer = ExchangeAnswer(outcome: "decided", reader: "00002A01", origin: "manual", decision: "granted", granted: true)
+        var answer = ExchangeAnswer(
+            outcome: "decided", reader: "00002A01", origin: "manual", decision: "granted", granted: true)
         answer.credential = "4b1f0d3e-2a01-4c6e-9d8b-0123456789ab"
         let level = JournalFields.level(answer.event)
         let metadata = JournalFields.metadata(answer.event, sequence: 7)
@@ -42,16 +44,18 @@ struct JournalFieldsTests {
         #expect(JournalFields.level(failed) == .warning)
         #expect(JournalFields.metadata(failed, sequence: 4)["error"] == "site.unreachable")
         #expect(JournalFields.name(for: "retry-in") == "ACCESSD_RETRY_IN")
-        let registered = JournalFields.metadata(CredentialsChangedEvent(reason: .registered, credential: "4b1f0d3e").event,
-                                                sequence: 5)
+        let registered = JournalFields.metadata(
+            CredentialsChangedEvent(reason: .registered, credential: "4b1f0d3e").event,
+            sequence: 5)
         #expect(registered["credential"] == "4b1f0d3e")
         #expect(registered["reason"] == "registered")
     }
 
     /// Issue #17: a site name carrying `\n<0>` was written as a second, forged log line.
     @Test func controlCharactersCannotStartALineOfTheirOwn() {
-        let text = JournalLogHandler.text("site \"x\n<0>accessd[critical]: forged\" refused",
-                                          [(key: "error", value: .string("a\r\n<3>b\u{1b}[31m"))])
+        let text = JournalLogHandler.text(
+            "site \"x\n<0>accessd[critical]: forged\" refused",
+            [(key: "error", value: .string("a\r\n<3>b\u{1b}[31m"))])
         #expect(!text.contains("\n") && !text.contains("\r") && !text.contains("\u{1b}"))
         #expect(text == #"site "x\n<0>accessd[critical]: forged" refused error=a\r\n<3>b\x1b[31m"#)
     }

@@ -18,8 +18,10 @@ extension LabEndToEndTests {
         func audit() throws -> JSONValue { try lab.daemon.call("status.get").get()["audit"] ?? .null }
         /// The journal's events the site is owed: the uploaded kinds, of this credential.
         func journalled() throws -> [JSONValue] {
-            let (status, output) = try lab.daemon.accessctl(["events", "--json", "--since", "0",
-                                                             "--kinds", "access.completed,secondFactor.required"])
+            let (status, output) = try lab.daemon.accessctl([
+                "events", "--json", "--since", "0",
+                "--kinds", "access.completed,secondFactor.required",
+            ])
             guard status == 0 else { throw TestEnvironmentError("accessctl events: \(output)") }
             return output.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
                 .filter { $0["data"]?["credential"] == .string(credential) }
@@ -30,10 +32,14 @@ extension LabEndToEndTests {
         }
         func waitUntilCurrent(_ what: String) async throws {
             for _ in 0..<300 {
-                if let owed = try? journalled().count, owed > 0, try kept().count == owed, try audit()["backlog"] == 0 { return }
+                if let owed = try? journalled().count, owed > 0, try kept().count == owed, try audit()["backlog"] == 0 {
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            throw TestEnvironmentError("\(what): the site has \(try kept().count) of \(try journalled().count); audit \(try audit())\n\(lab.daemon.log)")
+            throw TestEnvironmentError(
+                "\(what): the site has \(try kept().count) of \(try journalled().count); audit \(try audit())\n\(lab.daemon.log)"
+            )
         }
 
         // The site up: decisions reach it.
@@ -68,7 +74,8 @@ extension LabEndToEndTests {
         _ = try await lab.waitForReader("00002A01")
         try await waitUntilCurrent("after a kill during an upload")
 
-        let owed = try journalled(), site = try kept()
+        let owed = try journalled()
+        let site = try kept()
         #expect(site.map { $0["seq"] } == owed.map { $0["seq"] }, "the site's events are the journal's, in order")
         #expect(site.map { $0["kind"] } == owed.map { $0["kind"] })
         #expect(site.map { $0["data"]?["outcome"] } == owed.map { $0["data"]?["outcome"] })

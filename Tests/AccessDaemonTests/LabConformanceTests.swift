@@ -16,9 +16,12 @@ extension LabEndToEndTests {
         let good = try conformance(lab)
         print("$ readersim conformance --reader 2A01 --invitation … --adapter hci1\n\(good.output)")
         #expect(good.status == 0, "\(good.output)\(good.errors)")
-        for check in ["advertisement", "site tag", "GATT layout", "challenge", "access at MTU 23", "access at the link's MTU",
-                      "replay refused", "actions", "standing challenge", "malformed fragment refused", "unknown credential refused",
-                      "silent holder timed out"] {
+        for check in [
+            "advertisement", "site tag", "GATT layout", "challenge", "access at MTU 23", "access at the link's MTU",
+            "replay refused", "actions", "standing challenge", "malformed fragment refused",
+            "unknown credential refused",
+            "silent holder timed out",
+        ] {
             #expect(verdict(of: check, in: good.output) == "PASS", "\(check): \(good.output)")
         }
         // readersim's reader speaks version 2: the standing challenge was checked, not passed over.
@@ -34,19 +37,25 @@ extension LabEndToEndTests {
             lab.readers.stop()
             // `late`: 6 s, past the 5 s a holder waits; `silent`: stops advertising at once.
             let delay = fault == "silent" ? 0 : 6
-            try await lab.readers.start(site: lab.site,
-                                        readers: Self.frontDoor + "\nfault = \"\(fault)\"\nfault_delay = \(delay)\n")
+            try await lab.readers.start(
+                site: lab.site,
+                readers: Self.frontDoor + "\nfault = \"\(fault)\"\nfault_delay = \(delay)\n")
             let run = try conformance(lab, listen: fault == "silent" ? 5 : 10)
             print("fault \(fault):\n\(run.output)")
             #expect(run.status == 1, "fault \(fault): \(run.output)\(run.errors)")
-            #expect(verdict(of: caughtBy, in: run.output) == "FAIL", "fault \(fault) not caught by '\(caughtBy)': \(run.output)")
+            #expect(
+                verdict(of: caughtBy, in: run.output) == "FAIL",
+                "fault \(fault) not caught by '\(caughtBy)': \(run.output)")
         }
     }
 
     private func conformance(_ lab: LabScenario, listen: Int = 10) throws -> CommandResult {
         let invitation = try lab.site.invite("Conformance").url
-        return try runCommand([SiteHarness.readersimPath, "conformance", "--reader", "2A01", "--invitation", invitation,
-                               "--adapter", "hci1", "--listen", String(listen)], timeout: .seconds(180))
+        return try runCommand(
+            [
+                SiteHarness.readersimPath, "conformance", "--reader", "2A01", "--invitation", invitation,
+                "--adapter", "hci1", "--listen", String(listen),
+            ], timeout: .seconds(180))
     }
 
     /// PASS, FAIL or SKIP on the line of `check`.

@@ -63,16 +63,18 @@ struct LabEndToEndTests {
 
     @Test func walkingUpGrantsOncePerApproach() async throws {
         let metricsPort = try MosquittoBroker.freePort()
-        let lab = try await LabScenario(name: "approach",
-                                        accessdConfig: Self.quickRange + "[metrics]\nlisten = \"127.0.0.1:\(metricsPort)\"\n",
-                                        readers: Self.frontDoor)
+        let lab = try await LabScenario(
+            name: "approach",
+            accessdConfig: Self.quickRange + "[metrics]\nlisten = \"127.0.0.1:\(metricsPort)\"\n",
+            readers: Self.frontDoor)
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         for approach in 1...2 {
             try lab.radio.ramp("hci1", "hci0", from: -100, to: -60, seconds: 3, sigma: 1)
-            let completed = try #require(try lab.event("access.completed", timeout: .seconds(40)) { $0["origin"] == "automatic" },
-                                         "approach \(approach): no automatic access")
+            let completed = try #require(
+                try lab.event("access.completed", timeout: .seconds(40)) { $0["origin"] == "automatic" },
+                "approach \(approach): no automatic access")
             #expect(completed["granted"] == true)
             #expect(completed["decision"] == "granted")
             let timings = try #require(completed["timings"], "no timings in \(completed.jsonText)")
@@ -80,7 +82,9 @@ struct LabEndToEndTests {
             print("approach \(approach) timings: \(timings.jsonText)")
             // Standing at the door: no second exchange.
             try await Task.sleep(for: .seconds(6))
-            #expect(lab.readers.exchanges.count == approach, "approach \(approach): \(lab.readers.exchanges.map(\.jsonText))")
+            #expect(
+                lab.readers.exchanges.count == approach,
+                "approach \(approach): \(lab.readers.exchanges.map(\.jsonText))")
             // Walk away until the reader is gone.
             try lab.radio.off("hci1", "hci0")
             _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)))
@@ -88,13 +92,18 @@ struct LabEndToEndTests {
         #expect(lab.readers.exchanges.allSatisfy { $0["granted"] == true && $0["operation"] == "access" })
         // The metrics saw both through real BlueZ: the exchanges and each phase's latency.
         let scrape = try runCommand(["/usr/bin/curl", "-s", "http://127.0.0.1:\(metricsPort)/metrics"]).output
-        #expect(scrape.contains(#"accessd_exchanges_total{origin="automatic",operation="access",outcome="decided",result="granted"} 2"#),
-                "\(scrape)")
+        #expect(
+            scrape.contains(
+                #"accessd_exchanges_total{origin="automatic",operation="access",outcome="decided",result="granted"} 2"#),
+            "\(scrape)")
         for phase in ["detection", "connect", "services", "exchange", "total"] {
             #expect(scrape.contains(#"accessd_exchange_phase_seconds_count{phase="\#(phase)"} 2"#), "\(phase)")
         }
         #expect(!scrape.contains("accessd_advertisements_total 0\n"))
-        print(scrape.split(separator: "\n").filter { $0.hasPrefix("accessd_exchange") || $0.hasPrefix("accessd_advertisements") }
+        print(
+            scrape.split(separator: "\n").filter {
+                $0.hasPrefix("accessd_exchange") || $0.hasPrefix("accessd_advertisements")
+            }
             .joined(separator: "\n"))
     }
 
@@ -106,13 +115,16 @@ struct LabEndToEndTests {
     /// challenge every 4 s, and at the door the exchange answers the newest at once. A version
     /// 1 reader has no hold point: the exchange subscribes at the door, as before.
     @Test(arguments: [2, 1]) func connectingEarlyHoldsTheLinkUntilTheDoor(version: Int) async throws {
-        let lab = try await LabScenario(name: "early-v\(version)", accessdConfig: Self.quickRange,
-                                        readers: Self.frontDoor + "\nprotocol_version = \(version)\n")
+        let lab = try await LabScenario(
+            name: "early-v\(version)", accessdConfig: Self.quickRange,
+            readers: Self.frontDoor + "\nprotocol_version = \(version)\n")
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -90)  // manual range, not auto
-        let early = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        let early = try await lab.readers.waitForLines {
+            $0.contains { $0["event"] == "presence" && $0["advertising"] == true }
+        }
         let held = try #require(early.first { $0["event"] == "presence" }?["central"])
         // Connected, the reader sends only presence advertisements: accessd still hears it
         // (readers go stale after 3 s here). Long enough for a version 2 reader to refresh
@@ -120,16 +132,20 @@ struct LabEndToEndTests {
         #expect(try lab.event("reader.unavailable", timeout: .seconds(6)) == nil)
         let beforeTheDoor = lab.readers.lines
         if version == 2 {
-            #expect(beforeTheDoor.contains { $0["event"] == "hold" && $0["standing"] == true }, "\(beforeTheDoor.map(\.jsonText))")
+            #expect(
+                beforeTheDoor.contains { $0["event"] == "hold" && $0["standing"] == true },
+                "\(beforeTheDoor.map(\.jsonText))")
             #expect(beforeTheDoor.contains { $0["event"] == "connected" && $0["standing"] == true })
             #expect(beforeTheDoor.contains { $0["event"] == "refresh" })
             #expect(lab.daemon.log.contains("challenge standing on the early link"))
         } else {
-            #expect(!beforeTheDoor.contains { $0["event"] == "hold" || $0["event"] == "connected" },
-                    "\(beforeTheDoor.map(\.jsonText))")
+            #expect(
+                !beforeTheDoor.contains { $0["event"] == "hold" || $0["event"] == "connected" },
+                "\(beforeTheDoor.map(\.jsonText))")
         }
         try lab.radio.ramp("hci1", "hci0", from: -90, to: -62, seconds: 2, sigma: 1)
-        let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        let completed = try #require(
+            try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(completed["granted"] == true)
         print("protocol version \(version), timings at the door: \(completed["timings"]?.jsonText ?? "none")")
         // The exchange ran over the link made in manual range: presence began before the
@@ -140,7 +156,9 @@ struct LabEndToEndTests {
         let subscribed = try #require(lines.firstIndex { $0["event"] == "connected" })
         #expect(presence < subscribed)
         #expect(lab.readers.exchanges.first?["central"] == held)
-        #expect(lines.filter { $0["event"] == "presence" && $0["advertising"] == true }.count == 1, "\(lines.map(\.jsonText))")
+        #expect(
+            lines.filter { $0["event"] == "presence" && $0["advertising"] == true }.count == 1,
+            "\(lines.map(\.jsonText))")
         #expect(lines.filter { $0["event"] == "connected" }.count == 1)
         #expect(lab.readers.exchanges.count == 1)
         if version == 2 {
@@ -163,7 +181,8 @@ struct LabEndToEndTests {
         }
         #expect(lab.daemon.log.contains("not connecting early to it again"), "\(lab.daemon.log)")
         try lab.radio.ramp("hci1", "hci0", from: -90, to: -62, seconds: 2, sigma: 1)
-        let completed = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        let completed = try #require(
+            try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(completed["granted"] == true)
         #expect(!lab.readers.lines.contains { $0["event"] == "presence" })
     }
@@ -176,7 +195,9 @@ struct LabEndToEndTests {
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -90)  // manual range, not auto
-        _ = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        _ = try await lab.readers.waitForLines {
+            $0.contains { $0["event"] == "presence" && $0["advertising"] == true }
+        }
         let walkedOff = ContinuousClock.now
         try lab.radio.rssi("hci1", "hci0", -108)  // path loss 49: beyond manual range (40)
         while !lab.daemon.log.contains("dropping the early link"), ContinuousClock.now - walkedOff < .seconds(15) {
@@ -209,7 +230,9 @@ struct LabEndToEndTests {
         let (status, output) = try lab.daemon.accessctl(["access", "2A01"])
         #expect(status == 0, "\(output)")
         #expect(output.contains("granted"))
-        let granted = try await lab.readers.waitForLines { $0.contains { $0["event"] == "exchange" && $0["granted"] == true } }
+        let granted = try await lab.readers.waitForLines {
+            $0.contains { $0["event"] == "exchange" && $0["granted"] == true }
+        }
         #expect(granted.last { $0["event"] == "exchange" }?["credential"] == .string(credential))
 
         let actions = try lab.manual("actions.list", ["reader": "2A01"]).get()
@@ -223,7 +246,7 @@ struct LabEndToEndTests {
         // The site suspends the credential: after the sync it is not presented at all.
         try lab.site.run(["suspend", credential])
         _ = try lab.daemon.call("items.sync").get()
-        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+        guard case .failure(let error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
             Issue.record("a suspended credential was presented")
             return
         }
@@ -231,7 +254,8 @@ struct LabEndToEndTests {
     }
 
     @Test func deniedWithTheReadersDecisionCode() async throws {
-        let lab = try await LabScenario(name: "deny", readers: Self.frontDoor + "\ndecision = \"deny:deniedZoneTime\"\n")
+        let lab = try await LabScenario(
+            name: "deny", readers: Self.frontDoor + "\ndecision = \"deny:deniedZoneTime\"\n")
         defer { lab.tearDown() }
         _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
@@ -246,8 +270,9 @@ struct LabEndToEndTests {
     @Test func secondFactorAnsweredWithThePIN() async throws {
         // Readers go stale after 3 s here, less than the prompt and two PINs take: a reader
         // stops advertising while connected, and must not vanish while a person types.
-        let lab = try await LabScenario(name: "pin", accessdConfig: Self.quickRange,
-                                        readers: Self.frontDoor + "\nsecond_factor = true\n")
+        let lab = try await LabScenario(
+            name: "pin", accessdConfig: Self.quickRange,
+            readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
         _ = try await lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
@@ -269,28 +294,36 @@ struct LabEndToEndTests {
 
         // Inline, as a person or a script runs it: `accessctl access` answers the prompt of its
         // own exchange (a wrong PIN, then the right one, one line each).
-        let (inlineStatus, inlineOutput) = try lab.daemon.accessctl(["access", "2A01", "--pin-stdin"], input: "111111\n482916\n")
+        let (inlineStatus, inlineOutput) = try lab.daemon.accessctl(
+            ["access", "2A01", "--pin-stdin"], input: "111111\n482916\n")
         #expect(inlineStatus == 0, "\(inlineOutput)")
         #expect(inlineOutput.contains("accessctl: wrong PIN (4 attempts left)"), "\(inlineOutput)")
         #expect(inlineOutput.contains("granted: granted (access) in "), "\(inlineOutput)")
     }
 
     @Test func wrongPINsLockTheSecondFactor() async throws {
-        let lab = try await LabScenario(name: "lockout", accessdConfig: "[site]\npin_attempts = 2\n",
-                                        readers: Self.frontDoor + "\nsecond_factor = true\n")
+        let lab = try await LabScenario(
+            name: "lockout", accessdConfig: "[site]\npin_attempts = 2\n",
+            readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
         let (request, id) = try await openPrompt(lab, attempts: 2)
-        guard case let .failure(first) = try lab.daemon.call("secondFactor.respond", ["request": .string(id), "pin": "000000"]) else {
+        guard
+            case .failure(let first) = try lab.daemon.call(
+                "secondFactor.respond", ["request": .string(id), "pin": "000000"])
+        else {
             Issue.record("a wrong PIN was accepted")
             return
         }
         #expect(first.data?["attemptsLeft"] == 1)
-        guard case let .failure(second) = try lab.daemon.call("secondFactor.respond", ["request": .string(id), "pin": "111111"]) else {
+        guard
+            case .failure(let second) = try lab.daemon.call(
+                "secondFactor.respond", ["request": .string(id), "pin": "111111"])
+        else {
             Issue.record("a wrong PIN was accepted")
             return
         }
         #expect(second.data?["error"] == "secondFactorLockedOut")
-        guard case let .failure(answer) = try await request.value else {
+        guard case .failure(let answer) = try await request.value else {
             Issue.record("access was granted with a locked second factor")
             return
         }
@@ -307,7 +340,8 @@ struct LabEndToEndTests {
     /// access and returns the request under way and the prompt's id, after checking the
     /// prompt offers `attempts`.
     private func openPrompt(_ lab: LabScenario, attempts: Int64) async throws
-        -> (request: Task<Result<JSONValue, RPCError>, any Error>, id: String) {
+        -> (request: Task<Result<JSONValue, RPCError>, any Error>, id: String)
+    {
         _ = try await lab.register(secondFactor: true, pin: "482916")
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
@@ -322,8 +356,9 @@ struct LabEndToEndTests {
     /// attempt is now charged before the PIN is unsealed: never more wrong PINs evaluated than
     /// attempts left, and the second factor locks when they are used up.
     @Test func wrongPINsInParallelNeverExceedTheAttempts() async throws {
-        let lab = try await LabScenario(name: "parallel-pins", accessdConfig: "[site]\npin_attempts = 5\n",
-                                        readers: Self.frontDoor + "\nsecond_factor = true\n")
+        let lab = try await LabScenario(
+            name: "parallel-pins", accessdConfig: "[site]\npin_attempts = 5\n",
+            readers: Self.frontDoor + "\nsecond_factor = true\n")
         defer { lab.tearDown() }
         let (request, id) = try await openPrompt(lab, attempts: 5)
         // Eight clients, each connected on a thread of its own, then all sending at once.
@@ -338,7 +373,7 @@ struct LabEndToEndTests {
                         let pin = String(repeating: String(index), count: 6)
                         switch try client.call("secondFactor.respond", ["request": .string(id), "pin": .string(pin)]) {
                         case .success: return "accepted"
-                        case let .failure(error): return error.message
+                        case .failure(let error): return error.message
                         }
                     }.value
                 }
@@ -350,7 +385,7 @@ struct LabEndToEndTests {
         #expect(evaluated.count == 5, "\(answers)")
         #expect(answers.filter { $0 == "wrong PIN; the second factor is now locked" }.count == 1, "\(answers)")
         #expect(!answers.contains("accepted"))
-        guard case let .failure(answer) = try await request.value else {
+        guard case .failure(let answer) = try await request.value else {
             Issue.record("access was granted with a locked second factor")
             return
         }
@@ -366,7 +401,9 @@ struct LabEndToEndTests {
         defer { lab.tearDown() }
         let credential = try await lab.register()
         let provisioned = lab.readers.provisionedCount
-        try lab.site.run(["item", "add", "--credential", credential, "--type", "aperio", "--name", "Store room", "--id", "lock-1"])
+        try lab.site.run([
+            "item", "add", "--credential", credential, "--type", "aperio", "--name", "Store room", "--id", "lock-1",
+        ])
         try await lab.readers.waitForProvisioning(beyond: provisioned)
         _ = try lab.daemon.call("items.sync").get()
         try lab.radio.rssi("hci1", "hci0", -90)
@@ -380,13 +417,14 @@ struct LabEndToEndTests {
     }
 
     @Test func droppedLinkIsRemoteCloseAndRetried() async throws {
-        let lab = try await LabScenario(name: "drop", accessdConfig: Self.quickRange,
-                                        readers: Self.frontDoor + "\nfault = \"drop\"\n")
+        let lab = try await LabScenario(
+            name: "drop", accessdConfig: Self.quickRange,
+            readers: Self.frontDoor + "\nfault = \"drop\"\n")
         defer { lab.tearDown() }
         _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+        guard case .failure(let error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
             Issue.record("a dropped link gave a decision")
             return
         }
@@ -394,9 +432,10 @@ struct LabEndToEndTests {
         // Automatic access retries a dropped link by the retry rules (transient), then gives up.
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -65)
-        let failed = try #require(try lab.event("access.completed", timeout: .seconds(60)) {
-            $0["origin"] == "automatic" && $0["outcome"] == "failed"
-        })
+        let failed = try #require(
+            try lab.event("access.completed", timeout: .seconds(60)) {
+                $0["origin"] == "automatic" && $0["outcome"] == "failed"
+            })
         #expect(failed["error"] == "remoteClose")
         let drops = lab.readers.lines.filter { $0["event"] == "fault" && $0["fault"] == "drop" }.count
         #expect(drops >= 2, "automatic access did not retry: \(drops) attempts")
@@ -408,7 +447,7 @@ struct LabEndToEndTests {
         _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)
         _ = try await lab.waitForReader("00002A01")
-        guard case let .failure(error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
+        guard case .failure(let error) = try lab.daemon.call("access.request", ["reader": "2A01"]) else {
             Issue.record("a reader signing with the wrong key got an answer")
             return
         }
@@ -432,7 +471,8 @@ struct LabEndToEndTests {
         try lab.radio.rssi("hci1", "hci2", -64)
         let first = try #require(try lab.event("access.started", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(first["reader"] == "00002A02")
-        let decided = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        let decided = try #require(
+            try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(decided["reader"] == "00002A02")
         #expect(decided["granted"] == true)
         #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
@@ -446,19 +486,24 @@ struct LabEndToEndTests {
         let directory = "/tmp/lab-button-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let button = try VirtualButton(directory: directory)
-        let lab = try await LabScenario(name: "open-next", accessdConfig: Self.quickRange
-            + "[access]\nconnect_early = true\n[button]\ndevice = \"\(button.node)\"\nkey = \"KEY_ENTER\"\n",
-                                        readers: Self.frontDoor)
+        let lab = try await LabScenario(
+            name: "open-next",
+            accessdConfig: Self.quickRange
+                + "[access]\nconnect_early = true\n[button]\ndevice = \"\(button.node)\"\nkey = \"KEY_ENTER\"\n",
+            readers: Self.frontDoor)
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
         try lab.radio.rssi("hci1", "hci0", -89)  // path loss 30: manual range, not auto
-        _ = try await lab.readers.waitForLines { $0.contains { $0["event"] == "presence" && $0["advertising"] == true } }
+        _ = try await lab.readers.waitForLines {
+            $0.contains { $0["event"] == "presence" && $0["advertising"] == true }
+        }
         try await Task.sleep(for: .seconds(1))
         #expect(lab.readers.exchanges.isEmpty, "manual range alone opens nothing")
         let pressed = ContinuousClock.now
         button.press()
-        let completed = try #require(try lab.event("access.completed", timeout: .seconds(20)) { $0["trigger"] == "openNext" })
+        let completed = try #require(
+            try lab.event("access.completed", timeout: .seconds(20)) { $0["trigger"] == "openNext" })
         let elapsed = ContinuousClock.now - pressed
         #expect(completed["granted"] == true, "\(completed.jsonText)")
         print("open-next: button press to decision \(elapsed); timings \(completed["timings"]?.jsonText ?? "-")")
@@ -470,8 +515,9 @@ struct LabEndToEndTests {
         _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)))
         try lab.radio.rssi("hci1", "hci0", -105)  // heard, beyond manual range
         _ = try await lab.waitForReader("00002A01")
-        let result = try runCommand([AccessctlTests.accessctl, "open-next", "--expiry", "2", "--socket", lab.daemon.socketPath],
-                                    mergingErrors: true)
+        let result = try runCommand(
+            [AccessctlTests.accessctl, "open-next", "--expiry", "2", "--socket", lab.daemon.socketPath],
+            mergingErrors: true)
         #expect(result.status == 1 && result.output == "no door within manual range in 2 s\n", "\(result.output)")
         try lab.radio.rssi("hci1", "hci0", -89)
         try await Task.sleep(for: .seconds(4))
@@ -483,8 +529,9 @@ struct LabEndToEndTests {
     /// front door a rule of its own (an empty one, replacing the file's deny) while the person
     /// still stands there: it is opened at once, over real BlueZ.
     @Test(.enabled(if: Lab.controllers >= 3)) func aDeniedReaderIsLeftClosedBesideAnother() async throws {
-        let lab = try await LabScenario(name: "scope", accessdConfig: "[readers]\ndeny = [\"2A01\"]\n",
-                                        readers: Self.frontDoor + Self.sideDoor)
+        let lab = try await LabScenario(
+            name: "scope", accessdConfig: "[readers]\ndeny = [\"2A01\"]\n",
+            readers: Self.frontDoor + Self.sideDoor)
         defer { lab.tearDown() }
         _ = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -95)
@@ -495,7 +542,8 @@ struct LabEndToEndTests {
         // Both at the same distance, well within auto range.
         try lab.radio.rssi("hci1", "hci0", -66)
         try lab.radio.rssi("hci1", "hci2", -66)
-        let decided = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
+        let decided = try #require(
+            try lab.event("access.completed", timeout: .seconds(30)) { $0["origin"] == "automatic" })
         #expect(decided["reader"] == "00002A02" && decided["granted"] == true, "\(decided.jsonText)")
         try await Task.sleep(for: .seconds(4))
         #expect(lab.readers.exchanges.allSatisfy { $0["reader"] == "00002A02" }, "\(lab.readers.exchanges)")
@@ -504,7 +552,8 @@ struct LabEndToEndTests {
 
         let changed = ContinuousClock.now
         _ = try lab.daemon.call("readers.setScope", ["reader": "2A01"]).get()
-        let opened = try #require(try lab.event("access.completed", timeout: .seconds(30)) { $0["reader"] == "00002A01" })
+        let opened = try #require(
+            try lab.event("access.completed", timeout: .seconds(30)) { $0["reader"] == "00002A01" })
         #expect(opened["granted"] == true && opened["origin"] == "automatic", "\(opened.jsonText)")
         print("front door opened \(ContinuousClock.now - changed) after the operator's rule replaced the file's deny")
         #expect(lab.readers.exchanges.filter { $0["reader"] == "00002A01" }.count == 1)
@@ -514,21 +563,25 @@ struct LabEndToEndTests {
     /// controllers detached from the kernel and attached again): accessd says there is no
     /// adapter, then finds it again and scans by itself; readersim registers again by itself.
     @Test func adapterRemovedAndAddedAgain() async throws {
-        let controllers = RemovableControllers(count: 2, directory: "/tmp/lab-removable-\(UInt32.random(in: 0...UInt32.max))")
+        let controllers = RemovableControllers(
+            count: 2, directory: "/tmp/lab-removable-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(atPath: controllers.directory, withIntermediateDirectories: true)
         try await controllers.plugIn()
         defer { controllers.unplug() }
-        let kiosk = controllers.adapters[0], door = controllers.adapters[1]
-        let lab = try await LabScenario(name: "unplug", adapter: kiosk, accessdConfig: Self.quickRange,
-                                        readers: Self.frontDoor.replacingOccurrences(of: "\"hci0\"", with: "\"\(door)\""))
+        let kiosk = controllers.adapters[0]
+        let door = controllers.adapters[1]
+        let lab = try await LabScenario(
+            name: "unplug", adapter: kiosk, accessdConfig: Self.quickRange,
+            readers: Self.frontDoor.replacingOccurrences(of: "\"hci0\"", with: "\"\(door)\""))
         defer { lab.tearDown() }
         _ = try await lab.waitForReader("00002A01")
         controllers.unplug()
         // The reader goes with the adapter, then the adapter itself.
         _ = try #require(try lab.event("reader.unavailable", timeout: .seconds(20)) { $0["id"] == "00002A01" })
-        let gone = try #require(try lab.event("sdk.state", timeout: .seconds(20)) {
-            $0["states"]?.array?.contains("errorNoBleFeature") == true
-        })
+        let gone = try #require(
+            try lab.event("sdk.state", timeout: .seconds(20)) {
+                $0["states"]?.array?.contains("errorNoBleFeature") == true
+            })
         #expect(gone["isScanning"] == false)
         try await controllers.plugIn()
         let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
@@ -544,14 +597,17 @@ struct LabEndToEndTests {
         try lab.radio.rssi("hci1", "hci0", -80)
         _ = try await lab.waitForReader("00002A01")
         try Lab.restartBluetoothd()
-        #expect(try lab.event("sdk.state", timeout: .seconds(20)) {
-            $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true
-        } != nil)
+        #expect(
+            try lab.event("sdk.state", timeout: .seconds(20)) {
+                $0["states"]?.array?.contains("bluetoothServiceUnavailable") == true
+            } != nil)
         // bluetoothd is back: accessd finds the adapter and scans again by itself, and
         // readersim (on the same bluetoothd) registers its reader again by itself.
         let scanning = try #require(try lab.event("sdk.state", timeout: .seconds(30)) { $0["isScanning"] == true })
         #expect(scanning["states"]?.array?.contains("bluetoothServiceUnavailable") == false)
-        let lines = try await lab.readers.waitForLines { lines in lines.filter { $0["event"] == "advertising" }.count >= 2 }
+        let lines = try await lab.readers.waitForLines { lines in
+            lines.filter { $0["event"] == "advertising" }.count >= 2
+        }
         #expect(lines.contains { $0["event"] == "bluetoothd" })
         _ = try #require(try lab.event("reader.updated", timeout: .seconds(30)) { $0["id"] == "00002A01" })
     }

@@ -18,7 +18,8 @@ extension LabEndToEndTests {
         let (status, output) = try lab.daemon.accessctl(["probe", "2A01", "--seconds", "5", "--trials", "2"])
         print("$ accessctl probe 2A01 --seconds 5 --trials 2\n\(output)")
         #expect(status == 0, "\(output)")
-        #expect(output.contains("here in auto range") && output.contains("exchanges:       2 of 2 answered"), "\(output)")
+        #expect(
+            output.contains("here in auto range") && output.contains("exchanges:       2 of 2 answered"), "\(output)")
         let (_, json) = try lab.daemon.accessctl(["probe", "2A01", "--seconds", "3", "--trials", "0", "--json"])
         let probe = try JSONValue.parse(json)["probe"] ?? .null
         let interval = probe["intervalMs"]?["median"]?.number ?? 0
@@ -34,8 +35,9 @@ extension LabEndToEndTests {
         let (_, calibration) = try lab.daemon.accessctl(["probe", "2A01", "--seconds", "6", "--calibrate"])
         print("$ accessctl probe 2A01 --seconds 6 --calibrate\n\(calibration)")
         #expect(calibration.contains("here in manual range"), "\(calibration)")
-        let advice = try #require(calibration.split(separator: "\n").first { $0.contains("accessctl readers scope 00002A01 --offset") },
-                                  "no offset advised: \(calibration)")
+        let advice = try #require(
+            calibration.split(separator: "\n").first { $0.contains("accessctl readers scope 00002A01 --offset") },
+            "no offset advised: \(calibration)")
         let arguments = advice.split(separator: " ").drop { $0 != "accessctl" }.dropFirst().map(String.init)
         let (applied, appliedOutput) = try lab.daemon.accessctl(arguments)
         #expect(applied == 0, "\(arguments): \(appliedOutput)")

@@ -1,11 +1,12 @@
 import AccessJSON
-@testable import AccessDaemon
 import BlueZTestSupport
 import CMosquitto
 import ControlSocket
 import Foundation
 import SuiteTraits
 import Testing
+
+@testable import AccessDaemon
 
 /// The fleet bridge (docs/fleet.md) against Debian's real `mosquitto` and `mosquitto_sub`:
 /// events in order with their sequence, nothing lost across a broker restart or a kill of
@@ -24,7 +25,8 @@ struct MQTTBridgeTests {
     private func makeEvents(_ harness: DaemonHarness, switches: Int) throws {
         let control = try harness.connect()
         for index in 0..<switches {
-            _ = try control.call("readers.setScope", ["reader": "2A01", "pathLossOffset": .int(Int64(index % 2 + 1))]).get()
+            _ = try control.call("readers.setScope", ["reader": "2A01", "pathLossOffset": .int(Int64(index % 2 + 1))])
+                .get()
         }
     }
 
@@ -36,14 +38,18 @@ struct MQTTBridgeTests {
     private func received(_ path: String) -> [Int64] {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line -> Int64? in
-            guard line.hasPrefix("accessd/\(Self.device)/events/"), let space = line.firstIndex(of: " ") else { return nil }
+            guard line.hasPrefix("accessd/\(Self.device)/events/"), let space = line.firstIndex(of: " ") else {
+                return nil
+            }
             return (try? JSONValue.parse(String(line[line.index(after: space)...])))?["seq"]?.int
         }
     }
 
     /// Waits until the subscriber holds every sequence in `range`; returns what it got.
     @discardableResult
-    private func waitForAll(_ range: ClosedRange<Int64>, in path: String, harness: DaemonHarness) async throws -> [Int64] {
+    private func waitForAll(_ range: ClosedRange<Int64>, in path: String, harness: DaemonHarness) async throws
+        -> [Int64]
+    {
         for _ in 0..<750 {
             let got = received(path)
             if Set(range).isSubset(of: Set(got)) { return got }
@@ -95,18 +101,22 @@ struct MQTTBridgeTests {
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" }
-        #expect(try mappedFiles(harness).contains { $0.contains("/libmosquitto.so") },
-                "the bridge loads libmosquitto when it starts")
+        #expect(
+            try mappedFiles(harness).contains { $0.contains("/libmosquitto.so") },
+            "the bridge loads libmosquitto when it starts")
         let first = try lastSequence(harness) + 1
         try makeEvents(harness, switches: 20)
         var last = try lastSequence(harness)
         let got = try await waitForAll(first...last, in: output, harness: harness)
         // In order: each sequence's first arrival after the one before it.
-        let firsts = got.filter { (first...last).contains($0) }.reduce(into: [Int64]()) { if !$0.contains($1) { $0.append($1) } }
+        let firsts = got.filter { (first...last).contains($0) }.reduce(into: [Int64]()) {
+            if !$0.contains($1) { $0.append($1) }
+        }
         #expect(firsts == Array(first...last))
         // The payload is the event as the socket sends it.
-        let line = try #require(((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
-            .first { $0.contains("/events/sdk.state ") })
+        let line = try #require(
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+                .first { $0.contains("/events/sdk.state ") })
         let event = try JSONValue.parse(String(line[line.index(after: line.firstIndex(of: " ")!)...]))
         #expect(event["kind"] == "sdk.state" && event["data"]?["isScanning"] != nil && event["time"] != nil)
         #expect(try broker.retained("accessd/\(Self.device)/status").contains("\"online\""))
@@ -118,7 +128,8 @@ struct MQTTBridgeTests {
             if state["isScanning"] == true { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(state["isScanning"] == true && state["adapter"] == "hci0" && state["usableCredentials"] == 0, "\(state)")
+        #expect(
+            state["isScanning"] == true && state["adapter"] == "hci0" && state["usableCredentials"] == 0, "\(state)")
         // A change reaches the retained state within a second or so.
         _ = try harness.connect().call("scanning.set", ["enabled": false]).get()
         var changed = JSONValue.null
@@ -166,7 +177,8 @@ struct MQTTBridgeTests {
         try await harness.start()
         defer { _ = harness.stop() }
         let status = try harness.connect().call("status.get").get()
-        #expect((status["mqtt"]?["through"]?.int ?? .max) < beforeKill, "the cursor moved over events the broker never had")
+        #expect(
+            (status["mqtt"]?["through"]?.int ?? .max) < beforeKill, "the cursor moved over events the broker never had")
         try await broker.start()
         _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["mqtt"]?["backlog"] == 0 }
         try await waitForAll(first...beforeKill, in: output, harness: harness)
@@ -242,7 +254,8 @@ struct MQTTBridgeTests {
         let passwordFile = harness.directory + "/mqtt-password"
         try "x\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o644)
-        try harness.writeConfig("[mqtt]\nurl = \"mqtt://127.0.0.1:1\"\nusername = \"k\"\npassword_file = \"\(passwordFile)\"\n")
+        try harness.writeConfig(
+            "[mqtt]\nurl = \"mqtt://127.0.0.1:1\"\nusername = \"k\"\npassword_file = \"\(passwordFile)\"\n")
         try await harness.start()
         defer { _ = harness.stop() }
         let status = try await harness.waitForStatus { mqttState($0) == "failing" }
@@ -263,8 +276,9 @@ struct MQTTBridgeTests {
         let reason = refused["mqtt"]?["error"]?.string ?? ""
         #expect(reason.contains("certificate verify failed"), "\(reason)")
         _ = harness.stop()
-        try harness.writeConfig(config(broker, extra: "ca_file = \"\(pki.caCertificate)\"\n")
-            .replacingOccurrences(of: "mqtt://", with: "mqtts://"))
+        try harness.writeConfig(
+            config(broker, extra: "ca_file = \"\(pki.caCertificate)\"\n")
+                .replacingOccurrences(of: "mqtt://", with: "mqtts://"))
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" }
@@ -277,19 +291,22 @@ struct MQTTBridgeTests {
         try await broker.start()
         defer { broker.stop() }
         let output = harness.directory + "/sub.out"
-        let subscriber = try broker.subscribe("accessd/\(Self.device)/readers/#", id: "sub-readers", output: output,
-                                              format: "%U %t %p")
+        let subscriber = try broker.subscribe(
+            "accessd/\(Self.device)/readers/#", id: "sub-readers", output: output,
+            format: "%U %t %p")
         defer { subscriber.stop(grace: 1) }
         try harness.writeConfig(config(broker, extra: "home_assistant = true\n"))
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["isScanning"]?.bool == true }
 
-        let status = try JSONValue.parse(try broker.retained("homeassistant/binary_sensor/\(Self.device)/status/config"))
+        let status = try JSONValue.parse(
+            try broker.retained("homeassistant/binary_sensor/\(Self.device)/status/config"))
         #expect(status["state_topic"] == .string("accessd/\(Self.device)/status"))
         #expect(status["device_class"] == "connectivity")
         #expect(status["device"]?["identifiers"]?.array?.first == .string("accessd_\(Self.device)"))
-        let scanning = try JSONValue.parse(try broker.retained("homeassistant/binary_sensor/\(Self.device)/scanning/config"))
+        let scanning = try JSONValue.parse(
+            try broker.retained("homeassistant/binary_sensor/\(Self.device)/scanning/config"))
         #expect(scanning["availability_topic"] == .string("accessd/\(Self.device)/status"))
 
         // A reader heard, its RSSI moving ten times in a second: one retained message at once,
@@ -306,7 +323,8 @@ struct MQTTBridgeTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(reader["id"] == "00002A01" && reader["available"] == true, "\(reader)")
-        let config = try JSONValue.parse(try broker.retained("homeassistant/sensor/\(Self.device)/reader_00002A01/config"))
+        let config = try JSONValue.parse(
+            try broker.retained("homeassistant/sensor/\(Self.device)/reader_00002A01/config"))
         #expect(config["state_topic"] == .string("accessd/\(Self.device)/readers/00002A01/access"))
         #expect(config["name"] == "Front door last access")
         try await Task.sleep(for: .seconds(6))
@@ -327,7 +345,9 @@ struct MQTTBridgeTests {
         }
         // The newest attributes arrived last: those of the last reader.updated journalled.
         let last = try JSONValue.parse(String(published.last?[2] ?? ""))
-        #expect(last["rssi"] == journalled.last?["params"]?["data"]?["rssi"], "\(last) against \(journalled.last?.jsonText ?? "")")
+        #expect(
+            last["rssi"] == journalled.last?["params"]?["data"]?["rssi"],
+            "\(last) against \(journalled.last?.jsonText ?? "")")
     }
 
     @Test func eventsRetentionRemovedUnsentAreAnnouncedNotSkipped() async throws {
@@ -353,10 +373,13 @@ struct MQTTBridgeTests {
         defer { broker.stop() }
         let oldest = last - 99
         try await waitForAll(oldest...last, in: output, harness: harness)
-        let notice = try #require(((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
-            .first { $0.hasPrefix("accessd/\(Self.device)/events/events.dropped ") })
+        let notice = try #require(
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+                .first { $0.hasPrefix("accessd/\(Self.device)/events/events.dropped ") })
         let dropped = try JSONValue.parse(String(notice.split(separator: " ", maxSplits: 1)[1]))
-        #expect(dropped["from"]?.int == cursor + 1 && dropped["to"]?.int == oldest - 1, "\(dropped) cursor \(cursor) oldest \(oldest)")
+        #expect(
+            dropped["from"]?.int == cursor + 1 && dropped["to"]?.int == oldest - 1,
+            "\(dropped) cursor \(cursor) oldest \(oldest)")
         #expect(harness.log.contains("journal events removed by retention before the MQTT broker had them"))
     }
 
@@ -364,14 +387,16 @@ struct MQTTBridgeTests {
     /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
     @Test func commandsOverAnAuthenticatedTLSLinkRunAsAnOperatorAndNothingElse() async throws {
         let harness = try await DaemonHarness()
-        let broker = try MosquittoBroker(directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
+        let broker = try MosquittoBroker(
+            directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
         try await broker.start()
         defer { broker.stop() }
         let pki = try #require(broker.pki)
         let passwordFile = harness.directory + "/mqtt-password"
         try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o600)
-        try harness.writeConfig("""
+        try harness.writeConfig(
+            """
             [mqtt]
             url = "mqtts://127.0.0.1:\(broker.port)"
             client_id = "\(Self.device)"
@@ -409,7 +434,10 @@ struct MQTTBridgeTests {
         #expect(answers.count == 5, "\(answers.map(\.jsonText))")
         print((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
         #expect(answers.contains { $0["id"] == 7 && $0["result"]?["scanningEnabled"] == false })
-        #expect(answers.contains { $0["id"] == 8 && $0["error"]?["message"]?.string?.contains("not taken over MQTT") == true })
+        #expect(
+            answers.contains {
+                $0["id"] == 8 && $0["error"]?["message"]?.string?.contains("not taken over MQTT") == true
+            })
         #expect(answers.contains { $0["error"]?["code"] == -32700 })
         #expect(answers.contains { $0["id"] == 9 && $0["result"]?["expirySeconds"] != nil })
         #expect(answers.contains { $0["error"]?["message"]?.string?.contains("at most 4096 bytes") == true })

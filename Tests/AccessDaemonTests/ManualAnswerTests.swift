@@ -4,6 +4,7 @@ import BlueZTestSupport
 import Clocks
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 

@@ -1,10 +1,11 @@
 import AccessCore
 import AccessJSON
-@testable import AccessDaemon
 import BlueZTestSupport
 import Foundation
 import SuiteTraits
 import Testing
+
+@testable import AccessDaemon
 
 /// `[metrics] listen` (docs/operations.md, "Metrics"): the real accessd scraped over HTTP and
 /// over a Unix socket, its text checked by Prometheus's own `promtool check metrics`
@@ -15,7 +16,8 @@ struct MetricsTests {
     private func scrape(_ target: [String], path: String = "/metrics", method: String = "GET") throws -> (Int, String) {
         // `target`: curl's options, then the base URL, to which `path` is added.
         let arguments = target.dropLast() + [(target.last ?? "") + path]
-        let result = try runCommand(["/usr/bin/curl", "-s", "-X", method, "-w", "\n%{http_code}"] + arguments, timeout: .seconds(20))
+        let result = try runCommand(
+            ["/usr/bin/curl", "-s", "-X", method, "-w", "\n%{http_code}"] + arguments, timeout: .seconds(20))
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }
@@ -106,9 +108,12 @@ struct MetricsTests {
         await shell.stop()
 
         let text = String(decoding: metrics.render(), as: UTF8.self)
-        for (operation, outcome, result) in [("access", "decided", "granted"), ("actions.list", "actionsListed", "none"),
-                                             ("actions.perform", "actionPerformed", "granted")] {
-            let series = #"accessd_exchanges_total{origin="manual",operation="\#(operation)",outcome="\#(outcome)",result="\#(result)"}"#
+        for (operation, outcome, result) in [
+            ("access", "decided", "granted"), ("actions.list", "actionsListed", "none"),
+            ("actions.perform", "actionPerformed", "granted"),
+        ] {
+            let series =
+                #"accessd_exchanges_total{origin="manual",operation="\#(operation)",outcome="\#(outcome)",result="\#(result)"}"#
             #expect(value(text, series) == 1, "\(series) in\n\(text)")
         }
         #expect(value(text, #"accessd_exchange_phase_seconds_count{phase="total"}"#) == 3)
@@ -126,15 +131,19 @@ struct MetricsTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/operations.md")
         let text = try String(contentsOf: url, encoding: .utf8)
-        let blocks = text.components(separatedBy: "```yaml\n").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+        let blocks = text.components(separatedBy: "```yaml\n").dropFirst().compactMap {
+            $0.components(separatedBy: "```").first
+        }
         let rules = try #require(blocks.first { $0.contains("groups:") })
         let path = NSTemporaryDirectory() + "accessd-rules-\(UUID().uuidString).yml"
         try rules.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let check = try runCommand(["/usr/bin/promtool", "check", "rules", path], mergingErrors: true)
         #expect(check.status == 0, "\(check.output)")
-        for name in ["accessd_bluetoothd_present", "accessd_adapter_present", "accessd_advertisements_total",
-                     "accessd_exchanges_total", "accessd_mqtt_backlog_events"] {
+        for name in [
+            "accessd_bluetoothd_present", "accessd_adapter_present", "accessd_advertisements_total",
+            "accessd_exchanges_total", "accessd_mqtt_backlog_events",
+        ] {
             #expect(rules.contains(name))
             #expect(DaemonMetrics.help[name] != nil, "\(name) is not served")
         }

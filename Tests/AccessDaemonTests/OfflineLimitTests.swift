@@ -5,6 +5,7 @@ import BlueZTestSupport
 import Crypto
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -22,11 +23,14 @@ struct OfflineLimitTests {
         #expect(status["states"]?.array?.contains("errorCredentialsOffline") == true, "\(status)")
         #expect(status["usableCredentialCount"] == 0)
         let refused = await shell.call("access.request", ["reader": "2A01"], role: .operator)
-        #expect(refused.failureData?["error"] == "forbidden" && refused.failureData?["cause"] == "credentialOffline", "\(refused)")
+        #expect(
+            refused.failureData?["error"] == "forbidden" && refused.failureData?["cause"] == "credentialOffline",
+            "\(refused)")
         #expect(refused.failureMessage?.contains("[site] max_offline") == true, "\(refused)")
 
         // A sync reaches the site: presented again at once.
-        try shell.daemon.book.applyItemPage(credential: ShellHarness.credentialID, upserted: [], removed: [], cursor: "1")
+        try shell.daemon.book.applyItemPage(
+            credential: ShellHarness.credentialID, upserted: [], removed: [], cursor: "1")
         try await shell.waitUntil("usable again") {
             try await shell.call("status.get").get()["usableCredentialCount"] == 1
         }
@@ -53,13 +57,17 @@ struct OfflineLimitTests {
         #expect(book.offlineCredentials == [ShellHarness.credentialID])
         let withheld = book.availability(aperioEnabled: false)
         #expect(withheld.mobileSites.isEmpty && withheld.offlineSites == [ShellHarness.siteTag])
-        #expect(withheld.refusal(to: .gallagherStyle, site: ShellHarness.siteTag) == .credentialOffline(ShellHarness.siteTag))
+        #expect(
+            withheld.refusal(to: .gallagherStyle, site: ShellHarness.siteTag)
+                == .credentialOffline(ShellHarness.siteTag))
         #expect(!book.refreshOffline(now: now + 3), "no change, no notice")
     }
 
     @Test func theLimitIsChecked() throws {
         #expect(try ConfigurationLoader.parse("[site]\nmax_offline = 0\n", file: "a").maxOffline == nil)
         #expect(try ConfigurationLoader.parse("[site]\nmax_offline = 86400\n", file: "a").maxOffline == .seconds(86400))
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.parse("[site]\nmax_offline = 30\n", file: "a") }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.parse("[site]\nmax_offline = 30\n", file: "a")
+        }
     }
 }

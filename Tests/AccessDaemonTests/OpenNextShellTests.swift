@@ -3,6 +3,7 @@ import AccessJSON
 import BlueZTestSupport
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -26,8 +27,9 @@ struct OpenNextShellTests {
         let answer = try await shell.call("access.next", ["expiry": 5], role: .operator).get()
         #expect(answer["expirySeconds"] == 5, "\(answer)")
         let completed = try await shell.waitForEvent("access.completed")
-        #expect(completed["granted"] == true && completed["trigger"] == "openNext" && completed["origin"] == "automatic",
-                "\(completed)")
+        #expect(
+            completed["granted"] == true && completed["trigger"] == "openNext" && completed["origin"] == "automatic",
+            "\(completed)")
         #expect(try shell.events("access.started").first?["trigger"] == "openNext")
         let window = try shell.events("access.nextWindow")
         #expect(window.map { $0["state"] } == ["open", "closed"], "\(window)")
@@ -70,7 +72,8 @@ struct OpenNextShellTests {
         let socket = try await shell.serveSocket()
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()), rssi: Self.beyondManualRange)
         let nothing = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "open-next", "--expiry", "1", "--socket", socket], mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "open-next", "--expiry", "1", "--socket", socket], mergingErrors: true)
         }.value
         #expect(nothing.status == 1 && nothing.output == "no door within manual range in 1 s\n", "\(nothing.output)")
 
@@ -84,8 +87,11 @@ struct OpenNextShellTests {
         // On a thread of its own: accessctl waits on this process's daemon, whose handlers need
         // the concurrency pool this test would otherwise block.
         let events = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "events", "--kinds", "access.nextWindow,access.completed",
-                            "--socket", socket], mergingErrors: true)
+            try runCommand(
+                [
+                    AccessctlTests.accessctl, "events", "--kinds", "access.nextWindow,access.completed",
+                    "--socket", socket,
+                ], mergingErrors: true)
         }.value
         print("$ accessctl events --kinds access.nextWindow,access.completed\n\(events.output)")
         #expect(events.output.contains("open-next: reader 00002A01 is the next door (socket)"), "\(events.output)")
@@ -121,14 +127,22 @@ struct OpenNextShellTests {
     }
 
     @Test func keyNamesAndRecords() throws {
-        #expect(InputKeyCode("KEY_ENTER")?.code == 28 && InputKeyCode("KEY_A")?.code == 30 && InputKeyCode("BTN_0")?.code == 256)
-        #expect(InputKeyCode("KEY_F1")?.code == 59 && InputKeyCode("KEY_1")?.code == 2 && InputKeyCode("352")?.code == 352)
+        #expect(
+            InputKeyCode("KEY_ENTER")?.code == 28 && InputKeyCode("KEY_A")?.code == 30
+                && InputKeyCode("BTN_0")?.code == 256)
+        #expect(
+            InputKeyCode("KEY_F1")?.code == 59 && InputKeyCode("KEY_1")?.code == 2 && InputKeyCode("352")?.code == 352)
         #expect(InputKeyCode("KEY_NOPE") == nil && InputKeyCode("0") == nil && InputKeyCode("768") == nil)
         #expect(InputKeyCode("KEY_OK")?.description == "KEY_OK (352)")
-        let config = try ConfigurationLoader.parse("[button]\ndevice = \"/dev/input/event3\"\nkey = \"BTN_0\"\n", file: "a.toml")
+        let config = try ConfigurationLoader.parse(
+            "[button]\ndevice = \"/dev/input/event3\"\nkey = \"BTN_0\"\n", file: "a.toml")
         #expect(config.buttonDevice == "/dev/input/event3" && config.buttonKey.code == 256)
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.parse("[button]\nkey = \"KEY_NOPE\"\n", file: "a.toml") }
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.parse("[button]\ndevice = \"event3\"\n", file: "a.toml") }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.parse("[button]\nkey = \"KEY_NOPE\"\n", file: "a.toml")
+        }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.parse("[button]\ndevice = \"event3\"\n", file: "a.toml")
+        }
     }
 
     /// `struct input_event` records as the kernel writes them (type, code, value).

@@ -16,22 +16,32 @@ struct PinLifecycleTests {
         let shell = try ShellHarness(secondFactor: true)
         try await shell.start()
         let socket = try await shell.serveSocket()
-        let wrong = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": "000000", "newPin": "1357"])
-        #expect(wrong.failureData?["error"] == "secondFactor.wrongPin" && wrong.failureData?["attemptsLeft"] == 4, "\(wrong)")
+        let wrong = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": "000000", "newPin": "1357"])
+        #expect(
+            wrong.failureData?["error"] == "secondFactor.wrongPin" && wrong.failureData?["attemptsLeft"] == 4,
+            "\(wrong)")
         let changed = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "credentials", "pin", String(Self.id.prefix(8)), "--pin-stdin", "--socket", socket],
-                           input: "\(ShellHarness.pin)\n1357\n", mergingErrors: true)
+            try runCommand(
+                [
+                    AccessctlTests.accessctl, "credentials", "pin", String(Self.id.prefix(8)), "--pin-stdin",
+                    "--socket", socket,
+                ],
+                input: "\(ShellHarness.pin)\n1357\n", mergingErrors: true)
         }.value
         #expect(changed.status == 0 && changed.output == "PIN changed for \(Self.id)\n", "\(changed.output)")
         #expect(shell.failedPinAttempts == 0, "the right old PIN gives the count back")
         // At the door: the new PIN opens, the old one no longer does.
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
         let access = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
-                           input: "\(ShellHarness.pin)\n1357\n", mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
+                input: "\(ShellHarness.pin)\n1357\n", mergingErrors: true)
         }.value
         #expect(access.status == 0, "\(access.output)")
-        #expect(access.output.contains("wrong PIN (4 attempts left)") && access.output.contains("granted: granted"), "\(access.output)")
+        #expect(
+            access.output.contains("wrong PIN (4 attempts left)") && access.output.contains("granted: granted"),
+            "\(access.output)")
         await shell.stop()
     }
 
@@ -42,14 +52,17 @@ struct PinLifecycleTests {
         for _ in 0..<5 {
             _ = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": "000000", "newPin": "1357"])
         }
-        let locked = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": .string(ShellHarness.pin), "newPin": "1357"])
+        let locked = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": .string(ShellHarness.pin), "newPin": "1357"])
         #expect(locked.failureData?["error"] == "secondFactorLockedOut", "\(locked)")
         #expect(try await shell.call("status.get").get()["states"]?.array?.contains("secondFactorLockedOut") == true)
         let unlock = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "credentials", "unlock", Self.id, "--socket", socket], mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "credentials", "unlock", Self.id, "--socket", socket], mergingErrors: true)
         }.value
         #expect(unlock.status == 0 && unlock.output == "unlocked \(Self.id): 5 attempts left\n", "\(unlock.output)")
-        let changed = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": .string(ShellHarness.pin), "newPin": "1357"])
+        let changed = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": .string(ShellHarness.pin), "newPin": "1357"])
         #expect((try? changed.get()) != nil, "\(changed)")
         let event = try await shell.waitForEvent("credentials.changed") { $0["reason"] == "unlocked" }
         #expect(event["id"] == .string(Self.id))
@@ -59,9 +72,11 @@ struct PinLifecycleTests {
     @Test func noPinCannotBeChanged() async throws {
         let shell = try ShellHarness(secondFactor: false)
         try await shell.start()
-        let result = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": "1234", "newPin": "5678"])
+        let result = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": "1234", "newPin": "5678"])
         #expect(result.failureData?["error"] == "secondFactor.notSet", "\(result)")
-        let badFormat = await shell.call("credentials.setPin", ["id": .string(Self.id), "oldPin": "1234", "newPin": "12"])
+        let badFormat = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": "1234", "newPin": "12"])
         #expect(badFormat.failureCode == -32602)
         await shell.stop()
     }

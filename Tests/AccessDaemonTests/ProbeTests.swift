@@ -3,6 +3,7 @@ import AccessJSON
 import BlueZTestSupport
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -19,10 +20,15 @@ struct ProbeTests {
         let key = try #require(await shell.daemon.access.startProbe(ShellHarness.readerID))
         // Ten advertisements at −66…−75 dBm (transmit power −59: path loss 7…16 dB).
         for index in 0..<10 {
-            _ = await shell.central.advertise(address: ShellHarness.readerAddress, rssi: -66 - index, serviceData: [
-                ReaderAdvertisement.serviceDataUUIDString: ReaderAdvertisement(
-                    kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ShellHarness.readerID,
-                    txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: ShellHarness.siteTag).serviceData])
+            _ = await shell.central.advertise(
+                address: ShellHarness.readerAddress, rssi: -66 - index,
+                serviceData: [
+                    ReaderAdvertisement.serviceDataUUIDString: ReaderAdvertisement(
+                        kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled],
+                        readerID: ShellHarness.readerID,
+                        txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: ShellHarness.siteTag
+                    ).serviceData
+                ])
             try await Task.sleep(for: .milliseconds(20))
         }
         try await shell.waitUntil("ten advertisements probed") {
@@ -66,15 +72,18 @@ struct ProbeTests {
             }
         }
         let result = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "probe", "2A01", "--seconds", "1", "--trials", "2", "--socket", socket],
-                           mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "probe", "2A01", "--seconds", "1", "--trials", "2", "--socket", socket],
+                mergingErrors: true)
         }.value
         advertising.cancel()
         await advertising.value
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("reader 00002A01"), "\(result.output)")
         #expect(result.output.contains("  advertisements:  "), "\(result.output)")
-        #expect(result.output.contains("  thresholds:      auto 20 dB, manual 40 dB: here in auto range"), "\(result.output)")
+        #expect(
+            result.output.contains("  thresholds:      auto 20 dB, manual 40 dB: here in auto range"),
+            "\(result.output)")
         #expect(result.output.contains("    1: actions listed (1) in "), "\(result.output)")
         #expect(result.output.contains("exchanges:       2 of 2 answered"), "\(result.output)")
         #expect(result.output.hasSuffix("verdict: OK\n"), "\(result.output)")
@@ -89,14 +98,16 @@ struct ProbeTests {
             }
         }
         let plain = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "probe", "2A01", "--seconds", "1", "--socket", socket], mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "probe", "2A01", "--seconds", "1", "--socket", socket], mergingErrors: true)
         }.value
         plainAdvertising.cancel()
         await plainAdvertising.value
         #expect(plain.output.contains("    skipped: the reader offers no actions"), "\(plain.output)")
 
         let absent = try await taskOnThreadOfItsOwn {
-            try runCommand([AccessctlTests.accessctl, "probe", "2A09", "--seconds", "1", "--socket", socket], mergingErrors: true)
+            try runCommand(
+                [AccessctlTests.accessctl, "probe", "2A09", "--seconds", "1", "--socket", socket], mergingErrors: true)
         }.value
         #expect(absent.status == 1 && absent.output.contains("verdict: not heard in 1 s"), "\(absent.output)")
         await shell.stop()

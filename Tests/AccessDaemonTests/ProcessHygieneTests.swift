@@ -6,7 +6,7 @@ import SuiteTraits
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real accessd as a process among others (issue #11): one instance per state
@@ -47,7 +47,8 @@ struct ProcessHygieneTests {
         let regions = maps.regions.filter { $0.path == nil }.map { ($0.start, $0.end, $0.permissions.hasPrefix("rw")) }
         var heaps = 0
         for (index, region) in regions.enumerated() where region.2 && region.0 % size == 0 {
-            let end = index + 1 < regions.count && regions[index + 1].0 == region.1 && !regions[index + 1].2
+            let end =
+                index + 1 < regions.count && regions[index + 1].0 == region.1 && !regions[index + 1].2
                 ? regions[index + 1].1 : region.1
             if end - region.0 == size { heaps += 1 }
         }
@@ -61,15 +62,21 @@ struct ProcessHygieneTests {
         try await harness.start()
         let client = try harness.connect()
         // Same socket, other state directory: someone answers there.
-        let onSocket = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
-                                       harness.socketPath, "--state-dir", harness.directory + "/other",
-                                       "--bus", harness.bus.address], mergingErrors: true)
+        let onSocket = try runCommand(
+            [
+                DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                harness.socketPath, "--state-dir", harness.directory + "/other",
+                "--bus", harness.bus.address,
+            ], mergingErrors: true)
         #expect(onSocket.status == 75)
         #expect(onSocket.output.contains("another accessd answers on \(harness.socketPath)"))
         // Same state directory, other socket: the lock says who holds it.
-        let onState = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
-                                      harness.directory + "/b.sock", "--state-dir", harness.stateDirectory,
-                                      "--bus", harness.bus.address], mergingErrors: true)
+        let onState = try runCommand(
+            [
+                DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                harness.directory + "/b.sock", "--state-dir", harness.stateDirectory,
+                "--bus", harness.bus.address,
+            ], mergingErrors: true)
         #expect(onState.status == 75)
         #expect(onState.output.contains("holds the state directory"))
         #expect(onState.output.contains("(pid "))
@@ -83,8 +90,11 @@ struct ProcessHygieneTests {
     @Test func aFileInTheWayOfTheSocketIsRefused() async throws {
         let harness = try await DaemonHarness()
         try "not a socket".write(toFile: harness.socketPath, atomically: true, encoding: .utf8)
-        let result = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
-                                     harness.socketPath, "--state-dir", harness.stateDirectory, "--bus", harness.bus.address], mergingErrors: true)
+        let result = try runCommand(
+            [
+                DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                harness.socketPath, "--state-dir", harness.stateDirectory, "--bus", harness.bus.address,
+            ], mergingErrors: true)
         #expect(result.status == 75)
         #expect(result.output.contains("exists and is not a socket"))
         #expect(try String(contentsOfFile: harness.socketPath, encoding: .utf8) == "not a socket")
@@ -104,11 +114,14 @@ struct ProcessHygieneTests {
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -81)
         _ = try await harness.waitForStatus { $0["readerCount"]?.int == 1 }
         #expect(try autoRange(harness) == false)
-        try harness.writeConfig("[log]\nlevel = \"debug\"\n[range]\nsensitivity = \"veryLow\"\n[access]\nconnection_limit = 2\n")
+        try harness.writeConfig(
+            "[log]\nlevel = \"debug\"\n[range]\nsensitivity = \"veryLow\"\n[access]\nconnection_limit = 2\n")
         kill(harness.daemon?.pid ?? 0, SIGHUP)
         try await waitForLog(harness, "configuration reloaded")
         #expect(harness.log.contains("applied=range.sensitivity,log.level"))
-        #expect(harness.log.contains("needRestart=access.connection_limit\n"), "only what the file changed, not the command line's paths")
+        #expect(
+            harness.log.contains("needRestart=access.connection_limit\n"),
+            "only what the file changed, not the command line's paths")
         #expect(harness.log.contains("changed settings take effect at the next restart"))
         // Debug lines appear now that the level is debug.
         #expect(!harness.log.contains("client connected"))
@@ -133,14 +146,20 @@ struct ProcessHygieneTests {
     /// Issue #17: a missing socket directory or `[socket] group` (which --check-config
     /// accepts) trapped on the HTTP client's shutdown check instead of exiting 78, so
     /// systemd's no-restart rule for 78 never applied and it restarted every 2 s.
-    @Test(arguments: [("[log]\nlevel = \"info\"\n", "/missing/a.sock"), ("[socket]\ngroup = \"nosuchgroup\"\n", "/a.sock")])
+    @Test(arguments: [
+        ("[log]\nlevel = \"info\"\n", "/missing/a.sock"), ("[socket]\ngroup = \"nosuchgroup\"\n", "/a.sock"),
+    ])
     func aStartupErrorExits78WithoutACrash(config: String, socket: String) async throws {
         let harness = try await DaemonHarness(config: config)
-        let result = try runCommand([DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
-                                     harness.directory + socket, "--state-dir", harness.stateDirectory,
-                                     "--bus", harness.bus.address], mergingErrors: true)
+        let result = try runCommand(
+            [
+                DaemonHarness.accessdPath, "--config", harness.configPath, "--socket",
+                harness.directory + socket, "--state-dir", harness.stateDirectory,
+                "--bus", harness.bus.address,
+            ], mergingErrors: true)
         #expect(result.status == 78, "\(result.output)")
-        #expect(!result.output.contains("Fatal error") && !result.output.contains("Program crashed"), "\(result.output)")
+        #expect(
+            !result.output.contains("Fatal error") && !result.output.contains("Program crashed"), "\(result.output)")
     }
 
     /// Issue #17: after a SIGKILL the database and its -wal exist, and accessd started on a
@@ -156,10 +175,13 @@ struct ProcessHygieneTests {
         #expect(FileManager.default.fileExists(atPath: harness.stateDirectory + "/accessd.sqlite-wal"))
         // accessd in a mount namespace of its own, where the state directory is read-only.
         let directory = harness.stateDirectory
-        let result = try runCommand(["/usr/bin/unshare", "-m", "/bin/sh", "-c",
-                                     "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "sh", directory,
-                                     DaemonHarness.accessdPath, "--config", harness.configPath, "--socket", harness.socketPath,
-                                     "--state-dir", directory, "--bus", harness.bus.address], mergingErrors: true)
+        let result = try runCommand(
+            [
+                "/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "sh", directory,
+                DaemonHarness.accessdPath, "--config", harness.configPath, "--socket", harness.socketPath,
+                "--state-dir", directory, "--bus", harness.bus.address,
+            ], mergingErrors: true)
         #expect(result.status == 73, "\(result.output)")
         #expect(result.output.contains("is not writable: Read-only file system"), "\(result.output)")
     }
@@ -176,11 +198,14 @@ struct ProcessHygieneTests {
         let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 4096\n")
         let state = harness.stateDirectory
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        try await harness.start(wrapper: ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
-                                          "mount -t tmpfs -o size=16m,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"", "sh", state])
+        try await harness.start(wrapper: [
+            "/usr/bin/unshare", "-m", "/bin/sh", "-c",
+            "mount -t tmpfs -o size=16m,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"", "sh", state,
+        ])
         let pid = try #require(harness.daemon?.pid)
         func inAccessdsNamespace(_ script: String) throws {
-            let result = try runCommand(["/usr/bin/nsenter", "-t", "\(pid)", "-m", "/bin/sh", "-c", script], mergingErrors: true)
+            let result = try runCommand(
+                ["/usr/bin/nsenter", "-t", "\(pid)", "-m", "/bin/sh", "-c", script], mergingErrors: true)
             if result.status != 0 { throw TestEnvironmentError("\(script): \(result.output)") }
         }
         let subscriber = try harness.connect()
@@ -197,7 +222,10 @@ struct ProcessHygieneTests {
         var updates = 0
         var lost: Int64?
         while updates + Int(lost ?? 0) < 1201 {
-            try #require(subscriber.waitReadable(timeout: .seconds(30)), "\(updates) updates, then nothing: \(harness.log.split(separator: "\n").filter { !$0.contains("event reader.updated") }.suffix(8).joined(separator: "\n"))")
+            try #require(
+                subscriber.waitReadable(timeout: .seconds(30)),
+                "\(updates) updates, then nothing: \(harness.log.split(separator: "\n").filter { !$0.contains("event reader.updated") }.suffix(8).joined(separator: "\n"))"
+            )
             let event = try subscriber.nextNotification()
             let params = try #require(event["params"], "\(event)")
             sequences.append(try #require(params["seq"]?.int, "\(event)"))
@@ -211,7 +239,9 @@ struct ProcessHygieneTests {
         // And they are in the journal, for a replay (of these kinds: readers not heard again
         // become unavailable 10 s later).
         let replay = try harness.connect()
-        let replayed = try replay.call("events.subscribe", ["since": .int(first), "kinds": ["reader.updated", "events.lost"]]).get()
+        let replayed = try replay.call(
+            "events.subscribe", ["since": .int(first), "kinds": ["reader.updated", "events.lost"]]
+        ).get()
         #expect(replayed["replayed"]?.int == Int64(updates + (lost == nil ? 0 : 1)))
         #expect(harness.stop() == 0)
     }
@@ -241,7 +271,8 @@ struct ProcessHygieneTests {
             let clients = try (0..<48).map { _ in try harness.connect() }
             kill(daemon.pid, SIGTERM)
             let status = daemon.waitForExit(timeout: .seconds(30))
-            #expect(status == 0, "round \(round): exit \(status.map(String.init) ?? "none")\n\(harness.log.suffix(2000))")
+            #expect(
+                status == 0, "round \(round): exit \(status.map(String.init) ?? "none")\n\(harness.log.suffix(2000))")
             #expect(!harness.log.contains("Fatal error"), "round \(round)")
             withExtendedLifetime(clients) {}
         }

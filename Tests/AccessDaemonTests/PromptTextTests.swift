@@ -1,4 +1,5 @@
 import Testing
+
 @testable import AccessDaemon
 
 /// The prompt's text names the reader and the site (issue #13, item 4): the SDK's
@@ -6,9 +7,13 @@ import Testing
 @Suite("Prompt text")
 struct PromptTextTests {
     @Test func placeholdersAreFilled() {
-        #expect(PromptText.render("PIN for {reader} ({readerId}) at {site}", readerName: "Front door", readerID: "00002A01",
-                                  siteName: "Head office") == "PIN for Front door (00002A01) at Head office")
-        #expect(PromptText.render("PIN for {reader}", readerName: nil, readerID: "00002A01", siteName: nil) == "PIN for 00002A01")
+        #expect(
+            PromptText.render(
+                "PIN for {reader} ({readerId}) at {site}", readerName: "Front door", readerID: "00002A01",
+                siteName: "Head office") == "PIN for Front door (00002A01) at Head office")
+        #expect(
+            PromptText.render("PIN for {reader}", readerName: nil, readerID: "00002A01", siteName: nil)
+                == "PIN for 00002A01")
         #expect(PromptText.render("{other} stays", readerName: "", readerID: "1", siteName: nil) == "{other} stays")
     }
 

@@ -17,8 +17,9 @@ struct ReaderCapacityTests {
                 kind: .gallagherStyle, flags: [.manualConnectEnabled], readerID: ReaderID(id), txPower: -59,
                 autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: ShellHarness.siteTag)
             advertisement.readerID = ReaderID(id)
-            _ = await shell.central.advertise(address: "00:BB:02:00:00:01", rssi: rssi,
-                                              serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
+            _ = await shell.central.advertise(
+                address: "00:BB:02:00:00:01", rssi: rssi,
+                serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
         }
         for id in 1...UInt32(limit + 10) { await advertise(id, rssi: -80) }
         try await shell.waitUntil("all advertisements handled", timeout: .seconds(60)) {
@@ -29,7 +30,8 @@ struct ReaderCapacityTests {
         await advertise(1, rssi: -60)
         await advertise(1, rssi: -60)
         try await shell.waitUntil("the tracked reader updates") {
-            try await shell.call("readers.list").get()["readers"]?.array?.first { $0["id"] == "00000001" }?["rssi"] == -60
+            try await shell.call("readers.list").get()["readers"]?.array?.first { $0["id"] == "00000001" }?["rssi"]
+                == -60
         }
         await shell.stop()
     }

@@ -32,16 +32,20 @@ struct ReaderProvisioningTests {
     }
 
     private func enroll(_ site: SiteHarness, _ key: P256.Signing.PrivateKey) throws {
-        let answer = try JSONValue.parse(try site.run(["reader", "add", "--name", "lobby", "--public-key", SiteText.base64(key.publicKey)]))
+        let answer = try JSONValue.parse(
+            try site.run(["reader", "add", "--name", "lobby", "--public-key", SiteText.base64(key.publicKey)]))
         #expect(answer["keyID"]?.string == ReaderKeyID(publicKey: key.publicKey).description)
     }
 
-    private func registerHolder(_ site: SiteHarness, _ client: SiteClient, _ address: SiteAddress,
-                                secondFactor: P256.Signing.PublicKey? = nil) async throws -> (CredentialID, SiteClient.Registration) {
+    private func registerHolder(
+        _ site: SiteHarness, _ client: SiteClient, _ address: SiteAddress,
+        secondFactor: P256.Signing.PublicKey? = nil
+    ) async throws -> (CredentialID, SiteClient.Registration) {
         let code = try InvitationCode(try site.invite("Ada").code)
-        let registration = try await client.register(site: address, code: code, deviceName: "kiosk",
-                                                     credentialKey: P256.Signing.PrivateKey().publicKey,
-                                                     secondFactorKey: secondFactor)
+        let registration = try await client.register(
+            site: address, code: code, deviceName: "kiosk",
+            credentialKey: P256.Signing.PrivateKey().publicKey,
+            secondFactorKey: secondFactor)
         return (registration.credentialID, registration)
     }
 
@@ -69,7 +73,8 @@ struct ReaderProvisioningTests {
             #expect(page.credentials.first?.secondFactorKey?.x963Representation == secondFactor.x963Representation)
             #expect(!page.more)
             // Nothing since: the same cursor back, no records.
-            let again = try await client.provisioning(site: address, readerKey: readerKey, cursor: page.cursor, wait: .zero)
+            let again = try await client.provisioning(
+                site: address, readerKey: readerKey, cursor: page.cursor, wait: .zero)
             #expect(again.cursor == page.cursor && again.credentials.isEmpty && again.aperio.isEmpty)
         }
     }
@@ -81,15 +86,19 @@ struct ReaderProvisioningTests {
             let (id, _) = try await registerHolder(site, client, address)
             var state = ReaderProvisioningState()
             state.apply(try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero))
-            try site.run(["item", "add", "--credential", id.description, "--type", "aperio", "--name", "Store", "--id", "lock-1"])
-            state.apply(try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
+            try site.run([
+                "item", "add", "--credential", id.description, "--type", "aperio", "--name", "Store", "--id", "lock-1",
+            ])
+            state.apply(
+                try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
             #expect(state.aperio["lock-1"]?.credential == id)
             #expect(state.aperioRecords.map(\.state) == [.active])
 
             // A held call, then the site revokes: the call answers at once with the change.
             let cursor = state.cursor
             let started = ContinuousClock.now
-            async let held = client.provisioning(site: address, readerKey: readerKey, cursor: cursor, wait: .seconds(20))
+            async let held = client.provisioning(
+                site: address, readerKey: readerKey, cursor: cursor, wait: .seconds(20))
             try await Task.sleep(for: .milliseconds(500))
             try site.run(["revoke", id.description])
             let revoked = ContinuousClock.now
@@ -103,7 +112,8 @@ struct ReaderProvisioningTests {
             #expect(state.aperioRecords.map(\.state) == [.revoked])
 
             try site.run(["item", "remove", "lock-1"])
-            state.apply(try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
+            state.apply(
+                try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
             #expect(state.aperio.isEmpty)
         }
     }
@@ -131,8 +141,9 @@ struct ReaderProvisioningTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/site-api.md")
         let text = try String(contentsOf: url, encoding: .utf8)
-        let block = try #require(text.components(separatedBy: "```provisioning-vectors\n").dropFirst().first?
-            .components(separatedBy: "```").first)
+        let block = try #require(
+            text.components(separatedBy: "```provisioning-vectors\n").dropFirst().first?
+                .components(separatedBy: "```").first)
         var vectors: [String: String] = [:]
         for line in block.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -140,7 +151,9 @@ struct ReaderProvisioningTests {
             vectors[parts[0]] = parts[1]
         }
         func value(_ name: String) throws -> String { try #require(vectors[name], "missing vector \(name)") }
-        func hex(_ name: String) throws -> [UInt8] { try #require([UInt8](hexString: try value(name)), "bad hex in \(name)") }
+        func hex(_ name: String) throws -> [UInt8] {
+            try #require([UInt8](hexString: try value(name)), "bad hex in \(name)")
+        }
 
         let key = try P256.Signing.PrivateKey(rawRepresentation: try hex("reader.privateKey"))
         #expect(Array(key.publicKey.x963Representation) == (try hex("reader.publicKey")))
@@ -153,13 +166,18 @@ struct ReaderProvisioningTests {
         let header = try #require(SiteRequestAuthorization(headerValue: try value("request.header")))
         #expect(header.readerKeyID == ReaderKeyID(publicKey: key.publicKey))
         #expect(header.signature == (try hex("request.signature")))
-        #expect(header.verifies(method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
-                                key: key.publicKey))
+        #expect(
+            header.verifies(
+                method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
+                key: key.publicKey))
         // The same signature as a holder's (credential=…) does not verify: another first line.
-        let asHolder = SiteRequestAuthorization(principal: .credential(CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!),
-                                                time: time, nonce: header.nonce, signature: header.signature)
-        #expect(!asHolder.verifies(method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
-                                   key: key.publicKey))
+        let asHolder = SiteRequestAuthorization(
+            principal: .credential(CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!),
+            time: time, nonce: header.nonce, signature: header.signature)
+        #expect(
+            !asHolder.verifies(
+                method: try value("request.method"), pathAndQuery: try value("request.target"), body: [],
+                key: key.publicKey))
 
         let page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(try value("page").utf8)).validated()
         var state = ReaderProvisioningState()
@@ -187,7 +205,8 @@ struct ReaderProvisioningTests {
         let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("page: ") })
         let json = String(line.dropFirst("page: ".count))
         #expect(json.contains(original))
-        let page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(json.replacingOccurrences(of: original, with: replacement).utf8))
+        let page = try JSONDecoder().decode(
+            ProvisioningPage.self, from: Data(json.replacingOccurrences(of: original, with: replacement).utf8))
         do {
             _ = try page.validated()
             Issue.record("a page with a bad field was taken")

@@ -4,6 +4,7 @@ import BlueZTestSupport
 import Foundation
 import SuiteTraits
 import Testing
+
 @testable import AccessDaemon
 
 /// The reader scope as an operator uses it (issue #13, item 1): the real accessd with the
@@ -21,7 +22,8 @@ struct ReaderScopeEndToEndTests {
         """
 
     private func accessctl(_ arguments: [String], _ harness: DaemonHarness) throws -> (status: Int32, output: String) {
-        let result = try runCommand([AccessctlTests.accessctl] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
+        let result = try runCommand(
+            [AccessctlTests.accessctl] + arguments + ["--socket", harness.socketPath], mergingErrors: true)
         print("$ accessctl \(arguments.joined(separator: " "))\n\(result.output)")
         return (result.status, result.output)
     }
@@ -36,13 +38,14 @@ struct ReaderScopeEndToEndTests {
 
         let file = try accessctl(["readers", "scope"], harness)
         #expect(file.status == 0)
-        #expect(file.output == """
-            READER    RULE                      FROM
-            00002A02  allow                     configuration
-            00002A03  offset -4 dB, manual off  configuration
-            only readers on the allow list open automatically
+        #expect(
+            file.output == """
+                READER    RULE                      FROM
+                00002A02  allow                     configuration
+                00002A03  offset -4 dB, manual off  configuration
+                only readers on the allow list open automatically
 
-            """, "\(file.output)")
+                """, "\(file.output)")
         // The heard reader is not on the allow list.
         let listed = try accessctl(["readers"], harness)
         #expect(listed.output.contains("auto: not allowed"), "\(listed.output)")
@@ -53,8 +56,11 @@ struct ReaderScopeEndToEndTests {
         #expect(readers.output.split(separator: "\n").last?.hasSuffix("denied (operator)") == true, "\(readers.output)")
         let access = try accessctl(["access", "2A01"], harness)
         #expect(access.status == 1)
-        #expect(access.output.contains("refused: reader 00002A01 (Front door) is on this kiosk's deny list (set by an operator: accessctl readers scope 00002A01)"),
-                "\(access.output)")
+        #expect(
+            access.output.contains(
+                "refused: reader 00002A01 (Front door) is on this kiosk's deny list (set by an operator: accessctl readers scope 00002A01)"
+            ),
+            "\(access.output)")
 
         // Kept across a restart; a further change keeps what it does not name.
         #expect(harness.stop() == 0)
@@ -62,8 +68,12 @@ struct ReaderScopeEndToEndTests {
         let changed = try accessctl(["readers", "scope", "2A01", "--offset", "2"], harness)
         #expect(changed.output.contains("00002A01  deny, offset +2 dB  operator"), "\(changed.output)")
         let events = try accessctl(["events", "--kinds", "readers.scopeChanged"], harness)
-        #expect(events.output.contains("reader 00002A01: scope set by uid \(getuid()): deny, offset -3 dB"), "\(events.output)")
-        #expect(events.output.contains("reader 00002A01: scope set by uid \(getuid()): deny, offset +2 dB"), "\(events.output)")
+        #expect(
+            events.output.contains("reader 00002A01: scope set by uid \(getuid()): deny, offset -3 dB"),
+            "\(events.output)")
+        #expect(
+            events.output.contains("reader 00002A01: scope set by uid \(getuid()): deny, offset +2 dB"),
+            "\(events.output)")
 
         // Refused: out of bounds (accessd says why), contradictory options (accessctl does).
         let far = try accessctl(["readers", "scope", "2A01", "--offset", "40"], harness)
@@ -73,8 +83,10 @@ struct ReaderScopeEndToEndTests {
 
         let reset = try accessctl(["readers", "scope", "2A01", "--reset"], harness)
         #expect(reset.status == 0)
-        #expect(reset.output == "reader 00002A01: no rule; opened as it offers (but only readers on the allow list open automatically)\n",
-                "\(reset.output)")
+        #expect(
+            reset.output
+                == "reader 00002A01: no rule; opened as it offers (but only readers on the allow list open automatically)\n",
+            "\(reset.output)")
         #expect(try accessctl(["readers", "scope"], harness).output == file.output)
         #expect(harness.stop() == 0)
     }
@@ -89,13 +101,23 @@ struct ReaderScopeEndToEndTests {
                 return "line \(error.line.map(String.init) ?? "-"): \(error.reason)"
             }
         }
-        #expect(refusal("[readers]\ndeny = [\"door\"]\n")
-            == "line 2: 'door' is not a reader id (up to eight hex digits, as accessctl readers prints them)")
-        #expect(refusal("[readers]\nallow = [\"2A01\"]\ndeny = [\"00002A01\"]\n") == "line 3: reader 00002A01 is on both allow and deny")
-        #expect(refusal("[reader.2A01]\npath_loss_offset = 31\n") == "line 2: path_loss_offset must be within -30.0...30.0")
-        #expect(refusal("[reader.2A01]\nopen = true\n")?.hasPrefix("line 2: unknown key 'open' in [reader.2A01]") == true)
-        #expect(refusal("[reader.2A01]\nmanual = false\n[reader.00002A01]\nautomatic = false\n")?.contains("has two tables") == true)
+        #expect(
+            refusal("[readers]\ndeny = [\"door\"]\n")
+                == "line 2: 'door' is not a reader id (up to eight hex digits, as accessctl readers prints them)")
+        #expect(
+            refusal("[readers]\nallow = [\"2A01\"]\ndeny = [\"00002A01\"]\n")
+                == "line 3: reader 00002A01 is on both allow and deny")
+        #expect(
+            refusal("[reader.2A01]\npath_loss_offset = 31\n") == "line 2: path_loss_offset must be within -30.0...30.0")
+        #expect(
+            refusal("[reader.2A01]\nopen = true\n")?.hasPrefix("line 2: unknown key 'open' in [reader.2A01]") == true)
+        #expect(
+            refusal("[reader.2A01]\nmanual = false\n[reader.00002A01]\nautomatic = false\n")?.contains("has two tables")
+                == true)
         let rules = try ConfigurationLoader.parse(Self.config, file: "accessd.toml").readerRules
-        #expect(rules == [ReaderID(0x2A02): .init(listing: .allowed), ReaderID(0x2A03): .init(pathLossOffset: -4, manual: false)])
+        #expect(
+            rules == [
+                ReaderID(0x2A02): .init(listing: .allowed), ReaderID(0x2A03): .init(pathLossOffset: -4, manual: false),
+            ])
     }
 }

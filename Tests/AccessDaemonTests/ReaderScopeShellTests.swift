@@ -3,6 +3,7 @@ import AccessJSON
 import BlueZTestSupport
 import Foundation
 import Testing
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -21,8 +22,9 @@ struct ReaderScopeShellTests {
         }
         try await shell.start()
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
-        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(readerID: Self.other)), id: Self.other,
-                                         address: Self.otherAddress)
+        try await shell.readerAdvertises(
+            FakeReader(shell.readerConfiguration(readerID: Self.other)), id: Self.other,
+            address: Self.otherAddress)
         return shell
     }
 
@@ -45,15 +47,18 @@ struct ReaderScopeShellTests {
             return listed.contains { $0["id"] == "00002A01" }
         }
         let denied = listed.first { $0["id"] == "00002A01" }
-        #expect(denied?["scope"]?["automatic"] == false && denied?["scope"]?["automaticBecause"] == "denied", "\(listed)")
+        #expect(
+            denied?["scope"]?["automatic"] == false && denied?["scope"]?["automaticBecause"] == "denied", "\(listed)")
         #expect(denied?["scope"]?["ruleFrom"] == "configuration")
         #expect(listed.first { $0["id"] == "00002A02" }?["scope"]?["automaticBecause"] == "offered")
 
         let refused = await shell.call("access.request", ["reader": "2A01"], role: .operator)
         #expect(refused.failureData?["error"] == "forbidden")
         #expect(refused.failureData?["cause"] == "readerDenied")
-        #expect(refused.failureMessage == "refused: reader 00002A01 is on this kiosk's deny list ([readers] or [reader.00002A01] in accessd.toml)",
-                "\(refused)")
+        #expect(
+            refused.failureMessage
+                == "refused: reader 00002A01 is on this kiosk's deny list ([readers] or [reader.00002A01] in accessd.toml)",
+            "\(refused)")
         await shell.stop()
     }
 
@@ -79,7 +84,8 @@ struct ReaderScopeShellTests {
         let set = try await shell.call("readers.setScope", ["reader": "2A01", "list": "deny"], role: .operator).get()
         #expect(set["rules"] == [["reader": "00002A01", "list": "deny", "from": "operator"]], "\(set)")
         let changed = try await shell.waitForEvent("readers.scopeChanged")
-        #expect(changed["reader"] == "00002A01" && changed["rule"]?["list"] == "deny" && changed["uid"] == 0, "\(changed)")
+        #expect(
+            changed["reader"] == "00002A01" && changed["rule"]?["list"] == "deny" && changed["uid"] == 0, "\(changed)")
         _ = try await shell.call("automaticAccess.set", ["enabled": true], role: .operator).get()
         try await Task.sleep(for: .seconds(1))
         #expect(try shell.events("access.started").isEmpty)

@@ -30,8 +30,11 @@ struct ReadersimConfigurationTests {
     /// Issue #17: a file that is not UTF-8 was refused as "cannot read" with no line.
     @Test func aByteThatIsNotUTF8IsRefusedWithItsLine() throws {
         let path = NSTemporaryDirectory() + "readersim-\(UUID().uuidString).toml"
-        try Data("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[door]\nid = \"2A01".utf8 + [0xC3, 0x28] + Data("\"\n".utf8))
-            .write(to: URL(fileURLWithPath: path))
+        try Data(
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[door]\nid = \"2A01".utf8 + [0xC3, 0x28]
+                + Data("\"\n".utf8)
+        )
+        .write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (status, output) = try run(["readers", "--config", path, "--check"])
         #expect(status != 0)
@@ -42,13 +45,28 @@ struct ReadersimConfigurationTests {
         ("[a]\nid = \"1\"\n", "[site]"),
         ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n", "no readers"),
         ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"0\"\n", ":5: [a] id must be"),
-        ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nkind = \"nfc\"\n", ":6: [a] kind must be"),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nkind = \"nfc\"\n",
+            ":6: [a] kind must be"
+        ),
         ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\n[b]\nid = \"1\"\n", "used twice"),
         ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nactions = [\"x\"]\n", "ID:NAME"),
-        ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\ndecision = \"deny:maybe\"\n", "not an AccessDecision"),
-        ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nauto_connect_path_loss = 50\nmanual_connect_path_loss = 40\n", "must not exceed"),
-        ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\ncolour = \"red\"\n", "unknown key 'colour'"),
-        ("[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nadapter = \"hci0\"\n[b]\nid = \"2\"\n", "both on hci0"),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\ndecision = \"deny:maybe\"\n",
+            "not an AccessDecision"
+        ),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nauto_connect_path_loss = 50\nmanual_connect_path_loss = 40\n",
+            "must not exceed"
+        ),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\ncolour = \"red\"\n",
+            "unknown key 'colour'"
+        ),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nadapter = \"hci0\"\n[b]\nid = \"2\"\n",
+            "both on hci0"
+        ),
         ("[site\n", ":1:"),
         ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\n", "unknown key 'db' in [site] (known: url, key, ca_file)"),
         ("[site]\nkey = \"k\"\n[a]\nid = \"1\"\n", "[site] url must be the site's URL"),

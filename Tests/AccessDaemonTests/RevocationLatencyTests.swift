@@ -32,13 +32,16 @@ struct RevocationLatencyTests {
         for (command, expected) in [("suspend", "suspended"), ("resume", "active"), ("revoke", "revoked")] {
             let started = ContinuousClock.now
             try site.run([command, id])
-            let changed = try #require(try waitForEvent(events, timeout: .seconds(20)) {
-                $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == .string(expected)
-            }, "no \(expected) within 20 s (the background sync is an hour away)\n\(harness.log)")
+            let changed = try #require(
+                try waitForEvent(events, timeout: .seconds(20)) {
+                    $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == .string(expected)
+                }, "no \(expected) within 20 s (the background sync is an hour away)\n\(harness.log)")
             latencies[command] = ContinuousClock.now - started
             _ = changed
         }
-        print("site change to kiosk: suspend \(latencies["suspend"]!), resume \(latencies["resume"]!), revoke \(latencies["revoke"]!)")
+        print(
+            "site change to kiosk: suspend \(latencies["suspend"]!), resume \(latencies["resume"]!), revoke \(latencies["revoke"]!)"
+        )
         for latency in latencies.values { #expect(latency < .seconds(5)) }
         #expect(harness.stop() == 0)
     }
@@ -50,9 +53,12 @@ struct RevocationLatencyTests {
         try await site.serve(extra: ["--no-changes"])
         try await harness.start()
         _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
-        for _ in 0..<500 where !harness.log.contains("no change channel") { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(harness.log.contains("the site has no change channel; its changes arrive with the background sync"),
-                "\(harness.log)\n\(site.output)")
+        for _ in 0..<500 where !harness.log.contains("no change channel") {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(
+            harness.log.contains("the site has no change channel; its changes arrive with the background sync"),
+            "\(harness.log)\n\(site.output)")
         #expect(harness.stop() == 0)
     }
 }

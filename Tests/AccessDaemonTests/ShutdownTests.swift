@@ -33,10 +33,11 @@ struct ShutdownTests {
                 while let result = try? connection.call(method, params) {
                     switch result {
                     case .success: tally.answered += 1
-                    case let .failure(error) where error.data?["error"] == "shuttingDown": tally.shuttingDown += 1
-                    case let .failure(error) where method == "access.request" && error.data?["cause"] == "readerNotHeard":
+                    case .failure(let error) where error.data?["error"] == "shuttingDown": tally.shuttingDown += 1
+                    case .failure(let error)
+                    where method == "access.request" && error.data?["cause"] == "readerNotHeard":
                         tally.answered += 1
-                    case let .failure(error): tally.other.append("\(method): \(error.message)")
+                    case .failure(let error): tally.other.append("\(method): \(error.message)")
                     }
                 }
                 return tally
@@ -49,8 +50,10 @@ struct ShutdownTests {
         let took = ContinuousClock.now - signalled
         var tallies: [Tally] = []
         for client in clients { tallies.append(try await client.value) }
-        print("shutdown: SIGTERM with 20 clients calling → exit in \(took) (TimeoutStopSec is 15 s); "
-            + "answers \(tallies.map(\.answered).reduce(0, +)), shuttingDown \(tallies.map(\.shuttingDown).reduce(0, +))")
+        print(
+            "shutdown: SIGTERM with 20 clients calling → exit in \(took) (TimeoutStopSec is 15 s); "
+                + "answers \(tallies.map(\.answered).reduce(0, +)), shuttingDown \(tallies.map(\.shuttingDown).reduce(0, +))"
+        )
         #expect(status == 0, "accessd did not exit by itself within 20 s of SIGTERM: \(harness.log.suffix(3000))")
         #expect(took < .seconds(5))
         #expect(tallies.allSatisfy { $0.answered > 0 }, "every client was served before the stop: \(tallies)")

@@ -7,7 +7,7 @@ import SuiteTraits
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The Debian package under the real systemd 252, dbus.service and bluetooth.service of the
@@ -24,7 +24,9 @@ struct SystemdLabTests {
         #expect(try Lab.property("Type") == "notify")
         #expect(try Lab.property("UnitFileState") == "enabled")
         try await Lab.configure(Lab.baseConfig)
-        try await Lab.waitFor("STATUS= names the adapter") { try Lab.property("StatusText").hasPrefix("scanning on hci1") }
+        try await Lab.waitFor("STATUS= names the adapter") {
+            try Lab.property("StatusText").hasPrefix("scanning on hci1")
+        }
         print("StatusText: \(try Lab.property("StatusText"))")
         // One version: the package's, the binary's and the socket's.
         let packaged = try Lab.must("dpkg-query -W -f '${Version}' accessd")
@@ -35,13 +37,18 @@ struct SystemdLabTests {
         // The man pages carry the real exit statuses, files and examples (issue #12, item 8).
         for page in ["accessd", "accessctl", "readersim"] {
             let sections = try Lab.must("zcat /usr/share/man/man1/\(page).1.gz | grep '^\\.Sh'")
-            #expect(sections.contains(".Sh EXAMPLES") && sections.contains(".Sh FILES") && sections.contains(".Sh EXIT STATUS")
+            #expect(
+                sections.contains(".Sh EXAMPLES") && sections.contains(".Sh FILES")
+                    && sections.contains(".Sh EXIT STATUS")
                     && !sections.contains("\"EXIT STATUS\""), "\(page): \(sections)")
         }
         #expect(try Lab.must("zcat /usr/share/man/man1/accessctl.1.gz").contains("Not permitted for your user"))
         #expect(try Lab.must("test -s /usr/share/bash-completion/completions/accessctl && echo yes") == "yes\n")
         print(try Lab.must("systemd-analyze security --no-pager accessd | tail -1"))
-        print(try Lab.must("ls -l /usr/sbin/accessd /usr/bin/accessctl /usr/bin/readersim; dpkg-query -W -f '${Installed-Size} kB installed\\n${Depends}\\n' accessd"))
+        print(
+            try Lab.must(
+                "ls -l /usr/sbin/accessd /usr/bin/accessctl /usr/bin/readersim; dpkg-query -W -f '${Installed-Size} kB installed\\n${Depends}\\n' accessd"
+            ))
     }
 
     @Test func theSandboxScoresAtMostTwo() async throws {
@@ -85,16 +92,19 @@ struct SystemdLabTests {
         #expect(access.output.contains("granted"))
         // Decisions are journal entries with fields a fleet can query.
         let messageID = JournalFields.messageID(kind: "access.completed")
-        let entries = try Lab.must("journalctl -u accessd READER_ID=00002A01 MESSAGE_ID=\(messageID) -o json --no-pager")
+        let entries = try Lab.must(
+            "journalctl -u accessd READER_ID=00002A01 MESSAGE_ID=\(messageID) -o json --no-pager")
         let entry = try JSONValue.parse(entries.split(separator: "\n").last.map(String.init) ?? "{}")
         #expect(entry["DECISION"] == "granted")
         #expect(entry["PRIORITY"] == "5")
         // The registration's credentials.changed names the credential.
         let changes = try Lab.must(
-            "journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "credentials.changed")) -o json --no-pager")
+            "journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "credentials.changed")) -o json --no-pager"
+        )
         let change = try JSONValue.parse(changes.split(separator: "\n").last.map(String.init) ?? "{}")
         #expect(change["CREDENTIAL_ID"]?.string?.isEmpty == false)
-        let states = try Lab.must("journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "sdk.state")) -o json --no-pager")
+        let states = try Lab.must(
+            "journalctl -u accessd MESSAGE_ID=\(JournalFields.messageID(kind: "sdk.state")) -o json --no-pager")
         #expect(states.contains("\"SDK_STATE\""))
     }
 
@@ -124,18 +134,23 @@ struct SystemdLabTests {
     @Test func theWatchdogRestartsAStoppedAccessd() async throws {
         try await Lab.ensureInstalled()
         // A short watchdog for the test, so it takes seconds, not the unit's 30.
-        try Lab.must("""
+        try Lab.must(
+            """
             mkdir -p /run/systemd/system/accessd.service.d &&
             printf '[Service]\\nWatchdogSec=4s\\n' > /run/systemd/system/accessd.service.d/watchdog.conf &&
             systemctl daemon-reload && systemctl restart accessd
             """)
-        defer { _ = try? Lab.sh("rm -r /run/systemd/system/accessd.service.d && systemctl daemon-reload && systemctl restart accessd") }
+        defer {
+            _ = try? Lab.sh(
+                "rm -r /run/systemd/system/accessd.service.d && systemctl daemon-reload && systemctl restart accessd")
+        }
         try await Lab.waitFor("running with the short watchdog") { try Lab.isRunning() }
         let pid = try Lab.property("MainPID")
         let restarts = Int(try Lab.property("NRestarts")) ?? 0
         try Lab.must("kill -STOP \(pid)")
         try await Lab.waitFor("restarted by the watchdog", timeout: .seconds(40)) {
-            try Lab.isRunning() && Lab.property("MainPID") != pid && (Int(try Lab.property("NRestarts")) ?? 0) > restarts
+            try Lab.isRunning() && Lab.property("MainPID") != pid
+                && (Int(try Lab.property("NRestarts")) ?? 0) > restarts
         }
         #expect(try Lab.journal().contains("Watchdog timeout"))
     }
@@ -153,12 +168,14 @@ struct SystemdLabTests {
             try Lab.journal(since: cursor).contains("Backtrace took")
         }
         try await Lab.waitFor("restarted by systemd", timeout: .seconds(60)) {
-            try Lab.isRunning() && Lab.property("MainPID") != pid && (Int(try Lab.property("NRestarts")) ?? 0) > restarts
+            try Lab.isRunning() && Lab.property("MainPID") != pid
+                && (Int(try Lab.property("NRestarts")) ?? 0) > restarts
         }
         let journal = try Lab.journal(since: cursor)
         // Within the unit's TimeoutAbortSec (10 s), or systemd kills the backtracer's process.
-        print(journal.split(separator: "\n").filter { $0.contains("Backtrace took") || $0.contains("failed to suspend") }
-            .joined(separator: "\n"))
+        print(
+            journal.split(separator: "\n").filter { $0.contains("Backtrace took") || $0.contains("failed to suspend") }
+                .joined(separator: "\n"))
         #expect(journal.contains("Program crashed: Aborted"))
         #expect(journal.contains("Thread 0 \"accessd\" crashed"))
         // The other threads too, where a hang is (the unit's `threads=all` showed the crashed
@@ -176,7 +193,8 @@ struct SystemdLabTests {
 
     @Test func aBadConfigurationStopsItWithoutARestartLoop() async throws {
         try await Lab.ensureInstalled()
-        try (Lab.baseConfig + "[access]\nconnection_limit = 99\n").write(toFile: Lab.config, atomically: true, encoding: .utf8)
+        try (Lab.baseConfig + "[access]\nconnection_limit = 99\n").write(
+            toFile: Lab.config, atomically: true, encoding: .utf8)
         defer {
             try? Lab.baseConfig.write(toFile: Lab.config, atomically: true, encoding: .utf8)
             _ = try? Lab.sh("systemctl reset-failed accessd; systemctl start accessd")
@@ -193,13 +211,15 @@ struct SystemdLabTests {
 
     @Test func theSocketGroupGrantsItsMembers() async throws {
         try await Lab.ensureInstalled()
-        try Lab.must("""
+        try Lab.must(
+            """
             getent group kiosk >/dev/null || groupadd kiosk
             id kioskuser >/dev/null 2>&1 || useradd -M -G kiosk kioskuser
             id outsider >/dev/null 2>&1 || useradd -M outsider
             """)
         // Not yet a member: accessd refuses the setting, with what to do.
-        try (Lab.baseConfig + "[socket]\ngroup = \"kiosk\"\n").write(toFile: Lab.config, atomically: true, encoding: .utf8)
+        try (Lab.baseConfig + "[socket]\ngroup = \"kiosk\"\n").write(
+            toFile: Lab.config, atomically: true, encoding: .utf8)
         _ = try Lab.sh("systemctl restart accessd")
         try await Lab.waitFor("refused") { try Lab.property("ActiveState") == "failed" }
         #expect(try Lab.journal().contains("usermod -aG kiosk accessd"))
@@ -228,17 +248,19 @@ struct SystemdLabTests {
         let broker = try MosquittoBroker(directory: directory + "/broker", users: ["kiosk": "s3cret"])
         try await broker.start()
         defer { broker.stop() }
-        try Lab.must("printf 's3cret\\n' > /etc/accessd/mqtt-password && chown root:accessd /etc/accessd/mqtt-password "
-                     + "&& chmod 0640 /etc/accessd/mqtt-password")
-        try (Lab.baseConfig + """
-            [metrics]
-            listen = "127.0.0.1:9464"
-            [mqtt]
-            url = "mqtt://127.0.0.1:\(broker.port)"
-            username = "kiosk"
-            password_file = "/etc/accessd/mqtt-password"
+        try Lab.must(
+            "printf 's3cret\\n' > /etc/accessd/mqtt-password && chown root:accessd /etc/accessd/mqtt-password "
+                + "&& chmod 0640 /etc/accessd/mqtt-password")
+        try
+            (Lab.baseConfig + """
+                [metrics]
+                listen = "127.0.0.1:9464"
+                [mqtt]
+                url = "mqtt://127.0.0.1:\(broker.port)"
+                username = "kiosk"
+                password_file = "/etc/accessd/mqtt-password"
 
-            """).write(toFile: Lab.config, atomically: true, encoding: .utf8)
+                """).write(toFile: Lab.config, atomically: true, encoding: .utf8)
         defer {
             try? Lab.baseConfig.write(toFile: Lab.config, atomically: true, encoding: .utf8)
             _ = try? Lab.sh("systemctl restart accessd; rm -f /etc/accessd/mqtt-password")
@@ -256,7 +278,9 @@ struct SystemdLabTests {
         let check = try Lab.sh("curl -sf http://127.0.0.1:9464/metrics | promtool check metrics")
         #expect(check.status == 0, "\(check.output)")
         let text = try Lab.must("accessctl status")
-        #expect(text.contains("mqtt:") && text.contains("connected to mqtt://127.0.0.1:\(broker.port) as accessd/\(machine)"), "\(text)")
+        #expect(
+            text.contains("mqtt:")
+                && text.contains("connected to mqtt://127.0.0.1:\(broker.port) as accessd/\(machine)"), "\(text)")
         try await metricsPortFollowsTheDocumentedDropIn()
         // A stop through systemd: the retained status says offline.
         try Lab.must("systemctl stop accessd")
@@ -311,8 +335,10 @@ struct SystemdLabTests {
         #expect(!(try Lab.sh("dmesg | grep -i 'audit.*type=1326'").output.contains("accessd")))
         let pid = try Lab.property("MainPID")
         print(try Lab.sh("ps -L -o tid,ni,pri,comm -p \(pid); grep -i nice /proc/\(pid)/limits").output)
-        print("accessd RSS: \(try Lab.must("ps -o rss= -p \(pid)").trimmingCharacters(in: .whitespacesAndNewlines)) kB, "
-            + "tasks: \(try Lab.property("TasksCurrent")), memory (cgroup): \(try Lab.property("MemoryCurrent")) bytes")
+        print(
+            "accessd RSS: \(try Lab.must("ps -o rss= -p \(pid)").trimmingCharacters(in: .whitespacesAndNewlines)) kB, "
+                + "tasks: \(try Lab.property("TasksCurrent")), memory (cgroup): \(try Lab.property("MemoryCurrent")) bytes"
+        )
     }
 
     /// The open-next push-button (issue #13, item 2) through the unit's sandbox: as shipped
@@ -330,7 +356,8 @@ struct SystemdLabTests {
             try Lab.journal(since: cursor).contains("button device cannot be opened")
         }
 
-        let dropInFile = try Lab.installDropIn(fromDoc: "configuration.md", after: "(`systemctl edit accessd`):", as: "button")
+        let dropInFile = try Lab.installDropIn(
+            fromDoc: "configuration.md", after: "(`systemctl edit accessd`):", as: "button")
         defer { _ = try? Lab.sh("rm -f \(dropInFile) && systemctl daemon-reload") }
         cursor = try Lab.cursor()
         try await Lab.configure(config)
@@ -357,7 +384,8 @@ struct SystemdLabTests {
         // package, on the host's disk: the VM's /tmp is a small tmpfs.
         let scratch = URL(fileURLWithPath: deb).deletingLastPathComponent().appendingPathComponent("upgrade").path
         let upgrade = scratch + ".deb"
-        try Lab.must("""
+        try Lab.must(
+            """
             rm -rf '\(scratch)' && dpkg-deb -R '\(deb)' '\(scratch)' &&
             sed -i 's/^Version: \\(.*\\)$/Version: \\1+upgrade1/' '\(scratch)/DEBIAN/control' &&
             dpkg-deb --root-owner-group -Zgzip -z1 -b '\(scratch)' '\(upgrade)' && rm -rf '\(scratch)'
@@ -379,6 +407,8 @@ struct SystemdLabTests {
         #expect(!FileManager.default.fileExists(atPath: "/var/lib/accessd"))
         #expect(!FileManager.default.fileExists(atPath: "/usr/sbin/accessd"))
         #expect(!FileManager.default.fileExists(atPath: "/etc/accessd/accessd.toml"))
-        #expect(try Lab.sh("systemctl is-active accessd").output.trimmingCharacters(in: .whitespacesAndNewlines) != "active")
+        #expect(
+            try Lab.sh("systemctl is-active accessd").output.trimmingCharacters(in: .whitespacesAndNewlines) != "active"
+        )
     }
 }

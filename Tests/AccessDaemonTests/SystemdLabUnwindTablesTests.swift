@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SystemdLabTests {
@@ -30,14 +30,19 @@ extension SystemdLabTests {
         print("unwind tables resident: \(figures.joined(separator: ", "))")
         // For docs/performance.md: the installed service's resident set, idle, and the
         // libraries it mapped (NSS's systemd module only when a group is not in /etc/group).
-        print(try Lab.must("grep -E 'VmRSS|RssAnon|RssFile' /proc/\(pid)/status | tr -s ' \\t\\n' ' '; echo; "
-                           + "awk '$6 ~ /\\.so/ {print $6}' /proc/\(pid)/maps | sort -u | xargs -n1 basename | tr '\\n' ' '"))
+        print(
+            try Lab.must(
+                "grep -E 'VmRSS|RssAnon|RssFile' /proc/\(pid)/status | tr -s ' \\t\\n' ' '; echo; "
+                    + "awk '$6 ~ /\\.so/ {print $6}' /proc/\(pid)/maps | sort -u | xargs -n1 basename | tr '\\n' ' '"))
     }
 }
 
 /// Section headers of an ELF64 file (little-endian), enough to find one by name.
 enum ELFSections {
-    struct Section { let address: UInt64; let size: UInt64 }
+    struct Section {
+        let address: UInt64
+        let size: UInt64
+    }
 
     static func find(_ wanted: String, in path: String) throws -> Section? {
         let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -76,7 +81,8 @@ enum ELFSections {
 enum ResidentPages {
     static func count(pid: Int32, from address: UInt64, bytes: UInt64) throws -> Int {
         let page: UInt64 = 4096
-        let first = address / page, last = (address + bytes - 1) / page
+        let first = address / page
+        let last = (address + bytes - 1) / page
         let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/pagemap"))
         defer { try? file.close() }
         try file.seek(toOffset: first * 8)

@@ -3,11 +3,13 @@ import Crypto
 import Foundation
 import GRDB
 import Testing
+
 @testable import AccessStore
 
 @Suite("Store")
 struct AccessStoreTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-store-\(UUID().uuidString)").path
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-store-\(UUID().uuidString)")
+        .path
 
     @Test func settingsPersistAcrossReopening() throws {
         do {
@@ -39,8 +41,11 @@ struct AccessStoreTests {
         let store = try AccessStore(directory: directory)
         var sequences: [Int64] = []
         for index in 0..<10 {
-            sequences.append(try store.append(kind: index % 2 == 0 ? "reader.updated" : "sdk.state",
-                                              data: "{\"i\":\(index)}", time: Double(index)).sequence)
+            sequences.append(
+                try store.append(
+                    kind: index % 2 == 0 ? "reader.updated" : "sdk.state",
+                    data: "{\"i\":\(index)}", time: Double(index)
+                ).sequence)
         }
         #expect(sequences == Array(1...10))
         #expect(try store.events(after: 7).map(\.sequence) == [8, 9, 10])
@@ -73,11 +78,14 @@ struct AccessStoreTests {
         let store = try AccessStore(directory: directory)
         let key = P256.Signing.PrivateKey()
         let id = CredentialID(bytes: Array(repeating: 7, count: 16))!
-        let credential = Credential(id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
-                                    sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: key,
-                                    sealedSecondFactor: nil, secondFactorEnabled: false)
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "Site", siteURL: "https://site",
-                                                    deviceName: "kiosk", registeredAt: 0))
+        let credential = Credential(
+            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
+            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: key,
+            sealedSecondFactor: nil, secondFactorEnabled: false)
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "Site", siteURL: "https://site",
+                deviceName: "kiosk", registeredAt: 0))
         let secret = [UInt8](key.rawRepresentation)
         func onDisk() -> Bool {
             [store.path, store.path + "-wal"].contains { path in

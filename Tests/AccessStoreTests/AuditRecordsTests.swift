@@ -2,32 +2,40 @@ import AccessCore
 import Crypto
 import Foundation
 import Testing
+
 @testable import AccessStore
 
 /// The audit upload's cursor and journal reads (docs/site-api.md §4.5).
 @Suite("Store: audit cursor")
 struct AuditRecordsTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-audit-\(UUID().uuidString)").path
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-audit-\(UUID().uuidString)")
+        .path
     static let kinds: Set<String> = ["access.completed", "secondFactor.required"]
 
     private func insert(_ store: AccessStore, byte: UInt8) throws -> String {
         let id = CredentialID(bytes: Array(repeating: byte, count: 16))!
-        let credential = Credential(id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
-                                    sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: P256.Signing.PrivateKey(),
-                                    sealedSecondFactor: nil, secondFactorEnabled: false)
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "Site", siteURL: "https://site",
-                                                    deviceName: "kiosk", registeredAt: 0))
+        let credential = Credential(
+            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
+            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: P256.Signing.PrivateKey(),
+            sealedSecondFactor: nil, secondFactorEnabled: false)
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "Site", siteURL: "https://site",
+                deviceName: "kiosk", registeredAt: 0))
         return id.description
     }
 
     private func decision(_ store: AccessStore, _ credential: String) throws -> Int64 {
-        try store.append(kind: "access.completed", data: #"{"credential":"\#(credential)","outcome":"granted"}"#, time: 1).sequence
+        try store.append(
+            kind: "access.completed", data: #"{"credential":"\#(credential)","outcome":"granted"}"#, time: 1
+        ).sequence
     }
 
     @Test func aCredentialsEventsAreReadAfterItsCursorOnly() throws {
         let store = try AccessStore(directory: directory)
         try store.append(kind: "access.completed", data: #"{"credential":"before"}"#, time: 0)
-        let ada = try insert(store, byte: 1), bob = try insert(store, byte: 2)
+        let ada = try insert(store, byte: 1)
+        let bob = try insert(store, byte: 2)
         // A credential starts at the journal's end: nothing before it is its own.
         #expect(try store.auditCursor(ada) == 1)
         let first = try decision(store, ada)
@@ -40,7 +48,8 @@ struct AuditRecordsTests {
         #expect(batch.events.map(\.sequence) == [first, second])
         #expect(batch.through == second + 1, "read to the journal's end")
         batch = try store.auditBatch(ada, after: 1, kinds: Self.kinds, limit: 1)
-        #expect(batch.events.map(\.sequence) == [first] && batch.through == first, "a full batch ends at its last event")
+        #expect(
+            batch.events.map(\.sequence) == [first] && batch.through == first, "a full batch ends at its last event")
         #expect(try store.auditBacklog(ada, after: 1, kinds: Self.kinds) == 2)
         #expect(try store.auditBatch(bob, after: 1, kinds: Self.kinds, limit: 100).events.map(\.sequence) == [bobs])
 

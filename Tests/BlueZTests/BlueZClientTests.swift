@@ -2,6 +2,7 @@ import BlueZTestSupport
 import Foundation
 import SuiteTraits
 import Testing
+
 @testable import BlueZ
 
 /// The BlueZ client against python-dbusmock's bluez5 template on a private bus.
@@ -33,7 +34,7 @@ final class BlueZClientTests {
 
     @Test func startReportsTheExistingTree() async throws {
         let added = await recorder.wait { if case .adapterAdded = $0 { true } else { false } }
-        guard case let .adapterAdded(adapter)? = added else {
+        guard case .adapterAdded(let adapter)? = added else {
             Issue.record("no adapter: \(recorder.events)")
             return
         }
@@ -46,25 +47,27 @@ final class BlueZClientTests {
     }
 
     @Test func discoveryUsesTheFilterAndIsReported() async throws {
-        try await client.setDiscoveryFilter(adapter: "/org/bluez/hci0",
-                                            DiscoveryFilter(uuids: [Self.serviceUUID]))
+        try await client.setDiscoveryFilter(
+            adapter: "/org/bluez/hci0",
+            DiscoveryFilter(uuids: [Self.serviceUUID]))
         try await client.startDiscovery(adapter: "/org/bluez/hci0")
         let discovering = await recorder.wait {
-            if case let .adapterChanged(adapter) = $0 { adapter.discovering } else { false }
+            if case .adapterChanged(let adapter) = $0 { adapter.discovering } else { false }
         }
         #expect(discovering != nil)
         let calls = try await mock.calls("/org/bluez/hci0")
         #expect(calls.suffix(2) == ["SetDiscoveryFilter", "StartDiscovery"])
         try await client.stopDiscovery(adapter: "/org/bluez/hci0")
-        #expect(await recorder.wait {
-            if case let .adapterChanged(adapter) = $0 { !adapter.discovering } else { false }
-        } != nil)
+        #expect(
+            await recorder.wait {
+                if case .adapterChanged(let adapter) = $0 { !adapter.discovering } else { false }
+            } != nil)
     }
 
     @Test func advertisementsArriveWithRSSIAndServiceData() async throws {
         try await mock.addDevice(Self.readerAddress, alias: "Front door")
         let first = await recorder.wait { if case .deviceAdvertised = $0 { true } else { false } }
-        guard case let .deviceAdvertised(device)? = first else {
+        guard case .deviceAdvertised(let device)? = first else {
             Issue.record("device not reported: \(recorder.events)")
             return
         }
@@ -76,17 +79,25 @@ final class BlueZClientTests {
         let payload: [UInt8] = [0x01, 0x01, 0x03, 0x00, 0x00, 0x2A, 0x01, 0xC5, 0x14, 0x28, 0x51, 0x17, 0xE0, 0x01]
         let mark = recorder.events.count
         // Real BlueZ types: ServiceData a{sv} of ay, RSSI n.
-        try await mock.set(Self.readerPath, "org.bluez.Device1", "ServiceData",
-                           .dictionary(keySignature: "s", valueSignature: "v",
-                                       [.init(.string(Self.serviceUUID), .variant(.bytes(payload)))]))
+        try await mock.set(
+            Self.readerPath, "org.bluez.Device1", "ServiceData",
+            .dictionary(
+                keySignature: "s", valueSignature: "v",
+                [.init(.string(Self.serviceUUID), .variant(.bytes(payload)))]))
         try await mock.set(Self.readerPath, "org.bluez.Device1", "RSSI", .int16(-67))
-        try await mock.set(Self.readerPath, "org.bluez.Device1", "ManufacturerData",
-                           .dictionary(keySignature: "q", valueSignature: "v",
-                                       [.init(.uint16(0xFFFF), .variant(.bytes([0xAB])))]))
+        try await mock.set(
+            Self.readerPath, "org.bluez.Device1", "ManufacturerData",
+            .dictionary(
+                keySignature: "q", valueSignature: "v",
+                [.init(.uint16(0xFFFF), .variant(.bytes([0xAB])))]))
         let advertised = await recorder.wait(from: mark) {
-            if case let .deviceAdvertised(device) = $0 { device.rssi == -67 && device.manufacturerData[0xFFFF] != nil } else { false }
+            if case .deviceAdvertised(let device) = $0 {
+                device.rssi == -67 && device.manufacturerData[0xFFFF] != nil
+            } else {
+                false
+            }
         }
-        guard case let .deviceAdvertised(latest)? = advertised else {
+        guard case .deviceAdvertised(let latest)? = advertised else {
             Issue.record("advertisement not reported: \(recorder.events.dropFirst(mark))")
             return
         }
@@ -100,7 +111,7 @@ final class BlueZClientTests {
         // dbusmock's Connect leaves Connected false (docs/bluez.md); ConnectDevice sets it.
         try await mock.mock("ConnectDevice", [.string("hci0"), .string(Self.readerAddress)])
         let connected = await recorder.wait {
-            if case let .deviceConnectionChanged(device) = $0 { device.connected } else { false }
+            if case .deviceConnectionChanged(let device) = $0 { device.connected } else { false }
         }
         #expect(connected != nil)
         #expect(try await mock.calls(Self.readerPath).contains("Connect"))
@@ -122,7 +133,7 @@ final class BlueZClientTests {
 
     @Test func poweringOffIsReported() async throws {
         try await client.setPowered(adapter: "/org/bluez/hci0", false)
-        let off = await recorder.wait { if case let .adapterChanged(adapter) = $0 { !adapter.powered } else { false } }
+        let off = await recorder.wait { if case .adapterChanged(let adapter) = $0 { !adapter.powered } else { false } }
         #expect(off != nil)
     }
 
@@ -155,9 +166,12 @@ final class BlueZClientTests {
         // An impostor on the bus announces a device under BlueZ's path.
         try mock.control.emitSignal(
             path: "/", interface: "org.freedesktop.DBus.ObjectManager", name: "InterfacesAdded",
-            arguments: [.objectPath("/org/bluez/hci0/dev_66_66_66_66_66_66"),
-                        .dictionary(keySignature: "s", valueSignature: "a{sv}",
-                                    [.init(.string("org.bluez.Device1"), .properties(["Address": .string("66:66:66:66:66:66")]))])])
+            arguments: [
+                .objectPath("/org/bluez/hci0/dev_66_66_66_66_66_66"),
+                .dictionary(
+                    keySignature: "s", valueSignature: "a{sv}",
+                    [.init(.string("org.bluez.Device1"), .properties(["Address": .string("66:66:66:66:66:66")]))]),
+            ])
         try await mock.addDevice(Self.readerAddress)
         _ = await recorder.wait { if case .deviceAdvertised = $0 { true } else { false } }
         #expect(await client.devices.keys.sorted() == [Self.readerPath])

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BlueZ
 
 @Suite("Bluetooth addresses through libbluetooth")
@@ -9,8 +10,10 @@ struct BluetoothAddressTests {
         #expect(address.description == "00:BB:01:02:03:0A")
     }
 
-    @Test(arguments: ["", "00:BB:01:02:03", "00:BB:01:02:03:0A:11", "00-BB-01-02-03-0A", "0G:BB:01:02:03:0A",
-                      "000:B:01:02:03:0A", " 00:BB:01:02:03:0A"])
+    @Test(arguments: [
+        "", "00:BB:01:02:03", "00:BB:01:02:03:0A:11", "00-BB-01-02-03-0A", "0G:BB:01:02:03:0A",
+        "000:B:01:02:03:0A", " 00:BB:01:02:03:0A",
+    ])
     func refusesMalformedText(_ text: String) {
         #expect(BluetoothAddress(text) == nil)
     }

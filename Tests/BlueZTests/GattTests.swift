@@ -2,6 +2,7 @@ import BlueZTestSupport
 import Foundation
 import SuiteTraits
 import Testing
+
 @testable import BlueZ
 
 /// The GATT client against dbusmock extended with a reader's GATT objects, and the
@@ -35,38 +36,55 @@ final class GattTests: Sendable {
 
     /// What bluetoothd adds after service discovery: the reader's service and its control point.
     func addReaderGatt() async throws {
-        try await addObject(Self.service, "org.bluez.GattService1",
-                            ["UUID": .string(Self.serviceUUID), "Device": .objectPath(Self.device), "Primary": .bool(true)],
-                            methods: [])
-        try await addObject(Self.characteristic, "org.bluez.GattCharacteristic1",
-                            ["UUID": .string(Self.characteristicUUID), "Service": .objectPath(Self.service),
-                             "Flags": .strings(["write", "notify"]), "Notifying": .bool(false), "MTU": .uint16(185)],
-                            methods: [
-                                ("ReadValue", "a{sv}", "ay", "ret = dbus.Array([dbus.Byte(c) for c in b'LOCKED'], signature='y')"),
-                                ("WriteValue", "aya{sv}", "", """
-                                    self.EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as', \
-                                    ['org.bluez.GattCharacteristic1', {'Value': dbus.Array([dbus.Byte(0x47)] + list(args[0]), \
-                                    signature='y', variant_level=1)}, []])
-                                    """),
-                                ("StartNotify", "", "", ""),
-                                ("StopNotify", "", "", ""),
-                            ])
+        try await addObject(
+            Self.service, "org.bluez.GattService1",
+            ["UUID": .string(Self.serviceUUID), "Device": .objectPath(Self.device), "Primary": .bool(true)],
+            methods: [])
+        try await addObject(
+            Self.characteristic, "org.bluez.GattCharacteristic1",
+            [
+                "UUID": .string(Self.characteristicUUID), "Service": .objectPath(Self.service),
+                "Flags": .strings(["write", "notify"]), "Notifying": .bool(false), "MTU": .uint16(185),
+            ],
+            methods: [
+                ("ReadValue", "a{sv}", "ay", "ret = dbus.Array([dbus.Byte(c) for c in b'LOCKED'], signature='y')"),
+                (
+                    "WriteValue", "aya{sv}", "",
+                    """
+                    self.EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as', \
+                    ['org.bluez.GattCharacteristic1', {'Value': dbus.Array([dbus.Byte(0x47)] + list(args[0]), \
+                    signature='y', variant_level=1)}, []])
+                    """
+                ),
+                ("StartNotify", "", "", ""),
+                ("StopNotify", "", "", ""),
+            ])
     }
 
-    func addObject(_ path: String, _ interface: String, _ properties: [String: DBusValue],
-                   methods: [(String, String, String, String)]) async throws {
-        let methodValues = DBusValue.array(elementSignature: "(ssss)", methods.map {
-            .structure([.string($0.0), .string($0.1), .string($0.2), .string($0.3)])
-        })
-        try await mock.mock("AddObject", [.string(path), .string(interface), .properties(properties), methodValues],
-                            path: "/", interface: "org.freedesktop.DBus.Mock")
+    func addObject(
+        _ path: String, _ interface: String, _ properties: [String: DBusValue],
+        methods: [(String, String, String, String)]
+    ) async throws {
+        let methodValues = DBusValue.array(
+            elementSignature: "(ssss)",
+            methods.map {
+                .structure([.string($0.0), .string($0.1), .string($0.2), .string($0.3)])
+            })
+        try await mock.mock(
+            "AddObject", [.string(path), .string(interface), .properties(properties), methodValues],
+            path: "/", interface: "org.freedesktop.DBus.Mock")
         // dbusmock's AddObject emits no InterfacesAdded (docs/bluez.md): emit it as bluetoothd would.
-        let added = DBusValue.dictionary(keySignature: "s", valueSignature: "a{sv}",
-                                         [.init(.string(interface), .properties(properties))])
-        try await mock.mock("EmitSignal", [.string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),
-                                           .string("oa{sa{sv}}"),
-                                           .array(elementSignature: "v", [.variant(.objectPath(path)), .variant(added)])],
-                            path: "/", interface: "org.freedesktop.DBus.Mock")
+        let added = DBusValue.dictionary(
+            keySignature: "s", valueSignature: "a{sv}",
+            [.init(.string(interface), .properties(properties))])
+        try await mock.mock(
+            "EmitSignal",
+            [
+                .string("org.freedesktop.DBus.ObjectManager"), .string("InterfacesAdded"),
+                .string("oa{sa{sv}}"),
+                .array(elementSignature: "v", [.variant(.objectPath(path)), .variant(added)]),
+            ],
+            path: "/", interface: "org.freedesktop.DBus.Mock")
     }
 
     @Test func connectWaitsForServiceResolution() async throws {
@@ -101,7 +119,11 @@ final class GattTests: Sendable {
         try await mock.set(Self.device, "org.bluez.Device1", "Connected", .bool(false))
         await #expect(throws: BlueZError.doesNotExist) { try await waiting.value }
         let reported = await recorder.wait {
-            if case let .deviceConnectionChanged(device) = $0 { device.path == Self.device && !device.connected } else { false }
+            if case .deviceConnectionChanged(let device) = $0 {
+                device.path == Self.device && !device.connected
+            } else {
+                false
+            }
         }
         #expect(reported != nil)
     }
@@ -115,8 +137,9 @@ final class GattTests: Sendable {
         try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
         _ = await waitUntil { await self.client.devices[Self.device]?.servicesResolved == true }
         let lookup = Task {
-            try await self.client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
-                                                         characteristic: Self.characteristicUUID, timeout: .seconds(20))
+            try await self.client.resolvedCharacteristic(
+                device: Self.device, service: Self.serviceUUID,
+                characteristic: Self.characteristicUUID, timeout: .seconds(20))
         }
         #expect(await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 })
         try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(false))
@@ -133,15 +156,17 @@ final class GattTests: Sendable {
         try await mock.mock("ConnectDevice", [.string("hci0"), .string("00:BB:01:00:00:00")])
         try await mock.set(Self.device, "org.bluez.Device1", "ServicesResolved", .bool(true))
         _ = await waitUntil { await self.client.devices[Self.device]?.servicesResolved == true }
-        let missing = try await client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
-                                                              characteristic: Self.characteristicUUID,
-                                                              timeout: .milliseconds(300))
+        let missing = try await client.resolvedCharacteristic(
+            device: Self.device, service: Self.serviceUUID,
+            characteristic: Self.characteristicUUID,
+            timeout: .milliseconds(300))
         #expect(missing == nil)
         #expect(await client.resolutionWaiters(device: Self.device) == 0)
 
         let lookup = Task {
-            try await self.client.resolvedCharacteristic(device: Self.device, service: Self.serviceUUID,
-                                                         characteristic: Self.characteristicUUID, timeout: .seconds(20))
+            try await self.client.resolvedCharacteristic(
+                device: Self.device, service: Self.serviceUUID,
+                characteristic: Self.characteristicUUID, timeout: .seconds(20))
         }
         #expect(await waitUntil { await self.client.resolutionWaiters(device: Self.device) == 1 })
         try await mock.set(Self.device, "org.bluez.Device1", "Connected", .bool(false))
@@ -162,19 +187,23 @@ final class GattTests: Sendable {
     @Test func deviceVanishingMidConnectEndsTheWait() async throws {
         let waiting = Task { try await self.client.waitForServicesResolved(device: Self.device, timeout: .seconds(10)) }
         try await Task.sleep(for: .milliseconds(100))
-        try await mock.mock("RemoveDevice", [.objectPath(Self.device)], path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
+        try await mock.mock(
+            "RemoveDevice", [.objectPath(Self.device)], path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
         await #expect(throws: BlueZError.doesNotExist) { try await waiting.value }
     }
 
     @Test func readWriteAndNotify() async throws {
         try await addReaderGatt()
         let found = await waitUntil {
-            await self.client.characteristic(device: Self.device, service: Self.serviceUUID.uppercased(),
-                                             characteristic: Self.characteristicUUID) != nil
+            await self.client.characteristic(
+                device: Self.device, service: Self.serviceUUID.uppercased(),
+                characteristic: Self.characteristicUUID) != nil
         }
         #expect(found)
-        let characteristic = try #require(await client.characteristic(device: Self.device, service: Self.serviceUUID,
-                                                                      characteristic: Self.characteristicUUID))
+        let characteristic = try #require(
+            await client.characteristic(
+                device: Self.device, service: Self.serviceUUID,
+                characteristic: Self.characteristicUUID))
         #expect(characteristic.path == Self.characteristic)
         #expect(characteristic.mtu == 185)
         #expect(characteristic.flags == ["write", "notify"])
@@ -193,62 +222,78 @@ final class GattTests: Sendable {
         try await addReaderGatt()
         _ = await waitUntil { await self.client.gattCharacteristics[Self.characteristic] != nil }
         let notifications = try await client.notifications(characteristic: Self.characteristic)
-        try await mock.mock("RemoveDevice", [.objectPath(Self.device)], path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
+        try await mock.mock(
+            "RemoveDevice", [.objectPath(Self.device)], path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
         var iterator = notifications.makeAsyncIterator()
         #expect(await iterator.next() == nil)
         #expect(await client.gattCharacteristics.isEmpty)
     }
 
     @Test func peripheralRegistersAndServesItsObjects() async throws {
-        for (interface, method) in [("org.bluez.GattManager1", "RegisterApplication"),
-                                    ("org.bluez.GattManager1", "UnregisterApplication"),
-                                    ("org.bluez.LEAdvertisingManager1", "RegisterAdvertisement"),
-                                    ("org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement")] {
+        for (interface, method) in [
+            ("org.bluez.GattManager1", "RegisterApplication"),
+            ("org.bluez.GattManager1", "UnregisterApplication"),
+            ("org.bluez.LEAdvertisingManager1", "RegisterAdvertisement"),
+            ("org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement"),
+        ] {
             let signature = method.hasPrefix("Register") ? "oa{sv}" : "o"
-            try await mock.mock("AddMethod", [.string(interface), .string(method), .string(signature), .string(""), .string("")],
-                                path: "/org/bluez/hci0", interface: "org.freedesktop.DBus.Mock")
+            try await mock.mock(
+                "AddMethod", [.string(interface), .string(method), .string(signature), .string(""), .string("")],
+                path: "/org/bluez/hci0", interface: "org.freedesktop.DBus.Mock")
         }
         let peripheralBus = try DBusConnection(address: bus.address)
         defer { peripheralBus.close() }
         let writes = WriteLog()
         let peripheral = BlueZPeripheral(
             connection: peripheralBus, adapter: "/org/bluez/hci0", root: "/org/accessd/readersim/reader0",
-            advertisement: .init(serviceData: ["fff8": [1, 2, 3]], serviceUUIDs: [Self.serviceUUID], localName: "Front door",
-                                 intervalMilliseconds: 100),
-            serviceUUID: Self.serviceUUID, characteristicUUID: Self.characteristicUUID) { writes.append($0) }
+            advertisement: .init(
+                serviceData: ["fff8": [1, 2, 3]], serviceUUIDs: [Self.serviceUUID], localName: "Front door",
+                intervalMilliseconds: 100),
+            serviceUUID: Self.serviceUUID, characteristicUUID: Self.characteristicUUID
+        ) { writes.append($0) }
         try await peripheral.register()
         #expect(try await mock.calls("/org/bluez/hci0").suffix(2) == ["RegisterApplication", "RegisterAdvertisement"])
 
         // What bluetoothd reads back from us.
         let control = mock.control
-        let advertisement = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.advertisementPath,
-                                                   interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-                                                   arguments: [.string("org.bluez.LEAdvertisement1")])
+        let advertisement = try await control.call(
+            destination: peripheralBus.uniqueName, path: peripheral.advertisementPath,
+            interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+            arguments: [.string("org.bluez.LEAdvertisement1")])
         let properties = try #require(advertisement.first?.stringKeyed)
         #expect(properties["Type"]?.string == "peripheral")
         #expect(properties["LocalName"]?.string == "Front door")
         #expect(properties["ServiceData"]?.stringKeyed?["fff8"]?.bytes == [1, 2, 3])
         #expect(properties["MinInterval"]?.integer == 100)
 
-        let objects = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.root,
-                                             interface: "org.freedesktop.DBus.ObjectManager", method: "GetManagedObjects")
+        let objects = try await control.call(
+            destination: peripheralBus.uniqueName, path: peripheral.root,
+            interface: "org.freedesktop.DBus.ObjectManager", method: "GetManagedObjects")
         let tree = try #require(objects.first?.stringKeyed)
-        #expect(tree[peripheral.characteristicPath]?.stringKeyed?["org.bluez.GattCharacteristic1"]?.stringKeyed?["UUID"]?.string
-            == Self.characteristicUUID)
-        #expect(tree[peripheral.servicePath]?.stringKeyed?["org.bluez.GattService1"]?.stringKeyed?["Primary"]?.bool == true)
+        #expect(
+            tree[peripheral.characteristicPath]?.stringKeyed?["org.bluez.GattCharacteristic1"]?.stringKeyed?["UUID"]?
+                .string
+                == Self.characteristicUUID)
+        #expect(
+            tree[peripheral.servicePath]?.stringKeyed?["org.bluez.GattService1"]?.stringKeyed?["Primary"]?.bool == true)
 
         // A central writes (through bluetoothd) and subscribes; the reader notifies.
-        _ = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
-                                   interface: "org.bluez.GattCharacteristic1", method: "WriteValue",
-                                   arguments: [.bytes([9, 8]), .properties(["device": .objectPath(Self.device), "mtu": .uint16(23)])])
+        _ = try await control.call(
+            destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
+            interface: "org.bluez.GattCharacteristic1", method: "WriteValue",
+            arguments: [.bytes([9, 8]), .properties(["device": .objectPath(Self.device), "mtu": .uint16(23)])])
         #expect(writes.values.map(\.value) == [[9, 8]])
         #expect(writes.values.first?.central == Self.device)
         #expect(writes.values.first?.mtu == 23)
         #expect(throws: BlueZError.notReady) { try peripheral.notify([1]) }
-        _ = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
-                                   interface: "org.bluez.GattCharacteristic1", method: "StartNotify")
-        let signals = try await control.signals(matching: [DBusMatchRule(interface: "org.freedesktop.DBus.Properties",
-                                                                         path: peripheral.characteristicPath)])
+        _ = try await control.call(
+            destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
+            interface: "org.bluez.GattCharacteristic1", method: "StartNotify")
+        let signals = try await control.signals(matching: [
+            DBusMatchRule(
+                interface: "org.freedesktop.DBus.Properties",
+                path: peripheral.characteristicPath)
+        ])
         try peripheral.notify([0xAA, 0xBB])
         var iterator = signals.makeAsyncIterator()
         let notification = await iterator.next()?.message
@@ -256,16 +301,18 @@ final class GattTests: Sendable {
 
         // Unknown methods are refused, not swallowed.
         await #expect(throws: DBusError.self) {
-            try await control.call(destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
-                                   interface: "org.bluez.GattCharacteristic1", method: "Confirm")
+            try await control.call(
+                destination: peripheralBus.uniqueName, path: peripheral.characteristicPath,
+                interface: "org.bluez.GattCharacteristic1", method: "Confirm")
         }
 
         // A central connected: a presence advertisement, non-connectable, beside the first.
         try await peripheral.startPresence(.init(serviceData: ["fff8": [1, 0x13, 3]], intervalMilliseconds: 100))
         #expect(try await mock.calls("/org/bluez/hci0").last == "RegisterAdvertisement")
-        let presence = try await control.call(destination: peripheralBus.uniqueName, path: peripheral.presencePath,
-                                              interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-                                              arguments: [.string("org.bluez.LEAdvertisement1")])
+        let presence = try await control.call(
+            destination: peripheralBus.uniqueName, path: peripheral.presencePath,
+            interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+            arguments: [.string("org.bluez.LEAdvertisement1")])
         let presenceProperties = try #require(presence.first?.stringKeyed)
         #expect(presenceProperties["Type"]?.string == "broadcast")
         #expect(presenceProperties["LocalName"] == nil)
@@ -273,17 +320,20 @@ final class GattTests: Sendable {
         await peripheral.stopPresence()
         #expect(try await mock.calls("/org/bluez/hci0").last == "UnregisterAdvertisement")
         await #expect(throws: DBusError.self) {
-            try await control.call(destination: peripheralBus.uniqueName, path: peripheral.presencePath,
-                                   interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-                                   arguments: [.string("org.bluez.LEAdvertisement1")])
+            try await control.call(
+                destination: peripheralBus.uniqueName, path: peripheral.presencePath,
+                interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                arguments: [.string("org.bluez.LEAdvertisement1")])
         }
 
         await peripheral.unregister()
-        #expect(try await mock.calls("/org/bluez/hci0").suffix(2) == ["UnregisterAdvertisement", "UnregisterApplication"])
+        #expect(
+            try await mock.calls("/org/bluez/hci0").suffix(2) == ["UnregisterAdvertisement", "UnregisterApplication"])
         await #expect(throws: DBusError.self) {
-            try await control.call(destination: peripheralBus.uniqueName, path: peripheral.advertisementPath,
-                                   interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-                                   arguments: [.string("org.bluez.LEAdvertisement1")])
+            try await control.call(
+                destination: peripheralBus.uniqueName, path: peripheral.advertisementPath,
+                interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                arguments: [.string("org.bluez.LEAdvertisement1")])
         }
     }
 
@@ -294,11 +344,13 @@ final class GattTests: Sendable {
         let peripheral = BlueZPeripheral(
             connection: peripheralBus, adapter: "/org/bluez/hci0", root: "/org/accessd/readersim/reader0",
             advertisement: .init(serviceData: ["fff8": [1]]), serviceUUID: Self.serviceUUID,
-            characteristicUUID: Self.characteristicUUID) { _ in }
+            characteristicUUID: Self.characteristicUUID
+        ) { _ in }
         await #expect(throws: BlueZError.doesNotExist) { try await peripheral.register() }
         await #expect(throws: DBusError.self) {
-            try await self.mock.control.call(destination: peripheralBus.uniqueName, path: peripheral.root,
-                                             interface: "org.freedesktop.DBus.ObjectManager", method: "GetManagedObjects")
+            try await self.mock.control.call(
+                destination: peripheralBus.uniqueName, path: peripheral.root,
+                interface: "org.freedesktop.DBus.ObjectManager", method: "GetManagedObjects")
         }
     }
 

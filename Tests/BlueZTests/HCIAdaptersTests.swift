@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BlueZ
 
 @Suite("HCI adapters through libbluetooth")
@@ -8,7 +9,8 @@ struct HCIAdaptersTests {
     /// error; where the kernel has it (the lab VM) it is the list /sys/class/bluetooth shows.
     @Test func listMatchesWhatTheKernelHas() throws {
         let sysfs = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth")) ?? []
-        let socketWorks = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1 /* BTPROTO_HCI */)
+        // Protocol 1: BTPROTO_HCI.
+        let socketWorks = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1)
         if socketWorks >= 0 { close(socketWorks) }
         if socketWorks < 0 && (errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT) {
             #expect(throws: HCIError.kernelHasNoBluetooth) { try HCIAdapters.list() }

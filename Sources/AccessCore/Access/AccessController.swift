@@ -61,8 +61,9 @@ public struct AccessController: Sendable {
         credentials: CredentialAvailability = .none
     ) {
         self.slots = ExchangeSlots(limit: slotLimit)
-        self.automatic = AutoConnectMachine(configuration: automatic, automaticAccessEnabled: automaticAccessEnabled,
-                                            credentials: credentials)
+        self.automatic = AutoConnectMachine(
+            configuration: automatic, automaticAccessEnabled: automaticAccessEnabled,
+            credentials: credentials)
         self.manual = ManualAccessMachine(configuration: manual)
         self.credentials = credentials
     }
@@ -70,7 +71,9 @@ public struct AccessController: Sendable {
     /// A configuration reload: timings and retries for what is decided from now on. Exchanges
     /// under way and timers already started keep the values they began with; the slot limit
     /// and connecting early are fixed for the controller's life.
-    public mutating func reconfigure(automatic: AutoConnectMachine.Configuration, manual: ManualAccessMachine.Configuration) {
+    public mutating func reconfigure(
+        automatic: AutoConnectMachine.Configuration, manual: ManualAccessMachine.Configuration
+    ) {
         var automatic = automatic
         automatic.connectEarly = self.automatic.configuration.connectEarly
         self.automatic.configuration = automatic
@@ -79,7 +82,7 @@ public struct AccessController: Sendable {
 
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
         switch input {
-        case let .readerObserved(attributes, inRange, othersHeard):
+        case .readerObserved(let attributes, let inRange, let othersHeard):
             let candidate = AutoConnectMachine.Candidate(attributes, hasRivals: othersHeard)
             let withinManual = attributes.measuredPathLoss <= Double(attributes.manualConnectPathLoss)
             var actions: [Action] = []
@@ -87,43 +90,45 @@ public struct AccessController: Sendable {
                 actions = runAutomatic(.readerInRange(candidate), now: now)
             } else {
                 actions = runAutomatic(.readerLeftRange(attributes.id), now: now)
-                actions += runAutomatic(withinManual ? .readerNearby(candidate) : .readerBeyondManualRange(attributes.id),
-                                        now: now)
+                actions += runAutomatic(
+                    withinManual ? .readerNearby(candidate) : .readerBeyondManualRange(attributes.id),
+                    now: now)
             }
             if automatic.openNextUntil != nil {
-                actions += runAutomatic(.openNextObserved(candidate, withinManualRange: withinManual || inRange), now: now)
+                actions += runAutomatic(
+                    .openNextObserved(candidate, withinManualRange: withinManual || inRange), now: now)
             }
             return actions
-        case let .readerUnavailable(id):
+        case .readerUnavailable(let id):
             return runAutomatic(.readerUnavailable(id), now: now)
-        case let .linkPrepared(id):
+        case .linkPrepared(let id):
             return runAutomatic(.linkPrepared(id), now: now)
-        case let .presenceHeard(id):
+        case .presenceHeard(let id):
             return runAutomatic(.presenceHeard(id), now: now)
-        case let .automaticAccessChanged(enabled):
+        case .automaticAccessChanged(let enabled):
             return runAutomatic(.automaticAccessChanged(enabled), now: now)
-        case let .credentialsChanged(availability):
+        case .credentialsChanged(let availability):
             credentials = availability
             return runAutomatic(.credentialsChanged(availability), now: now)
-        case let .request(request, reader, operation, attributes):
+        case .request(let request, let reader, let operation, let attributes):
             return runManual(.request(request, reader, operation, reader: attributes), now: now)
-        case let .openNext(expiry):
+        case .openNext(let expiry):
             return runAutomatic(.openNext(expiry: expiry), now: now)
         case .cancelOpenNext:
             return runAutomatic(.cancelOpenNext, now: now)
-        case let .exchangeEnded(reader, outcome):
+        case .exchangeEnded(let reader, let outcome):
             guard let origin = slots.end(reader) else { return [] }
             switch origin {
             case .automatic:
                 return [.completed(reader, .automatic, outcome)]
                     + runAutomatic(.exchangeEnded(reader, outcome), now: now)
-            case let .manual(request):
+            case .manual(let request):
                 return runManual(.exchangeEnded(request, outcome), now: now)
                     + runAutomatic(.slotFreed, now: now)
             }
-        case let .timerFired(.automatic(timer)):
+        case .timerFired(.automatic(let timer)):
             return runAutomatic(.timerFired(timer), now: now)
-        case let .timerFired(.manual(request)):
+        case .timerFired(.manual(let request)):
             return runManual(.timerFired(request), now: now)
         }
     }
@@ -137,21 +142,21 @@ public struct AccessController: Sendable {
     private mutating func mapAutomatic(_ actions: [AutoConnectMachine.Action]) -> [Action] {
         actions.map { action in
             switch action {
-            case let .startExchange(reader):
+            case .startExchange(let reader):
                 slots.unhold(reader)
                 slots.begin(reader, origin: .automatic)
                 return .startExchange(reader, .automatic, .access)
-            case let .startTimer(timer, delay):
+            case .startTimer(let timer, let delay):
                 return .startTimer(.automatic(timer), after: delay)
-            case let .cancelTimer(timer):
+            case .cancelTimer(let timer):
                 return .cancelTimer(.automatic(timer))
-            case let .prepareLink(reader):
+            case .prepareLink(let reader):
                 slots.hold(reader)
                 return .prepareLink(reader)
-            case let .releaseLink(reader):
+            case .releaseLink(let reader):
                 slots.unhold(reader)
                 return .releaseLink(reader)
-            case let .openNextClosed(end):
+            case .openNextClosed(let end):
                 return .openNextClosed(end)
             }
         }
@@ -160,25 +165,25 @@ public struct AccessController: Sendable {
     private mutating func runManual(_ input: ManualAccessMachine.Input, now: Timestamp) -> [Action] {
         manual.handle(input, slots: slots, credentials: credentials).flatMap { action -> [Action] in
             switch action {
-            case let .startExchange(reader, request, operation):
+            case .startExchange(let reader, let request, let operation):
                 // The held link is this exchange's if it is the reader's, else it gives way
                 // when the exchange needs its slot: dropped before the exchange connects.
                 let handOver = mapAutomatic(automatic.manualExchangeStarts(reader, slots: slots))
                 slots.unhold(reader)
                 slots.begin(reader, origin: .manual(request))
                 return handOver + [.startExchange(reader, .manual(request), operation)]
-            case let .abortExchange(reader, _):
+            case .abortExchange(let reader, _):
                 // The slot stays taken until the shell reports the aborted exchange ended.
                 return [.abortExchange(reader)]
-            case let .startTimer(request, delay):
+            case .startTimer(let request, let delay):
                 return [.startTimer(.manual(request), after: delay)]
-            case let .cancelTimer(request):
+            case .cancelTimer(let request):
                 return [.cancelTimer(.manual(request))]
-            case let .refuse(request, error):
+            case .refuse(let request, let error):
                 return [.refuse(request, error)]
-            case let .complete(request, reader, outcome):
+            case .complete(let request, let reader, let outcome):
                 return [.completed(reader, .manual(request), outcome)]
-            case let .fail(request, reader, error):
+            case .fail(let request, let reader, let error):
                 return [.failed(reader, .manual(request), error)]
             }
         }

@@ -23,9 +23,9 @@ extension AutoConnectMachine {
 
     mutating func readerNearby(_ candidate: Candidate, slots: ExchangeSlots) -> [Action] {
         guard configuration.connectEarly, isAutomaticAccessEnabled, early.held == nil,
-              candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
-              !early.tried.contains(candidate.id), !early.silent.contains(candidate.id), tracked[candidate.id] == nil,
-              slots.canHoldLink, !slots.isBusy(candidate.id)
+            candidate.isBleAutoConnectEnabled, credentials.canPresent(to: candidate.kind, site: candidate.siteTag),
+            !early.tried.contains(candidate.id), !early.silent.contains(candidate.id), tracked[candidate.id] == nil,
+            slots.canHoldLink, !slots.isBusy(candidate.id)
         else { return [] }
         early.held = EarlyLinks.Held(candidate: candidate)
         early.tried.insert(candidate.id)

@@ -36,11 +36,13 @@ extension AutoConnectMachine {
         return actions + [.openNextClosed(end)]
     }
 
-    mutating func nextDoorObserved(_ candidate: Candidate, withinManualRange: Bool, now: Timestamp,
-                                   slots: ExchangeSlots) -> [Action] {
+    mutating func nextDoorObserved(
+        _ candidate: Candidate, withinManualRange: Bool, now: Timestamp,
+        slots: ExchangeSlots
+    ) -> [Action] {
         guard var window = openNext else { return [] }
         guard withinManualRange, candidate.isBleAutoConnectEnabled,
-              credentials.canPresent(to: candidate.kind, site: candidate.siteTag)
+            credentials.canPresent(to: candidate.kind, site: candidate.siteTag)
         else {
             window.candidates[candidate.id] = nil
             openNext = window
@@ -69,7 +71,7 @@ extension AutoConnectMachine {
         // Counted as this reader's approach: after it, the cooldown and the wait to leave range
         // apply as after any automatic exchange.
         var phaseRetries = 0
-        if case let .armed(retries) = tracked[chosen.id]?.phase { phaseRetries = retries }
+        if case .armed(let retries) = tracked[chosen.id]?.phase { phaseRetries = retries }
         let inRange = tracked[chosen.id]?.isInRange ?? false
         tracked[chosen.id] = Tracked(phase: .exchanging(retries: phaseRetries), candidate: chosen, isInRange: inRange)
         return closeOpenNext(.used(chosen.id)) + exchangeTakesOver(chosen.id) + [.startExchange(chosen.id)]

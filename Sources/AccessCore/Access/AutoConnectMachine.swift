@@ -28,9 +28,11 @@ public struct AutoConnectMachine: Sendable {
         /// may take (readers advertise every 100 ms to 1 s).
         public var presenceWait: Duration
 
-        public init(cooldown: Duration = .seconds(10), selectionWindow: Duration = .milliseconds(200),
-                    retry: RetryPolicy = RetryPolicy(), connectEarly: Bool = false, holdLimit: Duration = .seconds(20),
-                    presenceWait: Duration = .seconds(3)) {
+        public init(
+            cooldown: Duration = .seconds(10), selectionWindow: Duration = .milliseconds(200),
+            retry: RetryPolicy = RetryPolicy(), connectEarly: Bool = false, holdLimit: Duration = .seconds(20),
+            presenceWait: Duration = .seconds(3)
+        ) {
             self.cooldown = cooldown
             self.selectionWindow = selectionWindow
             self.retry = retry
@@ -51,8 +53,10 @@ public struct AutoConnectMachine: Sendable {
         /// within the selection window.
         public var hasRivals: Bool
 
-        public init(id: ReaderID, kind: ReaderKind, siteTag: SiteTag, isBleAutoConnectEnabled: Bool,
-                    measuredPathLoss: Double, hasRivals: Bool = true) {
+        public init(
+            id: ReaderID, kind: ReaderKind, siteTag: SiteTag, isBleAutoConnectEnabled: Bool,
+            measuredPathLoss: Double, hasRivals: Bool = true
+        ) {
             self.id = id
             self.kind = kind
             self.siteTag = siteTag
@@ -63,9 +67,10 @@ public struct AutoConnectMachine: Sendable {
 
         /// `isBleAutoConnectEnabled` is what the reader offers as the kiosk's scope leaves it.
         public init(_ attributes: ReaderAttributes, hasRivals: Bool = true) {
-            self.init(id: attributes.id, kind: attributes.kind, siteTag: attributes.siteTag,
-                      isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled && attributes.scope.automatic,
-                      measuredPathLoss: attributes.measuredPathLoss, hasRivals: hasRivals)
+            self.init(
+                id: attributes.id, kind: attributes.kind, siteTag: attributes.siteTag,
+                isBleAutoConnectEnabled: attributes.isBleAutoConnectEnabled && attributes.scope.automatic,
+                measuredPathLoss: attributes.measuredPathLoss, hasRivals: hasRivals)
         }
     }
 
@@ -158,8 +163,10 @@ public struct AutoConnectMachine: Sendable {
     /// Open the next door: the window, while it is open.
     var openNext: OpenNextWindow?
 
-    public init(configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
-                credentials: CredentialAvailability = .none) {
+    public init(
+        configuration: Configuration = Configuration(), automaticAccessEnabled: Bool = false,
+        credentials: CredentialAvailability = .none
+    ) {
         self.configuration = configuration
         self.isAutomaticAccessEnabled = automaticAccessEnabled
         self.credentials = credentials
@@ -184,41 +191,42 @@ public struct AutoConnectMachine: Sendable {
 
     public mutating func handle(_ input: Input, at now: Timestamp, slots: ExchangeSlots) -> [Action] {
         switch input {
-        case let .readerInRange(candidate):
+        case .readerInRange(let candidate):
             return releaseIfNoLongerEligible(candidate) + readerInRange(candidate, now: now, slots: slots)
-        case let .readerLeftRange(id):
+        case .readerLeftRange(let id):
             return readerLeftRange(id, now: now)
-        case let .readerNearby(candidate):
+        case .readerNearby(let candidate):
             return releaseIfNoLongerEligible(candidate) + readerNearby(candidate, slots: slots)
-        case let .readerBeyondManualRange(id):
+        case .readerBeyondManualRange(let id):
             return readerBeyondManualRange(id)
-        case let .linkPrepared(id):
+        case .linkPrepared(let id):
             return linkPrepared(id)
-        case let .presenceHeard(id):
+        case .presenceHeard(let id):
             return presenceHeard(id)
-        case let .readerUnavailable(id):
+        case .readerUnavailable(let id):
             early.tried.remove(id)
             openNext?.candidates[id] = nil
             let release = early.held?.candidate.id == id ? releasePrepared() : []
             return release + readerLeftRange(id, now: now)
-        case let .automaticAccessChanged(enabled):
+        case .automaticAccessChanged(let enabled):
             isAutomaticAccessEnabled = enabled
             return enabled ? select(now: now, slots: slots) : releasePrepared()
-        case let .credentialsChanged(availability):
+        case .credentialsChanged(let availability):
             credentials = availability
-            let stale = early.held.map { !credentials.canPresent(to: $0.candidate.kind, site: $0.candidate.siteTag) } ?? false
+            let stale =
+                early.held.map { !credentials.canPresent(to: $0.candidate.kind, site: $0.candidate.siteTag) } ?? false
             return (stale ? releasePrepared() : []) + select(now: now, slots: slots)
-        case let .exchangeEnded(id, outcome):
+        case .exchangeEnded(let id, let outcome):
             return exchangeEnded(id, outcome: outcome, now: now, slots: slots)
         case .slotFreed:
             return select(now: now, slots: slots) + chooseNextDoor(now: now, slots: slots)
-        case let .timerFired(timer):
+        case .timerFired(let timer):
             return timerFired(timer, now: now, slots: slots)
-        case let .openNext(expiry):
+        case .openNext(let expiry):
             return openNextDoor(expiry: expiry, now: now)
         case .cancelOpenNext:
             return closeOpenNext(.cancelled)
-        case let .openNextObserved(candidate, within):
+        case .openNextObserved(let candidate, let within):
             return nextDoorObserved(candidate, withinManualRange: within, now: now, slots: slots)
         }
     }
@@ -238,7 +246,7 @@ public struct AutoConnectMachine: Sendable {
             tracked[candidate.id] = entry
             return scheduleSelection(for: candidate, now: now, slots: slots)
         }
-        if case let .spent(until, hasLeftRange) = entry.phase, !wasInRange, hasLeftRange, now >= until {
+        if case .spent(let until, let hasLeftRange) = entry.phase, !wasInRange, hasLeftRange, now >= until {
             entry.phase = .armed(retries: 0)
             tracked[candidate.id] = entry
             return scheduleSelection(for: candidate, now: now, slots: slots)
@@ -261,7 +269,7 @@ public struct AutoConnectMachine: Sendable {
             // The approach is over: no retries for a reader that walked away.
             tracked[id] = nil
             return [.cancelTimer(.retry(id))]
-        case let .spent(until, _):
+        case .spent(let until, _):
             if now >= until {
                 tracked[id] = nil
                 return [.cancelTimer(.cooldown(id))]
@@ -272,16 +280,20 @@ public struct AutoConnectMachine: Sendable {
         }
     }
 
-    mutating func exchangeEnded(_ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
-                                        slots: ExchangeSlots) -> [Action] {
-        guard var entry = tracked[id], case let .exchanging(retries) = entry.phase else {
+    mutating func exchangeEnded(
+        _ id: ReaderID, outcome: ExchangeOutcome, now: Timestamp,
+        slots: ExchangeSlots
+    ) -> [Action] {
+        guard var entry = tracked[id], case .exchanging(let retries) = entry.phase else {
             return select(now: now, slots: slots) + chooseNextDoor(now: now, slots: slots)
         }
         var actions: [Action] = []
-        if case let .failed(failure) = outcome, failure.isTransient, entry.isInRange,
-           retries < configuration.retry.maximumRetries {
+        if case .failed(let failure) = outcome, failure.isTransient, entry.isInRange,
+            retries < configuration.retry.maximumRetries
+        {
             entry.phase = .waitingToRetry(retries: retries + 1)
-            actions.append(.startTimer(.retry(id), after: configuration.retry.delay(after: failure, retry: retries + 1)))
+            actions.append(
+                .startTimer(.retry(id), after: configuration.retry.delay(after: failure, retry: retries + 1)))
         } else {
             entry.phase = .spent(until: now + configuration.cooldown, hasLeftRange: !entry.isInRange)
             actions.append(.startTimer(.cooldown(id), after: configuration.cooldown))
@@ -295,22 +307,22 @@ public struct AutoConnectMachine: Sendable {
         case .selection:
             selectionPending = false
             return select(now: now, slots: slots)
-        case let .retry(id):
-            guard var entry = tracked[id], case let .waitingToRetry(retries) = entry.phase else { return [] }
+        case .retry(let id):
+            guard var entry = tracked[id], case .waitingToRetry(let retries) = entry.phase else { return [] }
             entry.phase = .armed(retries: retries)
             tracked[id] = entry
             return select(now: now, slots: slots)
-        case let .holdLimit(id):
+        case .holdLimit(let id):
             return holdLimitReached(id)
-        case let .presenceWait(id):
+        case .presenceWait(let id):
             return presenceNotHeard(id)
         case .openNextExpiry:
             return closeOpenNext(.expired)
         case .openNextSelection:
             openNext?.selecting = false
             return chooseNextDoor(now: now, slots: slots)
-        case let .cooldown(id):
-            guard var entry = tracked[id], case let .spent(_, hasLeftRange) = entry.phase else { return [] }
+        case .cooldown(let id):
+            guard var entry = tracked[id], case .spent(_, let hasLeftRange) = entry.phase else { return [] }
             guard hasLeftRange else { return [] }  // still in range since the exchange: wait for it to leave
             if entry.isInRange {
                 entry.phase = .armed(retries: 0)

@@ -28,7 +28,9 @@ public struct CredentialAvailability: Hashable, Sendable {
         }
     }
 
-    public init(mobileSites: Set<SiteTag> = [], aperioSites: Set<SiteTag> = [], withheld: [Withheld: CredentialState] = [:]) {
+    public init(
+        mobileSites: Set<SiteTag> = [], aperioSites: Set<SiteTag> = [], withheld: [Withheld: CredentialState] = [:]
+    ) {
         self.mobileSites = mobileSites
         self.aperioSites = aperioSites
         self.withheld = withheld

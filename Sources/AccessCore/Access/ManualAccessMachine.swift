@@ -39,20 +39,22 @@ public struct ManualAccessMachine: Sendable {
 
     public mutating func handle(_ input: Input, slots: ExchangeSlots, credentials: CredentialAvailability) -> [Action] {
         switch input {
-        case let .request(request, readerID, operation, reader):
-            if let error = refusal(readerID, operation, reader: reader, slots: slots, credentials: credentials,
-                                   request: request) {
+        case .request(let request, let readerID, let operation, let reader):
+            if let error = refusal(
+                readerID, operation, reader: reader, slots: slots, credentials: credentials,
+                request: request)
+            {
                 return [.refuse(request, error)]
             }
             inFlight[request] = readerID
             return [.startExchange(readerID, request, operation), .startTimer(request, after: configuration.timeout)]
 
-        case let .exchangeEnded(request, outcome):
+        case .exchangeEnded(let request, let outcome):
             // An exchange that ends after its request timed out is not reported twice.
             guard let reader = inFlight.removeValue(forKey: request) else { return [] }
             return [.cancelTimer(request), .complete(request, reader, outcome)]
 
-        case let .timerFired(request):
+        case .timerFired(let request):
             guard let reader = inFlight.removeValue(forKey: request) else { return [] }
             return [.abortExchange(reader, request), .fail(request, reader, .timeout)]
         }
@@ -70,7 +72,9 @@ public struct ManualAccessMachine: Sendable {
         switch operation {
         case .access:
             guard reader.isBleManualConnectEnabled else { return .manualAccessNotOffered }
-            if reader.scope.manualBecause == .turnedOff { return .manualAccessTurnedOff(reader.scope.ruleFrom ?? .configuration) }
+            if reader.scope.manualBecause == .turnedOff {
+                return .manualAccessTurnedOff(reader.scope.ruleFrom ?? .configuration)
+            }
         case .enumerateActions, .performAction:
             guard reader.isBleActionsEnabled else { return .actionsNotOffered }
         }

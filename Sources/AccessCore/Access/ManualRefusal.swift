@@ -30,7 +30,7 @@ public enum ManualRefusal: Hashable, Sendable {
         switch self {
         case .readerNotHeard: .readerUnavailable
         case .manualAccessNotOffered, .actionsNotOffered, .readerDenied, .manualAccessTurnedOff, .noCredentialForSite,
-             .credentialNotActive, .credentialOffline:
+            .credentialNotActive, .credentialOffline:
             .forbidden
         case .requestInProgress, .readerBusy, .noFreeSlot: .transactionInProgress
         }
@@ -45,7 +45,7 @@ public enum ManualRefusal: Hashable, Sendable {
         case .readerDenied: "readerDenied"
         case .manualAccessTurnedOff: "manualAccessTurnedOff"
         case .noCredentialForSite: "noCredentialForSite"
-        case let .credentialNotActive(_, state): state == .revoked ? "credentialRevoked" : "credentialSuspended"
+        case .credentialNotActive(_, let state): state == .revoked ? "credentialRevoked" : "credentialSuspended"
         case .credentialOffline: "credentialOffline"
         case .requestInProgress: "requestInProgress"
         case .readerBusy: "readerBusy"

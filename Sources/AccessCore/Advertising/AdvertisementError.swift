@@ -42,19 +42,20 @@ public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertib
 
     public var description: String {
         switch self {
-        case let .truncated(expected, actual): "advertisement truncated: \(actual) bytes, need \(expected)"
-        case let .oversized(limit, actual): "advertisement oversized: \(actual) bytes, at most \(limit)"
-        case let .unsupportedVersion(version): "unsupported advertisement version \(version)"
-        case let .unknownReaderKind(kind): "unknown reader kind \(kind)"
-        case let .reservedFlagsSet(flags): "reserved flag bits set: 0x\(String(flags, radix: 16))"
+        case .truncated(let expected, let actual): "advertisement truncated: \(actual) bytes, need \(expected)"
+        case .oversized(let limit, let actual): "advertisement oversized: \(actual) bytes, at most \(limit)"
+        case .unsupportedVersion(let version): "unsupported advertisement version \(version)"
+        case .unknownReaderKind(let kind): "unknown reader kind \(kind)"
+        case .reservedFlagsSet(let flags): "reserved flag bits set: 0x\(String(flags, radix: 16))"
         case .zeroReaderID: "reader id 0 is not valid"
-        case let .txPowerOutOfRange(power): "TX power \(power) dBm outside -100...20"
-        case let .inconsistentPathLoss(auto, manual): "autoConnectPathLoss \(auto) must be 1...manualConnectPathLoss (\(manual))"
-        case let .malformedADStructure(offset): "malformed AD structure at offset \(offset)"
+        case .txPowerOutOfRange(let power): "TX power \(power) dBm outside -100...20"
+        case .inconsistentPathLoss(let auto, let manual):
+            "autoConnectPathLoss \(auto) must be 1...manualConnectPathLoss (\(manual))"
+        case .malformedADStructure(let offset): "malformed AD structure at offset \(offset)"
         case .missingServiceData: "no reader service data in advertising data"
-        case let .exceedsLegacyPDU(length): "advertising data is \(length) bytes, a legacy PDU holds 31"
-        case let .rssiOutOfRange(rssi): "RSSI \(rssi) dBm outside -127...20"
-        case let .tooManyReaders(limit): "a new reader while \(limit) are tracked"
+        case .exceedsLegacyPDU(let length): "advertising data is \(length) bytes, a legacy PDU holds 31"
+        case .rssiOutOfRange(let rssi): "RSSI \(rssi) dBm outside -127...20"
+        case .tooManyReaders(let limit): "a new reader while \(limit) are tracked"
         }
     }
 }

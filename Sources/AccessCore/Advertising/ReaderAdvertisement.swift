@@ -50,8 +50,12 @@ public struct ReaderAdvertisement: Hashable, Sendable {
         // The version is checked first so that a future, longer payload is reported as
         // an unsupported version rather than as oversized.
         guard bytes[0] == AccessCoreVersion.readerProtocolVersion else { throw .unsupportedVersion(bytes[0]) }
-        guard bytes.count >= Self.payloadLength else { throw .truncated(expected: Self.payloadLength, actual: bytes.count) }
-        guard bytes.count == Self.payloadLength else { throw .oversized(limit: Self.payloadLength, actual: bytes.count) }
+        guard bytes.count >= Self.payloadLength else {
+            throw .truncated(expected: Self.payloadLength, actual: bytes.count)
+        }
+        guard bytes.count == Self.payloadLength else {
+            throw .oversized(limit: Self.payloadLength, actual: bytes.count)
+        }
 
         guard let kind = ReaderKind(rawValue: bytes[1]) else { throw .unknownReaderKind(bytes[1]) }
         let flags = ReaderFlags(rawValue: bytes[2])
@@ -60,7 +64,8 @@ public struct ReaderAdvertisement: Hashable, Sendable {
         guard id != 0 else { throw .zeroReaderID }
         let txPower = Int8(bitPattern: bytes[7])
         guard (-100...20).contains(txPower) else { throw .txPowerOutOfRange(txPower) }
-        let auto = bytes[8], manual = bytes[9]
+        let auto = bytes[8]
+        let manual = bytes[9]
         guard auto > 0, auto <= manual else { throw .inconsistentPathLoss(autoConnect: auto, manualConnect: manual) }
         let site = UInt32(bytes[10]) << 24 | UInt32(bytes[11]) << 16 | UInt32(bytes[12]) << 8 | UInt32(bytes[13])
 

@@ -63,6 +63,8 @@ public struct ReaderFlags: OptionSet, Hashable, Sendable {
     public static let presence = ReaderFlags(rawValue: 1 << 4)
 
     /// Bits 5–7 are reserved in protocol version 1 and must be zero.
-    public static let defined: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled, .secondFactorRequired, .actionsEnabled,
-                                              .presence]
+    public static let defined: ReaderFlags = [
+        .autoConnectEnabled, .manualConnectEnabled, .secondFactorRequired, .actionsEnabled,
+        .presence,
+    ]
 }

@@ -59,10 +59,12 @@ public struct SealedSecondFactorKey: Hashable, Sendable {
         guard parameters.isAcceptable, salt.count == 16, nonce.count == 12 else { throw .malformedSealedKey }
         let derived = try derive(pin: pin, salt: salt, parameters: parameters)
         do {
-            let box = try AES.GCM.seal(Array(key.rawRepresentation), using: derived,
-                                       nonce: AES.GCM.Nonce(data: nonce), authenticating: credential.bytes)
-            return SealedSecondFactorKey(parameters: parameters, salt: salt, nonce: nonce,
-                                         ciphertext: Array(box.ciphertext), tag: Array(box.tag))
+            let box = try AES.GCM.seal(
+                Array(key.rawRepresentation), using: derived,
+                nonce: AES.GCM.Nonce(data: nonce), authenticating: credential.bytes)
+            return SealedSecondFactorKey(
+                parameters: parameters, salt: salt, nonce: nonce,
+                ciphertext: Array(box.ciphertext), tag: Array(box.tag))
         } catch {
             throw .cryptoFailure
         }
@@ -86,7 +88,9 @@ public struct SealedSecondFactorKey: Hashable, Sendable {
         }
     }
 
-    private static func derive(pin: String, salt: [UInt8], parameters: Parameters) throws(SecondFactorError) -> SymmetricKey {
+    private static func derive(pin: String, salt: [UInt8], parameters: Parameters) throws(SecondFactorError)
+        -> SymmetricKey
+    {
         do {
             return try KDF.Scrypt.deriveKey(
                 from: Array(pin.utf8), salt: salt, outputByteCount: 32, rounds: 1 << Int(parameters.log2N),

@@ -62,15 +62,15 @@ public struct DiscoveryMachine: Sendable {
 
     /// The hot path: called for every advertisement, so it only moves the watchdog.
     public mutating func advertisementHeard(at now: Timestamp) {
-        if case let .running(adapter, _) = state { state = .running(adapter: adapter, quietSince: now) }
+        if case .running(let adapter, _) = state { state = .running(adapter: adapter, quietSince: now) }
     }
 
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
         switch input {
-        case let .conditionsChanged(enabled, possible):
+        case .conditionsChanged(let enabled, let possible):
             scanningEnabled = enabled
             canScan = possible
-        case let .adapterChanged(path, discovering):
+        case .adapterChanged(let path, let discovering):
             guard let path else {
                 state = .noAdapter
                 return []
@@ -78,26 +78,26 @@ public struct DiscoveryMachine: Sendable {
             switch state {
             case .noAdapter:
                 state = .idle(adapter: path)
-            case let .idle(adapter), let .starting(adapter), let .stopping(adapter, _):
+            case .idle(let adapter), .starting(let adapter), .stopping(let adapter, _):
                 // Another adapter: a call in flight on the old one no longer matters.
                 if adapter != path { state = .idle(adapter: path) }
-            case let .running(adapter, _):
+            case .running(let adapter, _):
                 // BlueZ ended our session (power cycle, controller reset): start it again.
                 if adapter != path || !discovering { state = .idle(adapter: path) }
             }
-        case let .startFinished(result):
-            guard case let .starting(adapter) = state else { return [] }
+        case .startFinished(let result):
+            guard case .starting(let adapter) = state else { return [] }
             state = result == .failed ? .idle(adapter: adapter) : .running(adapter: adapter, quietSince: now)
             if result == .failed { return [] }  // tried again at the next tick, not in a loop
         case .stopFinished:
-            guard case let .stopping(adapter, restart) = state else { return [] }
+            guard case .stopping(let adapter, let restart) = state else { return [] }
             state = .idle(adapter: adapter)
             if restart, scanningEnabled, canScan {
                 state = .starting(adapter: adapter)
                 return [.start(adapter: adapter)]
             }
         case .tick:
-            if case let .running(adapter, quietSince) = state, now - quietSince >= watchdog {
+            if case .running(let adapter, let quietSince) = state, now - quietSince >= watchdog {
                 state = .stopping(adapter: adapter, restart: true)
                 return [.stop(adapter: adapter)]
             }
@@ -107,10 +107,10 @@ public struct DiscoveryMachine: Sendable {
 
     private mutating func reconcile() -> [Action] {
         switch state {
-        case let .idle(adapter) where scanningEnabled && canScan:
+        case .idle(let adapter) where scanningEnabled && canScan:
             state = .starting(adapter: adapter)
             return [.start(adapter: adapter)]
-        case let .running(adapter, _) where !scanningEnabled:
+        case .running(let adapter, _) where !scanningEnabled:
             state = .stopping(adapter: adapter, restart: false)
             return [.stop(adapter: adapter)]
         default:

@@ -92,7 +92,7 @@ public struct CredentialSession: Sendable {
                 return [send(response(to: nonce)), .startTimer(after: timeouts.step)]
             }
             return [.startTimer(after: timeouts.step)]
-        case let .mtuChanged(value):
+        case .mtuChanged(let value):
             mtu = max(value, ReaderGATT.minimumMTU)
             return []
         case .timerFired:
@@ -100,22 +100,24 @@ public struct CredentialSession: Sendable {
         case .disconnected:
             state = .finished
             return [.cancelTimer, .finish(.failed(.remoteClose))]
-        case let .fragmentReceived(fragment):
+        case .fragmentReceived(let fragment):
             do {
                 guard let bytes = try reassembler.feed(fragment) else { return [] }
                 return try receive(ProtocolMessage(decoding: bytes), replayGuard: &replayGuard)
             } catch {
                 return abandon(error)
             }
-        case let .secondFactorKey(key):
-            guard case let .awaitingSecondFactorKey(nonce, secondNonce) = state,
-                  case let .mobile(credentialID, _) = presentation else { return [] }
+        case .secondFactorKey(let key):
+            guard case .awaitingSecondFactorKey(let nonce, let secondNonce) = state,
+                case .mobile(let credentialID, _) = presentation
+            else { return [] }
             let signature = ProtocolCrypto.sign(
-                SignedContent.secondFactorResponse(secondNonce: secondNonce, readerID: readerID,
-                                                   credentialID: credentialID), with: key)
+                SignedContent.secondFactorResponse(
+                    secondNonce: secondNonce, readerID: readerID,
+                    credentialID: credentialID), with: key)
             state = .awaitingSecondFactorDecision(nonce: nonce)
             return [.cancelTimer, send(.secondFactorResponse(signature: signature)), .startTimer(after: timeouts.step)]
-        case let .secondFactorUnavailable(failure):
+        case .secondFactorUnavailable(let failure):
             guard case .awaitingSecondFactorKey = state else { return [] }
             state = .finished
             return [.cancelTimer, send(.error(.secondFactorFailed)), .finish(.failed(failure))]
@@ -125,10 +127,11 @@ public struct CredentialSession: Sendable {
     private mutating func receive(_ message: ProtocolMessage, replayGuard: inout ChallengeReplayGuard)
         throws(ProtocolError) -> [Action]
     {
-        if case let .error(code) = message { throw .remoteError(code) }
+        if case .error(let code) = message { throw .remoteError(code) }
         switch (state, message) {
-        case let (.awaitingChallenge, .challenge(challenge)):
-            try challenge.verify(readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
+        case (.awaitingChallenge, .challenge(let challenge)):
+            try challenge.verify(
+                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
             state = .awaitingDecision(nonce: challenge.nonce)
             return [.cancelTimer, send(response(to: challenge.nonce)), .startTimer(after: timeouts.step)]
 
@@ -137,32 +140,36 @@ public struct CredentialSession: Sendable {
             // the response all the same (it accepts the challenge before the newest).
             return []
 
-        case let (.awaitingDecision(nonce), .decision(decision)),
-             let (.awaitingSecondFactorDecision(nonce), .decision(decision)):
+        case (.awaitingDecision(let nonce), .decision(let decision)),
+            (.awaitingSecondFactorDecision(let nonce), .decision(let decision)):
             try verify(decision, nonce: nonce)
             state = .finished
             let outcome: ExchangeOutcome
-            if case let .performAction(id) = operation {
+            if case .performAction(let id) = operation {
                 outcome = .actionPerformed(actionID: id, result: decision.result)
             } else {
                 outcome = .decided(decision.result)
             }
             return [.cancelTimer, .finish(outcome)]
 
-        case let (.awaitingDecision(nonce), .secondFactorChallenge(challenge)):
-            guard case let .mobile(credentialID, _) = presentation else { throw .unexpectedMessage(message.typeCode) }
-            let content = SignedContent.secondFactorChallenge(nonce: nonce, secondNonce: challenge.nonce,
-                                                              readerID: readerID, credentialID: credentialID)
-            guard ProtocolCrypto.verify(challenge.signature, over: content, with: sitePublicKey) else { throw .badSignature }
+        case (.awaitingDecision(let nonce), .secondFactorChallenge(let challenge)):
+            guard case .mobile(let credentialID, _) = presentation else { throw .unexpectedMessage(message.typeCode) }
+            let content = SignedContent.secondFactorChallenge(
+                nonce: nonce, secondNonce: challenge.nonce,
+                readerID: readerID, credentialID: credentialID)
+            guard ProtocolCrypto.verify(challenge.signature, over: content, with: sitePublicKey) else {
+                throw .badSignature
+            }
             state = .awaitingSecondFactorKey(nonce: nonce, secondNonce: challenge.nonce)
             return [.cancelTimer, .requestSecondFactor, .startTimer(after: timeouts.secondFactor)]
 
-        case let (.awaitingDecision(nonce), .actionList(list)):
-            guard operation == .enumerateActions, case let .mobile(credentialID, _) = presentation else {
+        case (.awaitingDecision(let nonce), .actionList(let list)):
+            guard operation == .enumerateActions, case .mobile(let credentialID, _) = presentation else {
                 throw .unexpectedMessage(message.typeCode)
             }
-            let content = SignedContent.actionList(nonce: nonce, readerID: readerID, credentialID: credentialID,
-                                                   body: list.actionsBody)
+            let content = SignedContent.actionList(
+                nonce: nonce, readerID: readerID, credentialID: credentialID,
+                body: list.actionsBody)
             guard ProtocolCrypto.verify(list.signature, over: content, with: sitePublicKey) else { throw .badSignature }
             state = .finished
             return [.cancelTimer, .finish(.actionsListed(list.actions))]
@@ -173,32 +180,37 @@ public struct CredentialSession: Sendable {
     }
 
     private func verify(_ decision: ProtocolMessage.Decision, nonce: [UInt8]) throws(ProtocolError) {
-        let expectedAction: Int8? = if case let .performAction(id) = operation { id } else { nil }
+        let expectedAction: Int8? = if case .performAction(let id) = operation { id } else { nil }
         guard operation != .enumerateActions, decision.actionID == expectedAction else {
             throw .invalidField("decision.actionID")
         }
-        let content = SignedContent.decision(nonce: nonce, readerID: readerID, credential: presentedIdentifier,
-                                             result: decision.result, actionID: decision.actionID)
+        let content = SignedContent.decision(
+            nonce: nonce, readerID: readerID, credential: presentedIdentifier,
+            result: decision.result, actionID: decision.actionID)
         guard ProtocolCrypto.verify(decision.signature, over: content, with: sitePublicKey) else { throw .badSignature }
     }
 
     private var presentedIdentifier: [UInt8] {
         switch presentation {
-        case let .mobile(id, _): id.bytes
-        case let .aperio(secret): secret.identifier
+        case .mobile(let id, _): id.bytes
+        case .aperio(let secret): secret.identifier
         }
     }
 
     private func response(to nonce: [UInt8]) -> ProtocolMessage {
         switch presentation {
-        case let .mobile(credentialID, key):
-            let content = SignedContent.response(nonce: nonce, readerID: readerID, credentialID: credentialID,
-                                                 operation: operation)
-            return .response(.init(credentialID: credentialID, operation: operation,
-                                   signature: ProtocolCrypto.sign(content, with: key)))
-        case let .aperio(secret):
+        case .mobile(let credentialID, let key):
+            let content = SignedContent.response(
+                nonce: nonce, readerID: readerID, credentialID: credentialID,
+                operation: operation)
+            return .response(
+                .init(
+                    credentialID: credentialID, operation: operation,
+                    signature: ProtocolCrypto.sign(content, with: key)))
+        case .aperio(let secret):
             let content = SignedContent.aperio(nonce: nonce, readerID: readerID, aperioID: secret.identifier)
-            return .aperioResponse(.init(aperioID: secret.identifier, mac: ProtocolCrypto.mac(content, key: secret.key)))
+            return .aperioResponse(
+                .init(aperioID: secret.identifier, mac: ProtocolCrypto.mac(content, key: secret.key)))
         }
     }
 

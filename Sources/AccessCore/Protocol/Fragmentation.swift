@@ -81,9 +81,13 @@ public struct FrameReassembler: Sendable {
         }
         buffer.append(contentsOf: body)
         nextIndex = (nextIndex &+ 1) & Fragmentation.indexMask
-        guard buffer.count <= declaredLength else { throw .lengthMismatch(declared: declaredLength, actual: buffer.count) }
+        guard buffer.count <= declaredLength else {
+            throw .lengthMismatch(declared: declaredLength, actual: buffer.count)
+        }
         guard isLast else { return nil }
-        guard buffer.count == declaredLength else { throw .lengthMismatch(declared: declaredLength, actual: buffer.count) }
+        guard buffer.count == declaredLength else {
+            throw .lengthMismatch(declared: declaredLength, actual: buffer.count)
+        }
         let message = buffer
         reset()
         return message

@@ -47,34 +47,34 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     public var wireCode: ProtocolErrorCode {
         switch self {
         case .emptyFragment, .fragmentOutOfOrder, .continuationWithoutStart, .messageTooLarge, .lengthMismatch,
-             .truncatedMessage, .trailingBytes, .unknownMessageType, .invalidField:
+            .truncatedMessage, .trailingBytes, .unknownMessageType, .invalidField:
             .malformed
         case .unexpectedMessage: .unexpectedMessage
         case .badSignature, .wrongReader, .wrongSite: .badSignature
         case .replayedChallenge: .replay
         case .timeout: .timeout
-        case let .remoteError(code): code
+        case .remoteError(let code): code
         }
     }
 
     public var description: String {
         switch self {
         case .emptyFragment: "empty fragment"
-        case let .fragmentOutOfOrder(expected, actual): "fragment \(actual) out of order (expected \(expected))"
+        case .fragmentOutOfOrder(let expected, let actual): "fragment \(actual) out of order (expected \(expected))"
         case .continuationWithoutStart: "continuation fragment without a first fragment"
-        case let .messageTooLarge(size): "message of \(size) bytes exceeds the limit"
-        case let .lengthMismatch(declared, actual): "message declared \(declared) bytes, carried \(actual)"
-        case let .truncatedMessage(type): "message 0x\(String(type, radix: 16)) truncated"
-        case let .trailingBytes(type): "message 0x\(String(type, radix: 16)) has trailing bytes"
-        case let .unknownMessageType(type): "unknown message type 0x\(String(type, radix: 16))"
-        case let .invalidField(field): "invalid field: \(field)"
-        case let .unexpectedMessage(type): "message 0x\(String(type, radix: 16)) not expected now"
+        case .messageTooLarge(let size): "message of \(size) bytes exceeds the limit"
+        case .lengthMismatch(let declared, let actual): "message declared \(declared) bytes, carried \(actual)"
+        case .truncatedMessage(let type): "message 0x\(String(type, radix: 16)) truncated"
+        case .trailingBytes(let type): "message 0x\(String(type, radix: 16)) has trailing bytes"
+        case .unknownMessageType(let type): "unknown message type 0x\(String(type, radix: 16))"
+        case .invalidField(let field): "invalid field: \(field)"
+        case .unexpectedMessage(let type): "message 0x\(String(type, radix: 16)) not expected now"
         case .badSignature: "signature does not verify"
-        case let .wrongReader(expected, actual): "reader \(actual) answered for \(expected)"
+        case .wrongReader(let expected, let actual): "reader \(actual) answered for \(expected)"
         case .wrongSite: "reader belongs to another site"
         case .replayedChallenge: "challenge nonce seen before"
         case .timeout: "peer did not answer in time"
-        case let .remoteError(code): "peer reported \(code)"
+        case .remoteError(let code): "peer reported \(code)"
         }
     }
 }

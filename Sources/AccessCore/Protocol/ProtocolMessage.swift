@@ -87,32 +87,32 @@ public enum ProtocolMessage: Hashable, Sendable {
         var writer = ByteWriter(capacity: 96)
         writer.write(typeCode)
         switch self {
-        case let .challenge(challenge):
+        case .challenge(let challenge):
             writer.write(challenge.readerID.rawValue)
             writer.write(challenge.siteTag.rawValue)
             writer.write(challenge.nonce)
             writer.write(challenge.signature)
-        case let .response(response):
+        case .response(let response):
             writer.write(response.credentialID.bytes)
             writer.write(response.operation.wireBytes)
             writer.write(response.signature)
-        case let .aperioResponse(response):
+        case .aperioResponse(let response):
             writer.write(response.aperioID)
             writer.write(response.mac)
-        case let .decision(decision):
+        case .decision(let decision):
             writer.write(decision.result.decision.rawValue)
             writer.write(decision.result.mode.rawValue)
             writer.write(decision.actionID.map { UInt8(bitPattern: $0) } ?? 0x80)
             writer.write(decision.signature)
-        case let .secondFactorChallenge(challenge):
+        case .secondFactorChallenge(let challenge):
             writer.write(challenge.nonce)
             writer.write(challenge.signature)
-        case let .secondFactorResponse(signature):
+        case .secondFactorResponse(let signature):
             writer.write(signature)
-        case let .actionList(list):
+        case .actionList(let list):
             writer.write(list.actionsBody)
             writer.write(list.signature)
-        case let .error(code):
+        case .error(let code):
             writer.write(code.rawValue)
         }
         return writer.bytes
@@ -140,12 +140,15 @@ public enum ProtocolMessage: Hashable, Sendable {
             let readerID = try word()
             guard readerID != 0 else { throw .invalidField("readerID") }
             let site = try word()
-            self = .challenge(Challenge(readerID: ReaderID(readerID), siteTag: SiteTag(site),
-                                        nonce: try take(Self.nonceLength), signature: try take(Self.signatureLength)))
+            self = .challenge(
+                Challenge(
+                    readerID: ReaderID(readerID), siteTag: SiteTag(site),
+                    nonce: try take(Self.nonceLength), signature: try take(Self.signatureLength)))
         case TypeCode.response:
             guard let id = CredentialID(bytes: try take(16)) else { throw .invalidField("credentialID") }
             let operation = try ExchangeOperation(wireCode: try byte(), actionID: try byte())
-            self = .response(Response(credentialID: id, operation: operation, signature: try take(Self.signatureLength)))
+            self = .response(
+                Response(credentialID: id, operation: operation, signature: try take(Self.signatureLength)))
         case TypeCode.aperioResponse:
             self = .aperioResponse(AperioResponse(aperioID: try take(8), mac: try take(32)))
         case TypeCode.decision:
@@ -154,11 +157,15 @@ public enum ProtocolMessage: Hashable, Sendable {
             guard let mode = AccessMode(rawValue: try byte()) else { throw .invalidField("accessMode") }
             let rawAction = try byte()
             let actionID: Int8? = rawAction == 0x80 ? nil : Int8(bitPattern: rawAction)
-            self = .decision(Decision(result: AccessResult(decision: decision, mode: mode), actionID: actionID,
-                                      signature: try take(Self.signatureLength)))
+            self = .decision(
+                Decision(
+                    result: AccessResult(decision: decision, mode: mode), actionID: actionID,
+                    signature: try take(Self.signatureLength)))
         case TypeCode.secondFactorChallenge:
-            self = .secondFactorChallenge(SecondFactorChallenge(nonce: try take(Self.nonceLength),
-                                                                signature: try take(Self.signatureLength)))
+            self = .secondFactorChallenge(
+                SecondFactorChallenge(
+                    nonce: try take(Self.nonceLength),
+                    signature: try take(Self.signatureLength)))
         case TypeCode.secondFactorResponse:
             self = .secondFactorResponse(signature: try take(Self.signatureLength))
         case TypeCode.actionList:
@@ -205,7 +212,7 @@ extension ExchangeOperation {
         switch self {
         case .access: [1, 0]
         case .enumerateActions: [2, 0]
-        case let .performAction(id): [3, UInt8(bitPattern: id)]
+        case .performAction(let id): [3, UInt8(bitPattern: id)]
         }
     }
 

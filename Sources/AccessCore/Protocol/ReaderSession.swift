@@ -19,8 +19,10 @@ public struct ReaderSession: Sendable {
         public var secondFactorPublicKey: P256.Signing.PublicKey?
         public var state: CredentialState
 
-        public init(id: CredentialID, publicKey: P256.Signing.PublicKey,
-                    secondFactorPublicKey: P256.Signing.PublicKey? = nil, state: CredentialState = .active) {
+        public init(
+            id: CredentialID, publicKey: P256.Signing.PublicKey,
+            secondFactorPublicKey: P256.Signing.PublicKey? = nil, state: CredentialState = .active
+        ) {
             self.id = id
             self.publicKey = publicKey
             self.secondFactorPublicKey = secondFactorPublicKey
@@ -71,8 +73,9 @@ public struct ReaderSession: Sendable {
             self.actions = actions
             self.actionOutcomes = actionOutcomes
             self.credentials = Dictionary(credentials.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-            self.aperioCredentials = Dictionary(aperioCredentials.map { ($0.secret.identifier, $0) },
-                                                uniquingKeysWith: { _, last in last })
+            self.aperioCredentials = Dictionary(
+                aperioCredentials.map { ($0.secret.identifier, $0) },
+                uniquingKeysWith: { _, last in last })
             self.timeouts = timeouts
         }
     }
@@ -124,8 +127,9 @@ public struct ReaderSession: Sendable {
         /// `nonces`: the challenges a response may answer, newest last (one in version 1;
         /// the newest two on a standing link). `refreshes`: how often it was refreshed.
         case awaitingResponse(nonces: [[UInt8]], secondNonce: [UInt8], standing: Bool, refreshes: Int)
-        case awaitingSecondFactor(nonce: [UInt8], secondNonce: [UInt8], record: CredentialRecord,
-                                  operation: ExchangeOperation)
+        case awaitingSecondFactor(
+            nonce: [UInt8], secondNonce: [UInt8], record: CredentialRecord,
+            operation: ExchangeOperation)
         case finished
     }
 
@@ -150,27 +154,32 @@ public struct ReaderSession: Sendable {
         switch (state, input) {
         case (.finished, _):
             return []
-        case let (_, .mtuChanged(value)):
+        case (_, .mtuChanged(let value)):
             mtu = max(value, ReaderGATT.minimumMTU)
             return []
-        case let (.idle, .connected(nonce, secondNonce, standing)):
+        case (.idle, .connected(let nonce, let secondNonce, let standing)):
             guard nonce.count == ProtocolMessage.nonceLength, secondNonce.count == ProtocolMessage.nonceLength else {
                 return fail(.invalidField("nonce"))
             }
             state = .awaitingResponse(nonces: [nonce], secondNonce: secondNonce, standing: standing, refreshes: 0)
-            return [send(challenge(nonce)), .startTimer(after: standing ? StandingTimings.refresh : configuration.timeouts.step)]
+            return [
+                send(challenge(nonce)),
+                .startTimer(after: standing ? StandingTimings.refresh : configuration.timeouts.step),
+            ]
         case (_, .connected):
             return []
-        case let (.awaitingResponse(nonces, secondNonce, true, refreshes), .timerFired):
+        case (.awaitingResponse(let nonces, let secondNonce, true, let refreshes), .timerFired):
             // Timers fire every `refresh`: the holder has been silent this long.
             if StandingTimings.refresh * (refreshes + 1) >= StandingTimings.maximumHold { return fail(.timeout) }
-            state = .awaitingResponse(nonces: nonces, secondNonce: secondNonce, standing: true, refreshes: refreshes + 1)
+            state = .awaitingResponse(
+                nonces: nonces, secondNonce: secondNonce, standing: true, refreshes: refreshes + 1)
             return [.refreshChallenge]
-        case let (.awaitingResponse(nonces, secondNonce, true, refreshes), .freshNonce(nonce)):
+        case (.awaitingResponse(let nonces, let secondNonce, true, let refreshes), .freshNonce(let nonce)):
             guard nonce.count == ProtocolMessage.nonceLength else { return fail(.invalidField("nonce")) }
             // The challenge before stays answerable: a response may be on its way.
-            state = .awaitingResponse(nonces: [nonces.last ?? nonce, nonce], secondNonce: secondNonce, standing: true,
-                                      refreshes: refreshes)
+            state = .awaitingResponse(
+                nonces: [nonces.last ?? nonce, nonce], secondNonce: secondNonce, standing: true,
+                refreshes: refreshes)
             return [send(challenge(nonce)), .startTimer(after: StandingTimings.refresh)]
         case (_, .freshNonce):
             return []
@@ -178,9 +187,14 @@ public struct ReaderSession: Sendable {
             return fail(.timeout)
         case (_, .disconnected):
             state = .finished
-            return [.cancelTimer, .finish(Report(credential: presented, operation: operation,
-                                                 outcome: .disconnected))]
-        case let (_, .fragmentReceived(fragment)):
+            return [
+                .cancelTimer,
+                .finish(
+                    Report(
+                        credential: presented, operation: operation,
+                        outcome: .disconnected)),
+            ]
+        case (_, .fragmentReceived(let fragment)):
             do {
                 guard let bytes = try reassembler.feed(fragment) else { return [] }
                 return try receive(ProtocolMessage(decoding: bytes))
@@ -191,9 +205,9 @@ public struct ReaderSession: Sendable {
     }
 
     private mutating func receive(_ message: ProtocolMessage) throws(ProtocolError) -> [Action] {
-        if case let .error(code) = message { throw .remoteError(code) }
+        if case .error(let code) = message { throw .remoteError(code) }
         switch (state, message) {
-        case let (.awaitingResponse(nonces, secondNonce, _, _), .response(response)):
+        case (.awaitingResponse(let nonces, let secondNonce, _, _), .response(let response)):
             guard configuration.kind == .gallagherStyle else { throw .unexpectedMessage(message.typeCode) }
             presented = response.credentialID.description
             operation = response.operation
@@ -202,14 +216,15 @@ public struct ReaderSession: Sendable {
             }
             // The newest challenge first; the one before only on a standing link.
             let answered = nonces.reversed().first { nonce in
-                let content = SignedContent.response(nonce: nonce, readerID: configuration.readerID,
-                                                     credentialID: response.credentialID, operation: response.operation)
+                let content = SignedContent.response(
+                    nonce: nonce, readerID: configuration.readerID,
+                    credentialID: response.credentialID, operation: response.operation)
                 return ProtocolCrypto.verify(response.signature, over: content, with: record.publicKey)
             }
             guard let nonce = answered else { throw .badSignature }
             return try respond(to: response.operation, record: record, nonce: nonce, secondNonce: secondNonce)
 
-        case let (.awaitingResponse(nonces, _, _, _), .aperioResponse(response)):
+        case (.awaitingResponse(let nonces, _, _, _), .aperioResponse(let response)):
             guard configuration.kind == .aperioStyle else { throw .unexpectedMessage(message.typeCode) }
             presented = response.aperioID.hexString
             operation = .access
@@ -217,8 +232,9 @@ public struct ReaderSession: Sendable {
                 return refuse(.unknownCredential)
             }
             let answered = nonces.reversed().first { nonce in
-                let content = SignedContent.aperio(nonce: nonce, readerID: configuration.readerID,
-                                                   aperioID: response.aperioID)
+                let content = SignedContent.aperio(
+                    nonce: nonce, readerID: configuration.readerID,
+                    aperioID: response.aperioID)
                 return ProtocolCrypto.verifyMAC(response.mac, over: content, key: record.secret.key)
             }
             guard let nonce = answered else { throw .badSignature }
@@ -226,11 +242,16 @@ public struct ReaderSession: Sendable {
             let decision = decide(state: record.state)
             return decided(decision, actionID: nil, nonce: nonce, credential: response.aperioID)
 
-        case let (.awaitingSecondFactor(nonce, secondNonce, record, operation), .secondFactorResponse(signature)):
-            let content = SignedContent.secondFactorResponse(secondNonce: secondNonce, readerID: configuration.readerID,
-                                                             credentialID: record.id)
+        case (
+            .awaitingSecondFactor(let nonce, let secondNonce, let record, let operation),
+            .secondFactorResponse(let signature)
+        ):
+            let content = SignedContent.secondFactorResponse(
+                secondNonce: secondNonce, readerID: configuration.readerID,
+                credentialID: record.id)
             guard let key = record.secondFactorPublicKey,
-                  ProtocolCrypto.verify(signature, over: content, with: key) else {
+                ProtocolCrypto.verify(signature, over: content, with: key)
+            else {
                 return refuse(.secondFactorFailed)
             }
             return try finishOperation(operation, record: record, nonce: nonce)
@@ -240,43 +261,58 @@ public struct ReaderSession: Sendable {
         }
     }
 
-    private mutating func respond(to operation: ExchangeOperation, record: CredentialRecord, nonce: [UInt8],
-                                  secondNonce: [UInt8]) throws(ProtocolError) -> [Action] {
+    private mutating func respond(
+        to operation: ExchangeOperation, record: CredentialRecord, nonce: [UInt8],
+        secondNonce: [UInt8]
+    ) throws(ProtocolError) -> [Action] {
         if record.state == .revoked { return refuse(.credentialRevoked) }
         // A second factor is asked for only where the reader would otherwise grant.
         if operation == .access, configuration.secondFactorRequired, decide(state: record.state).decision.isGranted {
             guard record.secondFactorPublicKey != nil else {
                 // The credential cannot give a second factor: the reader denies.
-                return decided(AccessResult(decision: .deniedAuth, mode: configuration.mode), actionID: nil,
-                               nonce: nonce, credential: record.id.bytes)
+                return decided(
+                    AccessResult(decision: .deniedAuth, mode: configuration.mode), actionID: nil,
+                    nonce: nonce, credential: record.id.bytes)
             }
-            let content = SignedContent.secondFactorChallenge(nonce: nonce, secondNonce: secondNonce,
-                                                              readerID: configuration.readerID, credentialID: record.id)
+            let content = SignedContent.secondFactorChallenge(
+                nonce: nonce, secondNonce: secondNonce,
+                readerID: configuration.readerID, credentialID: record.id)
             state = .awaitingSecondFactor(nonce: nonce, secondNonce: secondNonce, record: record, operation: operation)
-            return [.cancelTimer,
-                    send(.secondFactorChallenge(.init(nonce: secondNonce,
-                                                      signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))),
-                    .startTimer(after: configuration.timeouts.secondFactor)]
+            return [
+                .cancelTimer,
+                send(
+                    .secondFactorChallenge(
+                        .init(
+                            nonce: secondNonce,
+                            signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))),
+                .startTimer(after: configuration.timeouts.secondFactor),
+            ]
         }
         return try finishOperation(operation, record: record, nonce: nonce)
     }
 
-    private mutating func finishOperation(_ operation: ExchangeOperation, record: CredentialRecord,
-                                          nonce: [UInt8]) throws(ProtocolError) -> [Action] {
+    private mutating func finishOperation(
+        _ operation: ExchangeOperation, record: CredentialRecord,
+        nonce: [UInt8]
+    ) throws(ProtocolError) -> [Action] {
         switch operation {
         case .access:
             return decided(decide(state: record.state), actionID: nil, nonce: nonce, credential: record.id.bytes)
         case .enumerateActions:
             guard !configuration.actions.isEmpty else { return refuse(.unsupportedOperation) }
             let list = ProtocolMessage.ActionList(actions: configuration.actions, signature: [])
-            let content = SignedContent.actionList(nonce: nonce, readerID: configuration.readerID,
-                                                   credentialID: record.id, body: list.actionsBody)
-            let signed = ProtocolMessage.ActionList(actions: configuration.actions,
-                                                    signature: ProtocolCrypto.sign(content, with: configuration.siteKey))
+            let content = SignedContent.actionList(
+                nonce: nonce, readerID: configuration.readerID,
+                credentialID: record.id, body: list.actionsBody)
+            let signed = ProtocolMessage.ActionList(
+                actions: configuration.actions,
+                signature: ProtocolCrypto.sign(content, with: configuration.siteKey))
             state = .finished
-            return [.cancelTimer, send(.actionList(signed)),
-                    .finish(Report(credential: presented, operation: operation, outcome: .actionsListed(signed.actions)))]
-        case let .performAction(id):
+            return [
+                .cancelTimer, send(.actionList(signed)),
+                .finish(Report(credential: presented, operation: operation, outcome: .actionsListed(signed.actions))),
+            ]
+        case .performAction(let id):
             guard configuration.actions.contains(where: { $0.id == id }) else { return refuse(.unsupportedOperation) }
             var result = decide(state: record.state)
             if result.decision.isGranted, let outcome = configuration.actionOutcomes[id] {
@@ -290,27 +326,36 @@ public struct ReaderSession: Sendable {
         let decision: AccessDecision
         switch configuration.policy {
         case .grant: decision = .granted
-        case let .deny(code): decision = code
+        case .deny(let code): decision = code
         case .fromSite: decision = credentialState == .active ? .granted : .deniedAuth
         }
         return AccessResult(decision: decision, mode: configuration.mode)
     }
 
-    private mutating func decided(_ result: AccessResult, actionID: Int8?, nonce: [UInt8],
-                                  credential: [UInt8]) -> [Action] {
-        let content = SignedContent.decision(nonce: nonce, readerID: configuration.readerID, credential: credential,
-                                             result: result, actionID: actionID)
-        let message = ProtocolMessage.decision(.init(result: result, actionID: actionID,
-                                                     signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))
+    private mutating func decided(
+        _ result: AccessResult, actionID: Int8?, nonce: [UInt8],
+        credential: [UInt8]
+    ) -> [Action] {
+        let content = SignedContent.decision(
+            nonce: nonce, readerID: configuration.readerID, credential: credential,
+            result: result, actionID: actionID)
+        let message = ProtocolMessage.decision(
+            .init(
+                result: result, actionID: actionID,
+                signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))
         state = .finished
         let outcome: Report.Outcome = actionID.map { .actionPerformed($0, result) } ?? .decided(result)
-        return [.cancelTimer, send(message), .finish(Report(credential: presented, operation: operation, outcome: outcome))]
+        return [
+            .cancelTimer, send(message), .finish(Report(credential: presented, operation: operation, outcome: outcome)),
+        ]
     }
 
     private mutating func refuse(_ code: ProtocolErrorCode) -> [Action] {
         state = .finished
-        return [.cancelTimer, send(.error(code)),
-                .finish(Report(credential: presented, operation: operation, outcome: .refused(code)))]
+        return [
+            .cancelTimer, send(.error(code)),
+            .finish(Report(credential: presented, operation: operation, outcome: .refused(code))),
+        ]
     }
 
     private mutating func fail(_ error: ProtocolError) -> [Action] {

@@ -13,8 +13,10 @@ public enum SignedContent {
         return writer.bytes
     }
 
-    static func response(nonce: [UInt8], readerID: ReaderID, credentialID: CredentialID,
-                         operation: ExchangeOperation) -> [UInt8] {
+    static func response(
+        nonce: [UInt8], readerID: ReaderID, credentialID: CredentialID,
+        operation: ExchangeOperation
+    ) -> [UInt8] {
         var writer = ByteWriter(capacity: 64)
         writer.write(Array("ACR1 response".utf8))
         writer.write(nonce)
@@ -24,8 +26,10 @@ public enum SignedContent {
         return writer.bytes
     }
 
-    static func decision(nonce: [UInt8], readerID: ReaderID, credential: [UInt8], result: AccessResult,
-                         actionID: Int8?) -> [UInt8] {
+    static func decision(
+        nonce: [UInt8], readerID: ReaderID, credential: [UInt8], result: AccessResult,
+        actionID: Int8?
+    ) -> [UInt8] {
         var writer = ByteWriter(capacity: 64)
         writer.write(Array("ACR1 decision".utf8))
         writer.write(nonce)
@@ -37,8 +41,10 @@ public enum SignedContent {
         return writer.bytes
     }
 
-    static func secondFactorChallenge(nonce: [UInt8], secondNonce: [UInt8], readerID: ReaderID,
-                                      credentialID: CredentialID) -> [UInt8] {
+    static func secondFactorChallenge(
+        nonce: [UInt8], secondNonce: [UInt8], readerID: ReaderID,
+        credentialID: CredentialID
+    ) -> [UInt8] {
         var writer = ByteWriter(capacity: 80)
         writer.write(Array("ACR1 second factor challenge".utf8))
         writer.write(nonce)
@@ -81,8 +87,9 @@ extension ProtocolMessage.Challenge {
     /// Whether the site key signed this challenge (§6): what a holder checks before anything
     /// else, and what `readersim conformance` reports on its own line.
     public func isSigned(by siteKey: P256.Signing.PublicKey) -> Bool {
-        ProtocolCrypto.verify(signature, over: SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce),
-                              with: siteKey)
+        ProtocolCrypto.verify(
+            signature, over: SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce),
+            with: siteKey)
     }
 }
 

@@ -35,15 +35,18 @@ public struct StandingChallenge: Sendable {
     /// Takes one notified fragment. Throws when the reader sent anything but a valid
     /// challenge (an error, as its hold time ran out; a forged or replayed challenge): the
     /// holder then drops the link.
-    public mutating func receive(_ fragment: [UInt8], at now: Timestamp,
-                                 replayGuard: inout ChallengeReplayGuard) throws(ProtocolError) {
+    public mutating func receive(
+        _ fragment: [UInt8], at now: Timestamp,
+        replayGuard: inout ChallengeReplayGuard
+    ) throws(ProtocolError) {
         guard let bytes = try reassembler.feed(fragment) else { return }
         let message = try ProtocolMessage(decoding: bytes)
         switch message {
-        case let .challenge(challenge):
-            try challenge.verify(readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
+        case .challenge(let challenge):
+            try challenge.verify(
+                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
             newest = (challenge.nonce, now)
-        case let .error(code):
+        case .error(let code):
             throw .remoteError(code)
         default:
             throw .unexpectedMessage(message.typeCode)
@@ -63,8 +66,10 @@ extension ProtocolMessage.Challenge {
     /// What a holder checks of every challenge before it answers or keeps one: the reader and
     /// site it expects, the site key's signature, and a nonce never seen (admitted to the
     /// replay guard only once verified, so garbage cannot fill the guard).
-    func verify(readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
-                replayGuard: inout ChallengeReplayGuard) throws(ProtocolError) {
+    func verify(
+        readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
+        replayGuard: inout ChallengeReplayGuard
+    ) throws(ProtocolError) {
         guard self.readerID == readerID else { throw .wrongReader(expected: readerID, actual: self.readerID) }
         guard self.siteTag == siteTag else { throw .wrongSite }
         let content = SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce)

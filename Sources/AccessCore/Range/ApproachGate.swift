@@ -30,8 +30,10 @@ public struct ApproachGate: Sendable {
         public var trendSpan: Duration
         public var slowTimeConstant: Duration
 
-        public init(approachDrop: Double = 3.5, settledMargin: Double = 2,
-                    trendSpan: Duration = .seconds(1), slowTimeConstant: Duration = .seconds(2)) {
+        public init(
+            approachDrop: Double = 3.5, settledMargin: Double = 2,
+            trendSpan: Duration = .seconds(1), slowTimeConstant: Duration = .seconds(2)
+        ) {
             self.approachDrop = approachDrop
             self.settledMargin = settledMargin
             self.trendSpan = trendSpan

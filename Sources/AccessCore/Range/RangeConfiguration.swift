@@ -28,7 +28,9 @@ public struct RangeConfiguration: Hashable, Sendable {
     public var medianWindow: Int?
 
     /// The median's window in use.
-    public var effectiveMedianWindow: Int { min(max(medianWindow ?? filter.medianWindow, 1), RangeEstimator.windowSize) }
+    public var effectiveMedianWindow: Int {
+        min(max(medianWindow ?? filter.medianWindow, 1), RangeEstimator.windowSize)
+    }
 
     public init(
         filter: RangeFilter = .trendGated,

@@ -30,8 +30,10 @@ public struct RangeEstimator: Sendable {
     /// a median above the average (receding), `approachAlpha` one below it (approaching);
     /// nil means `alpha` for both.
     @discardableResult
-    public mutating func add(_ pathLoss: Double, smoothingFactor alpha: Double,
-                             approachSmoothingFactor approachAlpha: Double? = nil) -> Double {
+    public mutating func add(
+        _ pathLoss: Double, smoothingFactor alpha: Double,
+        approachSmoothingFactor approachAlpha: Double? = nil
+    ) -> Double {
         switch next {
         case 0: s0 = pathLoss
         case 1: s1 = pathLoss
@@ -51,7 +53,11 @@ public struct RangeEstimator: Sendable {
     /// Moves every sample and the average by `delta` dB: a reader's offset changed, and its
     /// distance must follow at once, not over the next samples.
     public mutating func shift(by delta: Double) {
-        s0 += delta; s1 += delta; s2 += delta; s3 += delta; s4 += delta
+        s0 += delta
+        s1 += delta
+        s2 += delta
+        s3 += delta
+        s4 += delta
         smoothed = smoothed.map { $0 + delta }
     }
 

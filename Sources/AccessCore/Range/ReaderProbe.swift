@@ -63,8 +63,10 @@ public struct ReaderProbe: Sendable {
 
         public static func == (lhs: Summary, rhs: Summary) -> Bool {
             lhs.advertisements == rhs.advertisements && lhs.interval == rhs.interval && lhs.rssi == rhs.rssi
-                && lhs.rawPathLoss == rhs.rawPathLoss && lhs.pathLoss == rhs.pathLoss && lhs.calibration == rhs.calibration
-                && lhs.histogram.map(\.lower) == rhs.histogram.map(\.lower) && lhs.histogram.map(\.count) == rhs.histogram.map(\.count)
+                && lhs.rawPathLoss == rhs.rawPathLoss && lhs.pathLoss == rhs.pathLoss
+                && lhs.calibration == rhs.calibration
+                && lhs.histogram.map(\.lower) == rhs.histogram.map(\.lower)
+                && lhs.histogram.map(\.count) == rhs.histogram.map(\.count)
         }
     }
 
@@ -100,13 +102,15 @@ public struct ReaderProbe: Sendable {
         if samples.count >= 5, let figures = Figures(raw) {
             let margin = Swift.max(2, 2 * figures.deviation)
             let auto = Int((figures.median + margin).rounded(.up))
-            calibration = Calibration(autoConnectPathLoss: auto,
-                                      manualConnectPathLoss: auto + Swift.max(0, thresholds.manual - thresholds.auto),
-                                      margin: margin)
+            calibration = Calibration(
+                autoConnectPathLoss: auto,
+                manualConnectPathLoss: auto + Swift.max(0, thresholds.manual - thresholds.auto),
+                margin: margin)
         }
-        return Summary(advertisements: samples.count, interval: Figures(intervals), rssi: Figures(samples.map { Double($0.rssi) }),
-                       rawPathLoss: Figures(raw), pathLoss: Figures(samples.map(\.pathLoss)),
-                       histogram: bins.sorted { $0.key < $1.key }.map { (lower: $0.key, count: $0.value) },
-                       calibration: calibration)
+        return Summary(
+            advertisements: samples.count, interval: Figures(intervals), rssi: Figures(samples.map { Double($0.rssi) }),
+            rawPathLoss: Figures(raw), pathLoss: Figures(samples.map(\.pathLoss)),
+            histogram: bins.sorted { $0.key < $1.key }.map { (lower: $0.key, count: $0.value) },
+            calibration: calibration)
     }
 }

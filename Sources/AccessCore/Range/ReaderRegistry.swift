@@ -104,29 +104,37 @@ public struct ReaderRegistry: Sendable {
         name: String?,
         at now: Timestamp
     ) -> Observation {
-        let pathLoss = Double(Int(advertisement.txPower) - rssi) + range.sensitivityOffset
+        let pathLoss =
+            Double(Int(advertisement.txPower) - rssi) + range.sensitivityOffset
             + scope.pathLossOffset(for: advertisement.readerID)
 
         guard let position = index[advertisement.readerID] else {
             var estimator = RangeEstimator(window: range.effectiveMedianWindow)
             var gate = ApproachGate()
-            let smoothed = estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
-                                         approachSmoothingFactor: range.approachSmoothingFactor)
+            let smoothed = estimator.add(
+                pathLoss, smoothingFactor: range.smoothingFactor,
+                approachSmoothingFactor: range.approachSmoothingFactor)
             gate.add(estimator.median, at: now, parameters: range.gate)
-            let inRange = Self.enters(smoothed: smoothed, below: Double(advertisement.autoConnectPathLoss),
-                                      gate: gate, range: range)
-            var attributes = makeAttributes(advertisement, rssi: rssi, address: address, name: name,
-                                            smoothed: smoothed, inRange: inRange, now: now)
+            let inRange = Self.enters(
+                smoothed: smoothed, below: Double(advertisement.autoConnectPathLoss),
+                gate: gate, range: range)
+            var attributes = makeAttributes(
+                advertisement, rssi: rssi, address: address, name: name,
+                smoothed: smoothed, inRange: inRange, now: now)
             attributes.scope = scope.effective(for: advertisement.readerID, offering: attributes.flags)
             index[advertisement.readerID] = entries.count
-            entries.append(Entry(attributes: attributes, estimator: estimator, gate: gate,
-                                 reportedPathLoss: smoothed, reportedAt: now))
-            return Observation(update: attributes, isInAutoConnectRange: inRange,
-                               autoConnectRangeChanged: inRange, becameUnavailable: false,
-                               measuredPathLoss: smoothed)
+            entries.append(
+                Entry(
+                    attributes: attributes, estimator: estimator, gate: gate,
+                    reportedPathLoss: smoothed, reportedAt: now))
+            return Observation(
+                update: attributes, isInAutoConnectRange: inRange,
+                autoConnectRangeChanged: inRange, becameUnavailable: false,
+                measuredPathLoss: smoothed)
         }
-        return Self.update(&entries[position], advertisement, rssi: rssi, address: address, name: name,
-                           pathLoss: pathLoss, now: now, range: range, scope: scope, reporting: reporting)
+        return Self.update(
+            &entries[position], advertisement, rssi: rssi, address: address, name: name,
+            pathLoss: pathLoss, now: now, range: range, scope: scope, reporting: reporting)
     }
 
     /// A new scope (an operator's rule, a reload): each reader's smoothed path loss moves by the
@@ -147,8 +155,10 @@ public struct ReaderRegistry: Sendable {
                 entries[position].gate.shift(by: shift)
                 attributes.measuredPathLoss += shift
                 attributes.distance = ReaderDistance.calculate(
-                    measuredPathLoss: attributes.measuredPathLoss, autoConnectPathLoss: Double(attributes.autoConnectPathLoss),
-                    manualConnectPathLoss: Double(attributes.manualConnectPathLoss), txPower: Double(attributes.txPower))
+                    measuredPathLoss: attributes.measuredPathLoss,
+                    autoConnectPathLoss: Double(attributes.autoConnectPathLoss),
+                    manualConnectPathLoss: Double(attributes.manualConnectPathLoss), txPower: Double(attributes.txPower)
+                )
             }
             attributes.scope = newScope.effective(for: id, offering: attributes.flags)
             entries[position].attributes = attributes
@@ -162,7 +172,8 @@ public struct ReaderRegistry: Sendable {
 
     /// Whether a reader not in auto-connect range enters it: the smoothed path loss is below
     /// the threshold and, with the `trendGated` filter, the gate says it is an approach.
-    static func enters(smoothed: Double, below threshold: Double, gate: ApproachGate, range: RangeConfiguration) -> Bool {
+    static func enters(smoothed: Double, below threshold: Double, gate: ApproachGate, range: RangeConfiguration) -> Bool
+    {
         guard smoothed < threshold else { return false }
         return range.filter == .medianAverage || gate.opens(below: threshold, parameters: range.gate)
     }
@@ -186,15 +197,18 @@ public struct ReaderRegistry: Sendable {
             entry.gate.reset()
             entry.beyondManualSince = nil
         }
-        let smoothed = entry.estimator.add(pathLoss, smoothingFactor: range.smoothingFactor,
-                                           approachSmoothingFactor: range.approachSmoothingFactor)
+        let smoothed = entry.estimator.add(
+            pathLoss, smoothingFactor: range.smoothingFactor,
+            approachSmoothingFactor: range.approachSmoothingFactor)
         entry.gate.add(entry.estimator.median, at: now, parameters: range.gate)
         var attributes = entry.attributes
         let before = attributes
 
         let auto = Double(advertisement.autoConnectPathLoss)
         let wasInRange = wasAvailable && before.isInAutoConnectRange
-        let inRange = wasInRange ? smoothed < auto + range.autoRangeExitMargin
+        let inRange =
+            wasInRange
+            ? smoothed < auto + range.autoRangeExitMargin
             : enters(smoothed: smoothed, below: auto, gate: entry.gate, range: range)
 
         // Expiry: beyond manual range for long enough.
@@ -230,21 +244,25 @@ public struct ReaderRegistry: Sendable {
 
         if expired {
             guard wasAvailable else {
-                return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
-                                   becameUnavailable: false, measuredPathLoss: smoothed)
+                return Observation(
+                    update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
+                    becameUnavailable: false, measuredPathLoss: smoothed)
             }
             entry.isAvailable = false
-            return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: wasInRange,
-                               becameUnavailable: true, measuredPathLoss: smoothed)
+            return Observation(
+                update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: wasInRange,
+                becameUnavailable: true, measuredPathLoss: smoothed)
         }
         if !wasAvailable && smoothed > Double(advertisement.manualConnectPathLoss) {
             // Still beyond manual range: stays unavailable until it comes closer.
-            return Observation(update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
-                               becameUnavailable: false, measuredPathLoss: smoothed)
+            return Observation(
+                update: nil, isInAutoConnectRange: false, autoConnectRangeChanged: false,
+                becameUnavailable: false, measuredPathLoss: smoothed)
         }
         entry.isAvailable = true
 
-        let significant = !wasAvailable
+        let significant =
+            !wasAvailable
             || before.kind != attributes.kind || before.siteTag != attributes.siteTag
             || before.flags != attributes.flags || before.txPower != attributes.txPower
             || before.autoConnectPathLoss != attributes.autoConnectPathLoss
@@ -252,7 +270,8 @@ public struct ReaderRegistry: Sendable {
             || before.address != attributes.address || before.name != attributes.name
             || before.isInAutoConnectRange != attributes.isInAutoConnectRange
             || before.distance != attributes.distance || before.scope != attributes.scope
-        let drifted = abs(smoothed - entry.reportedPathLoss) >= reporting.pathLossChange
+        let drifted =
+            abs(smoothed - entry.reportedPathLoss) >= reporting.pathLossChange
             && now - entry.reportedAt >= reporting.minimumInterval
         var update: ReaderAttributes?
         if significant || drifted {
@@ -260,9 +279,10 @@ public struct ReaderRegistry: Sendable {
             entry.reportedPathLoss = smoothed
             entry.reportedAt = now
         }
-        return Observation(update: update, isInAutoConnectRange: attributes.isInAutoConnectRange,
-                           autoConnectRangeChanged: wasInRange != attributes.isInAutoConnectRange,
-                           becameUnavailable: false, measuredPathLoss: smoothed)
+        return Observation(
+            update: update, isInAutoConnectRange: attributes.isInAutoConnectRange,
+            autoConnectRangeChanged: wasInRange != attributes.isInAutoConnectRange,
+            becameUnavailable: false, measuredPathLoss: smoothed)
     }
 
     /// Reports readers that became unavailable by `now`: stale ones (not heard for

@@ -27,7 +27,8 @@ public struct ReaderScope: Hashable, Sendable {
         /// `false` turns manual access (`access.request`) to this reader off.
         public var manual: Bool?
 
-        public init(listing: Listing? = nil, pathLossOffset: Double? = nil, automatic: Bool? = nil, manual: Bool? = nil) {
+        public init(listing: Listing? = nil, pathLossOffset: Double? = nil, automatic: Bool? = nil, manual: Bool? = nil)
+        {
             self.listing = listing
             self.pathLossOffset = pathLossOffset
             self.automatic = automatic
@@ -69,8 +70,9 @@ public struct ReaderScope: Hashable, Sendable {
         /// The layer of the reader's rule, nil when no rule names it.
         public var ruleFrom: Layer?
 
-        public static let unrestricted = Effective(automatic: true, automaticBecause: .offered, manual: true,
-                                                   manualBecause: .offered, pathLossOffset: 0, ruleFrom: nil)
+        public static let unrestricted = Effective(
+            automatic: true, automaticBecause: .offered, manual: true,
+            manualBecause: .offered, pathLossOffset: 0, ruleFrom: nil)
     }
 
     /// Rules a layer may hold: a kiosk serves a handful of doors; a file or an operator
@@ -198,8 +200,8 @@ public enum ReaderScopeError: Error, Hashable, Sendable {
 
     public var message: String {
         switch self {
-        case let .offsetOutOfRange(limit): "a path-loss offset is between -\(Int(limit)) and \(Int(limit)) dB"
-        case let .tooManyRules(limit): "at most \(limit) readers can have a rule"
+        case .offsetOutOfRange(let limit): "a path-loss offset is between -\(Int(limit)) and \(Int(limit)) dB"
+        case .tooManyRules(let limit): "at most \(limit) readers can have a rule"
         }
     }
 }

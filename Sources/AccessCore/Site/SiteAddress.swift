@@ -43,8 +43,9 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
     public static func parseHost(_ text: String) throws(SiteAddressError) -> SiteAddress {
         let (address, path) = try parse(text.trimmingSpaces, defaultScheme: .https)
         guard path.isEmpty || path == "/" else {
-            return SiteAddress(scheme: address.scheme, host: address.host, port: address.port,
-                               pathPrefix: path.hasSuffix("/") ? String(path.dropLast()) : path)
+            return SiteAddress(
+                scheme: address.scheme, host: address.host, port: address.port,
+                pathPrefix: path.hasSuffix("/") ? String(path.dropLast()) : path)
         }
         return address
     }
@@ -63,7 +64,8 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
 
     public func url(_ path: String) -> String { description + path }
 
-    private static func parse(_ text: String, defaultScheme: Scheme?) throws(SiteAddressError) -> (SiteAddress, String) {
+    private static func parse(_ text: String, defaultScheme: Scheme?) throws(SiteAddressError) -> (SiteAddress, String)
+    {
         guard !text.isEmpty, text.utf8.count <= 2048 else { throw .malformedURL("empty or longer than 2048 bytes") }
         guard text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw .malformedURL("only printable ASCII without spaces")
@@ -79,7 +81,9 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
             scheme = defaultScheme
         } else if (try? InvitationCode(text)) != nil {
             // The code alone, as it is read out over the phone: the site is missing, not a scheme.
-            throw .malformedURL("that is an invitation code without its site: give both (accessctl credentials register --host SITE --code \(text))")
+            throw .malformedURL(
+                "that is an invitation code without its site: give both (accessctl credentials register --host SITE --code \(text))"
+            )
         } else {
             throw .malformedURL("no scheme (https://…)")
         }
@@ -112,7 +116,8 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
                 host = authority
             }
             guard !host.isEmpty, host.utf8.count <= 253,
-                  host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }) else {
+                host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." })
+            else {
                 throw .malformedURL("bad host name")
             }
         }
@@ -127,8 +132,9 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
 
 extension String {
     fileprivate var trimmingSpaces: String {
-        String(drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed()
-            .drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed())
+        String(
+            drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed()
+                .drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed())
     }
 
 }

@@ -18,9 +18,9 @@ public enum SiteAddressError: Error, Hashable, Sendable, CustomStringConvertible
     public var description: String {
         switch self {
         case .malformedCode: "an invitation code is 16 characters of 0-9 and A-Z without I, L, O, U"
-        case let .malformedURL(reason): "not an invitation URL: \(reason)"
-        case let .unsupportedScheme(scheme): "scheme '\(scheme)' is not supported (https, or http to loopback)"
-        case let .insecureTransport(host): "plain http is allowed only to a loopback host, not \(host)"
+        case .malformedURL(let reason): "not an invitation URL: \(reason)"
+        case .unsupportedScheme(let scheme): "scheme '\(scheme)' is not supported (https, or http to loopback)"
+        case .insecureTransport(let host): "plain http is allowed only to a loopback host, not \(host)"
         }
     }
 }

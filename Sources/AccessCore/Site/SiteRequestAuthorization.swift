@@ -13,8 +13,8 @@ public struct SiteRequestAuthorization: Hashable, Sendable {
 
         var field: String {
             switch self {
-            case let .credential(id): "credential=\(id)"
-            case let .reader(id): "reader=\(id)"
+            case .credential(let id): "credential=\(id)"
+            case .reader(let id): "reader=\(id)"
             }
         }
 
@@ -40,39 +40,49 @@ public struct SiteRequestAuthorization: Hashable, Sendable {
 
     /// The credential that signed, for a holder's call.
     public var credentialID: CredentialID? {
-        if case let .credential(id) = principal { id } else { nil }
+        if case .credential(let id) = principal { id } else { nil }
     }
 
     /// The reader controller that signed, for a provisioning call.
     public var readerKeyID: ReaderKeyID? {
-        if case let .reader(id) = principal { id } else { nil }
+        if case .reader(let id) = principal { id } else { nil }
     }
 
     /// Signs a holder's request. `nonce` comes from the system CSPRNG outside tests.
-    public static func sign(method: String, pathAndQuery: String, body: [UInt8], time: Int64, nonce: [UInt8],
-                            credentialID: CredentialID, key: P256.Signing.PrivateKey) -> SiteRequestAuthorization {
-        sign(method: method, pathAndQuery: pathAndQuery, body: body, time: time, nonce: nonce,
-             principal: .credential(credentialID), key: key)
+    public static func sign(
+        method: String, pathAndQuery: String, body: [UInt8], time: Int64, nonce: [UInt8],
+        credentialID: CredentialID, key: P256.Signing.PrivateKey
+    ) -> SiteRequestAuthorization {
+        sign(
+            method: method, pathAndQuery: pathAndQuery, body: body, time: time, nonce: nonce,
+            principal: .credential(credentialID), key: key)
     }
 
-    public static func sign(method: String, pathAndQuery: String, body: [UInt8], time: Int64, nonce: [UInt8],
-                            principal: Principal, key: P256.Signing.PrivateKey) -> SiteRequestAuthorization {
-        let content = signedContent(principal: principal, method: method, pathAndQuery: pathAndQuery, time: time,
-                                    nonce: nonce, body: body)
-        return SiteRequestAuthorization(principal: principal, time: time, nonce: nonce,
-                                        signature: ProtocolCrypto.sign(content, with: key))
+    public static func sign(
+        method: String, pathAndQuery: String, body: [UInt8], time: Int64, nonce: [UInt8],
+        principal: Principal, key: P256.Signing.PrivateKey
+    ) -> SiteRequestAuthorization {
+        let content = signedContent(
+            principal: principal, method: method, pathAndQuery: pathAndQuery, time: time,
+            nonce: nonce, body: body)
+        return SiteRequestAuthorization(
+            principal: principal, time: time, nonce: nonce,
+            signature: ProtocolCrypto.sign(content, with: key))
     }
 
     /// Whether the signature covers this request and was made with `key`.
     public func verifies(method: String, pathAndQuery: String, body: [UInt8], key: P256.Signing.PublicKey) -> Bool {
-        let content = Self.signedContent(principal: principal, method: method, pathAndQuery: pathAndQuery, time: time,
-                                         nonce: nonce, body: body)
+        let content = Self.signedContent(
+            principal: principal, method: method, pathAndQuery: pathAndQuery, time: time,
+            nonce: nonce, body: body)
         return ProtocolCrypto.verify(signature, over: content, with: key)
     }
 
     /// The bytes whose SHA-256 is signed: six lines joined by `\n` (docs/site-api.md §4, §7).
-    public static func signedContent(principal: Principal, method: String, pathAndQuery: String, time: Int64,
-                                     nonce: [UInt8], body: [UInt8]) -> [UInt8] {
+    public static func signedContent(
+        principal: Principal, method: String, pathAndQuery: String, time: Int64,
+        nonce: [UInt8], body: [UInt8]
+    ) -> [UInt8] {
         let digest = Array(SHA256.hash(data: body)).hexString
         let text = [principal.signedFirstLine, method, pathAndQuery, String(time), nonce.hexString, digest]
             .joined(separator: "\n")
@@ -105,9 +115,9 @@ public struct SiteRequestAuthorization: Hashable, Sendable {
             return nil
         }
         guard fields.count == 4,
-              let time = fields["time"].flatMap({ Int64($0) }),
-              let nonce = fields["nonce"].flatMap({ [UInt8](hexString: $0) }), nonce.count == 16,
-              let signature = fields["signature"].flatMap(Base64.decode), signature.count == 64
+            let time = fields["time"].flatMap({ Int64($0) }),
+            let nonce = fields["nonce"].flatMap({ [UInt8](hexString: $0) }), nonce.count == 16,
+            let signature = fields["signature"].flatMap(Base64.decode), signature.count == 64
         else { return nil }
         self.init(principal: principal, time: time, nonce: nonce, signature: signature)
     }

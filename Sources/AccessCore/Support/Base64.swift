@@ -36,7 +36,9 @@ public enum Base64 {
         var index = 0
         while index < input.count {
             let isLast = index + 4 == input.count
-            let padding = isLast ? (input[index + 3] == UInt8(ascii: "=") ? (input[index + 2] == UInt8(ascii: "=") ? 2 : 1) : 0) : 0
+            let padding =
+                isLast
+                ? (input[index + 3] == UInt8(ascii: "=") ? (input[index + 2] == UInt8(ascii: "=") ? 2 : 1) : 0) : 0
             var group: UInt32 = 0
             for offset in 0..<4 {
                 let byte = input[index + offset]

@@ -43,7 +43,7 @@ public enum ConfigurationSyntax {
         var offset = 0
         decode: while true {
             switch decoder.decode(&iterator) {
-            case let .scalarValue(scalar):
+            case .scalarValue(let scalar):
                 offset += UTF8.width(scalar)
                 if scalar == "\n" { line += 1 }
             case .emptyInput, .error:
@@ -64,7 +64,9 @@ public enum ConfigurationSyntax {
             if scanner.atEndOrComment { continue }
             if scanner.peek == UInt8(ascii: "[") {
                 scanner.advance()
-                if scanner.peek == UInt8(ascii: "[") { throw Failure(line: number, reason: "arrays of tables are not supported") }
+                if scanner.peek == UInt8(ascii: "[") {
+                    throw Failure(line: number, reason: "arrays of tables are not supported")
+                }
                 scanner.skipSpaces()
                 var name = try scanner.bareKey()
                 scanner.skipSpaces()
@@ -77,7 +79,9 @@ public enum ConfigurationSyntax {
                 }
                 try scanner.expect(UInt8(ascii: "]"), "expected ] after the section name")
                 scanner.skipSpaces()
-                guard scanner.atEndOrComment else { throw Failure(line: number, reason: "unexpected text after [\(name)]") }
+                guard scanner.atEndOrComment else {
+                    throw Failure(line: number, reason: "unexpected text after [\(name)]")
+                }
                 if let first = document.sectionLines[name] {
                     throw Failure(line: number, reason: "section [\(name)] appears twice (first on line \(first))")
                 }
@@ -88,12 +92,16 @@ public enum ConfigurationSyntax {
             }
             let key = try scanner.bareKey()
             scanner.skipSpaces()
-            if scanner.peek == UInt8(ascii: ".") { throw Failure(line: number, reason: "dotted keys are not supported") }
+            if scanner.peek == UInt8(ascii: ".") {
+                throw Failure(line: number, reason: "dotted keys are not supported")
+            }
             try scanner.expect(UInt8(ascii: "="), "expected = after \(key)")
             scanner.skipSpaces()
             let value = try scanner.value()
             scanner.skipSpaces()
-            guard scanner.atEndOrComment else { throw Failure(line: number, reason: "unexpected text after the value of \(key)") }
+            guard scanner.atEndOrComment else {
+                throw Failure(line: number, reason: "unexpected text after the value of \(key)")
+            }
             if let previous = document.sections[section]?[key] {
                 throw Failure(line: number, reason: "\(key) is set twice (first on line \(previous.line))")
             }
@@ -133,7 +141,9 @@ public enum ConfigurationSyntax {
             let start = position
             while let byte = peek, Self.isBareKeyCharacter(byte) { advance() }
             guard position > start else {
-                if peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") { throw fail("quoted keys are not supported") }
+                if peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") {
+                    throw fail("quoted keys are not supported")
+                }
                 throw fail("expected a key (letters, digits, _ and -)")
             }
             return String(decoding: bytes[start..<position], as: UTF8.self)
@@ -159,7 +169,9 @@ public enum ConfigurationSyntax {
                         advance()
                         return .array(items)
                     }
-                    if peek == nil || peek == UInt8(ascii: "#") { throw fail("arrays must be closed on the line they start") }
+                    if peek == nil || peek == UInt8(ascii: "#") {
+                        throw fail("arrays must be closed on the line they start")
+                    }
                     items.append(try value(depth: depth + 1))
                     skipSpaces()
                     if peek == UInt8(ascii: ",") {
@@ -175,7 +187,8 @@ public enum ConfigurationSyntax {
             default:
                 let start = position
                 while let next = peek, next != 0x20, next != 0x09, next != UInt8(ascii: ","), next != UInt8(ascii: "]"),
-                      next != UInt8(ascii: "#") {
+                    next != UInt8(ascii: "#")
+                {
                     advance()
                 }
                 let word = String(decoding: bytes[start..<position], as: UTF8.self)
@@ -183,8 +196,10 @@ public enum ConfigurationSyntax {
                 if word == "false" { return .bool(false) }
                 let digits = String(word.filter { $0 != "_" })
                 if let integer = Int(digits), !word.hasPrefix("_"), !word.hasSuffix("_") { return .integer(integer) }
-                if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let number = Double(digits), number.isFinite,
-                   digits.first != ".", digits.last != "." {
+                if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let number = Double(digits),
+                    number.isFinite,
+                    digits.first != ".", digits.last != "."
+                {
                     return .float(number)
                 }
                 throw fail("\(word.isEmpty ? "nothing" : "'\(word)'") is not a value (strings need quotes)")
@@ -211,7 +226,9 @@ public enum ConfigurationSyntax {
                 advance()
                 switch byte {
                 case UInt8(ascii: "\""):
-                    guard let text = String(validating: result, as: UTF8.self) else { throw fail("string is not UTF-8") }
+                    guard let text = String(validating: result, as: UTF8.self) else {
+                        throw fail("string is not UTF-8")
+                    }
                     return text
                 case UInt8(ascii: "\\"):
                     guard let escaped = peek else { throw fail("unterminated string") }
@@ -224,8 +241,9 @@ public enum ConfigurationSyntax {
                     case UInt8(ascii: "r"): result.append(0x0D)
                     case UInt8(ascii: "u"):
                         guard position + 4 <= bytes.count,
-                              let code = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16),
-                              let scalar = Unicode.Scalar(code), code != 0
+                            let code = UInt32(
+                                String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16),
+                            let scalar = Unicode.Scalar(code), code != 0
                         else { throw fail("bad \\u escape") }
                         position += 4
                         result += Array(String(Character(scalar)).utf8)

@@ -6,46 +6,58 @@ extension AccessEngine {
     func perform(_ actions: [AccessController.Action]) {
         for action in actions {
             switch action {
-            case let .startExchange(reader, origin, operation):
+            case .startExchange(let reader, let origin, let operation):
                 requests.operations[reader] = operation
                 guard let attributes = sightings.registry.reader(reader), let adapterPath else {
                     perform(controller.handle(.exchangeEnded(reader, .failed(.deviceNotFound)), at: Clocks.monotonic()))
                     continue
                 }
-                exchanges.yield(.start(ExchangeOrder(
-                    reader: attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
-                    origin: origin, operation: operation,
-                    detected: origin == .automatic ? sightings.detected(reader) : nil,
-                    trigger: origin == .automatic && openNextReaders.contains(reader) ? AccessTrigger.openNext : nil,
-                    credential: Self.request(of: origin).flatMap { requests.presenting.removeValue(forKey: $0) })))
-            case let .abortExchange(reader):
+                exchanges.yield(
+                    .start(
+                        ExchangeOrder(
+                            reader: attributes,
+                            devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address),
+                            origin: origin, operation: operation,
+                            detected: origin == .automatic ? sightings.detected(reader) : nil,
+                            trigger: origin == .automatic && openNextReaders.contains(reader)
+                                ? AccessTrigger.openNext : nil,
+                            credential: Self.request(of: origin).flatMap { requests.presenting.removeValue(forKey: $0) }
+                        )))
+            case .abortExchange(let reader):
                 exchanges.yield(.abort(reader))
-            case let .startTimer(timer, delay):
+            case .startTimer(let timer, let delay):
                 startTimer(timer, after: delay)
-            case let .cancelTimer(timer):
+            case .cancelTimer(let timer):
                 timers.removeValue(forKey: timer)?.task.cancel()
-            case let .refuse(request, refusal):
+            case .refuse(let request, let refusal):
                 requests.presenting[request] = nil
                 let asked = requests.asked.removeValue(forKey: request)
-                requests.answer(request, .failure(self.refusal(refusal, reader: asked?.reader ?? ReaderID(0),
-                                                               operation: asked?.operation ?? .access)))
-            case let .completed(reader, origin, outcome):
+                requests.answer(
+                    request,
+                    .failure(
+                        self.refusal(
+                            refusal, reader: asked?.reader ?? ReaderID(0),
+                            operation: asked?.operation ?? .access)))
+            case .completed(let reader, let origin, let outcome):
                 completed(reader, origin: origin, outcome: outcome)
-            case let .prepareLink(reader):
+            case .prepareLink(let reader):
                 guard let attributes = sightings.registry.reader(reader), let adapterPath else { continue }
-                exchanges.yield(.holdLink(attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address)))
-            case let .releaseLink(reader):
+                exchanges.yield(
+                    .holdLink(
+                        attributes, devicePath: Self.devicePath(adapter: adapterPath, address: attributes.address)))
+            case .releaseLink(let reader):
                 if controller.automatic.withoutPresence.contains(reader) {
-                    logger.notice("reader sends no presence advertisements while connected: not connecting early to it again",
-                                  metadata: ["reader": "\(reader)"])
+                    logger.notice(
+                        "reader sends no presence advertisements while connected: not connecting early to it again",
+                        metadata: ["reader": "\(reader)"])
                 }
                 exchanges.yield(.releaseLink(reader))
-            case let .openNextClosed(end):
+            case .openNextClosed(let end):
                 openNextClosed(end)
-            case let .failed(reader, origin, error):
+            case .failed(let reader, let origin, let error):
                 // The request's timeout: the exchange is aborted, and its end (with the phase it
                 // reached) reported soon after; the answer waits for it to say where it stopped.
-                guard case let .manual(request) = origin else { continue }
+                guard case .manual(let request) = origin else { continue }
                 requests.timedOut[reader] = (request, error)
             }
         }
@@ -62,18 +74,23 @@ extension AccessEngine {
     }
 
     private func completed(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome) {
-        var answer = Render.exchange(reader, origin: origin, outcome: outcome,
-                                     timings: requests.timings.removeValue(forKey: reader))
+        var answer = Render.exchange(
+            reader, origin: origin, outcome: outcome,
+            timings: requests.timings.removeValue(forKey: reader))
         answer.readerName = sightings.registry.reader(reader)?.name
         answer.credential = requests.credentials.removeValue(forKey: reader)?.description
         answer.operation = requests.operations.removeValue(forKey: reader).map(Render.operationName)
         if origin == .automatic, openNextReaders.remove(reader) != nil { answer.trigger = AccessTrigger.openNext }
         journal.emit(answer)
-        guard case let .manual(request) = origin else { return }
+        guard case .manual(let request) = origin else { return }
         let asked = requests.asked.removeValue(forKey: request)
-        if case let .failed(failure) = outcome {
-            requests.answer(request, .failure(self.failure(failure.connectionError, cause: failure, reader: reader,
-                                                           operation: asked?.operation, timings: answer.timings)))
+        if case .failed(let failure) = outcome {
+            requests.answer(
+                request,
+                .failure(
+                    self.failure(
+                        failure.connectionError, cause: failure, reader: reader,
+                        operation: asked?.operation, timings: answer.timings)))
         } else {
             requests.answer(request, .success(answer))
         }
@@ -81,8 +98,10 @@ extension AccessEngine {
 
     /// The end of an exchange whose request timed out: journalled as it ended, answered as
     /// a timeout with the phase it had reached.
-    func timedOutExchangeEnded(_ reader: ReaderID, request: RequestID, error: ReaderConnectionError,
-                               outcome: ExchangeOutcome, timings: ExchangeTimings?) {
+    func timedOutExchangeEnded(
+        _ reader: ReaderID, request: RequestID, error: ReaderConnectionError,
+        outcome: ExchangeOutcome, timings: ExchangeTimings?
+    ) {
         var answer = Render.exchange(reader, origin: .manual(request), outcome: outcome, timings: timings)
         answer.readerName = sightings.registry.reader(reader)?.name
         answer.credential = requests.credentials.removeValue(forKey: reader)?.description
@@ -90,12 +109,16 @@ extension AccessEngine {
         if case .failed = outcome { answer.error = error.rawValue }
         journal.emit(answer)
         let asked = requests.asked.removeValue(forKey: request)
-        requests.answer(request, .failure(failure(error, cause: nil, reader: reader, operation: asked?.operation,
-                                                  timings: timings)))
+        requests.answer(
+            request,
+            .failure(
+                failure(
+                    error, cause: nil, reader: reader, operation: asked?.operation,
+                    timings: timings)))
     }
 
     static func request(of origin: ExchangeOrigin) -> RequestID? {
-        if case let .manual(request) = origin { return request }
+        if case .manual(let request) = origin { return request }
         return nil
     }
 

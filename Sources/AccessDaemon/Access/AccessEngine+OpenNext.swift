@@ -16,14 +16,19 @@ extension AccessEngine {
         let expiry = expiry ?? openNextDefaultExpiry
         let now = Clocks.monotonic()
         openNextOpenedBy = openedBy
-        journal.emit(AccessNextWindowEvent(state: .open, openedBy: openedBy, expirySeconds: Int(expiry.components.seconds),
-                                           uid: uid.map(Int.init)))
+        journal.emit(
+            AccessNextWindowEvent(
+                state: .open, openedBy: openedBy, expirySeconds: Int(expiry.components.seconds),
+                uid: uid.map(Int.init)))
         logger.info("open-next window opened", metadata: ["expiry": "\(expiry)", "by": "\(openedBy)"])
         perform(controller.handle(.openNext(expiry: expiry), at: now))
         for reader in sightings.registry.readers where controller.automatic.openNextUntil != nil {
-            perform(controller.handle(.readerObserved(reader, isInAutoConnectRange: reader.isInAutoConnectRange,
-                                                      othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
-                                      at: now))
+            perform(
+                controller.handle(
+                    .readerObserved(
+                        reader, isInAutoConnectRange: reader.isInAutoConnectRange,
+                        othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
+                    at: now))
         }
         return expiry
     }
@@ -38,7 +43,7 @@ extension AccessEngine {
     func openNextClosed(_ end: AutoConnectMachine.OpenNextEnd) {
         var event = AccessNextWindowEvent(state: .closed, openedBy: openNextOpenedBy ?? "socket")
         switch end {
-        case let .used(reader):
+        case .used(let reader):
             openNextReaders.insert(reader)
             event.reason = .used
             event.reader = reader.description

@@ -8,8 +8,10 @@ extension AccessEngine {
 
     /// An operator's rule for `id` (nil: drop it; nil `id` too: drop every one). `save` gets
     /// the operator's rules to keep before anything changes: if it throws, nothing does.
-    func changeScope(_ id: ReaderID?, _ rule: ReaderScope.Rule?,
-                     save: ([ReaderID: ReaderScope.Rule]) throws -> Void) throws -> ReaderScope {
+    func changeScope(
+        _ id: ReaderID?, _ rule: ReaderScope.Rule?,
+        save: ([ReaderID: ReaderScope.Rule]) throws -> Void
+    ) throws -> ReaderScope {
         var scope = sightings.registry.scope
         if let id, let rule {
             try scope.setOperatorRule(rule, for: id)
@@ -29,9 +31,12 @@ extension AccessEngine {
         for reader in sightings.registry.setScope(scope) {
             journal.emit(Render.reader(reader))
             guard reader.isInAutoConnectRange || connectEarly else { continue }
-            perform(controller.handle(.readerObserved(reader, isInAutoConnectRange: reader.isInAutoConnectRange,
-                                                      othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
-                                      at: now))
+            perform(
+                controller.handle(
+                    .readerObserved(
+                        reader, isInAutoConnectRange: reader.isInAutoConnectRange,
+                        othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
+                    at: now))
         }
     }
 }

@@ -65,9 +65,12 @@ actor AccessEngine {
     var probes: [UInt64: RunningProbe] = [:]
     var nextProbe: UInt64 = 0
 
-    init(configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(), door: Door,
-         exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
-         logger: Logger) {
+    init(
+        configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(),
+        door: Door,
+        exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
+        logger: Logger
+    ) {
         self.door = door
         self.exchanges = exchanges
         self.journal = journal
@@ -77,10 +80,11 @@ actor AccessEngine {
         self.openNextDefaultExpiry = configuration.openNextExpiry
         self.sightings = ReaderSightings(range: configuration.rangeConfiguration)
         _ = sightings.registry.setScope(scope)
-        self.controller = AccessController(slotLimit: configuration.connectionLimit,
-                                           automatic: configuration.autoConnectConfiguration,
-                                           manual: .init(timeout: configuration.manualTimeout),
-                                           automaticAccessEnabled: automaticAccessEnabled, credentials: .none)
+        self.controller = AccessController(
+            slotLimit: configuration.connectionLimit,
+            automatic: configuration.autoConnectConfiguration,
+            manual: .init(timeout: configuration.manualTimeout),
+            automaticAccessEnabled: automaticAccessEnabled, credentials: .none)
     }
 
     /// Handles the door's inputs until the stream ends or the task is cancelled; then answers
@@ -95,15 +99,15 @@ actor AccessEngine {
     private func handle(_ input: Input) {
         let now = Clocks.monotonic()
         switch input {
-        case let .adapter(path):
+        case .adapter(let path):
             adapterPath = path
-        case let .advertised(device):
+        case .advertised(let device):
             advertised(device, at: now)
         case .forgetReaders:
             for id in sightings.removeAll() { readerGone(id, at: now) }
         case .tick:
             for id in sightings.expire(at: now, linked: Set(controller.slots.active.keys)) { readerGone(id, at: now) }
-        case let .exchangeEnded(reader, outcome, timings, credential):
+        case .exchangeEnded(let reader, let outcome, let timings, let credential):
             requests.credentials[reader] = credential
             if let (request, error) = requests.timedOut.removeValue(forKey: reader) {
                 timedOutExchangeEnded(reader, request: request, error: error, outcome: outcome, timings: timings)
@@ -111,30 +115,31 @@ actor AccessEngine {
                 requests.timings[reader] = timings
             }
             perform(controller.handle(.exchangeEnded(reader, outcome), at: now))
-        case let .linkPrepared(reader):
+        case .linkPrepared(let reader):
             perform(controller.handle(.linkPrepared(reader), at: now))
-        case let .secondFactorPrompted(.manual(request)):
+        case .secondFactorPrompted(.manual(let request)):
             timers.removeValue(forKey: .manual(request))?.task.cancel()
         case .secondFactorPrompted(.automatic):
             break
-        case let .credentialsChanged(availability):
+        case .credentialsChanged(let availability):
             guard availability != controller.credentials else { return }
             perform(controller.handle(.credentialsChanged(availability), at: now))
-        case let .timerFired(timer, id):
+        case .timerFired(let timer, let id):
             guard timers[timer]?.id == id else { return }  // cancelled while it fired
             timers[timer] = nil
             perform(controller.handle(.timerFired(timer), at: now))
         case .buttonPressed:
             openNext(expiry: nil, openedBy: "button", uid: nil)
-        case let .reconfigure(configuration):
+        case .reconfigure(let configuration):
             // Each reader's smoothed path loss stays; the next advertisement is judged by the new range.
             sightings.registry.range = configuration.rangeConfiguration
             openNextDefaultExpiry = configuration.openNextExpiry
             var scope = sightings.registry.scope
             scope.replaceConfiguration(configuration.readerRules)
             apply(scope)
-            controller.reconfigure(automatic: configuration.autoConnectConfiguration,
-                                   manual: .init(timeout: configuration.manualTimeout))
+            controller.reconfigure(
+                automatic: configuration.autoConnectConfiguration,
+                manual: .init(timeout: configuration.manualTimeout))
         }
     }
 
@@ -143,21 +148,31 @@ actor AccessEngine {
     private func advertised(_ device: DeviceState, at now: Timestamp) {
         guard device.adapterPath == adapterPath else { return }
         var full = false
-        guard let sighting = sightings.observe(device, at: now, refusal: { error in
-            if case .tooManyReaders = error { full = true }
-            logger.debug("advertisement refused", metadata: ["address": "\(device.address.map(\.description) ?? "?")",
-                                                             "error": "\(error.code)"])
-        }) else {
+        guard
+            let sighting = sightings.observe(
+                device, at: now,
+                refusal: { error in
+                    if case .tooManyReaders = error { full = true }
+                    logger.debug(
+                        "advertisement refused",
+                        metadata: [
+                            "address": "\(device.address.map(\.description) ?? "?")",
+                            "error": "\(error.code)",
+                        ])
+                })
+        else {
             // Once per episode: a flood of new reader ids is the one sign of it worth a warning.
             if full && !registryFullWarned {
                 registryFullWarned = true
-                logger.warning("new readers refused: \(ReaderRegistry.capacity) readers are tracked",
-                               metadata: ["limit": "\(ReaderRegistry.capacity)"])
+                logger.warning(
+                    "new readers refused: \(ReaderRegistry.capacity) readers are tracked",
+                    metadata: ["limit": "\(ReaderRegistry.capacity)"])
             }
             return
         }
         if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
-        let id = sighting.advertisement.readerID, observation = sighting.observation
+        let id = sighting.advertisement.readerID
+        let observation = sighting.observation
         probeHeard(id, at: now)
         if let update = observation.update { journal.emit(Render.reader(update)) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {
@@ -169,10 +184,14 @@ actor AccessEngine {
         let nearby = connectEarly && observation.update != nil
         let openingNext = controller.automatic.openNextUntil != nil
         if observation.isInAutoConnectRange || observation.autoConnectRangeChanged || nearby || openingNext,
-           let attributes = sightings.registry.reader(id) {
-            perform(controller.handle(.readerObserved(attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
-                                                      othersHeard: sightings.registry.isAnotherReaderHeard(besides: id)),
-                                      at: now))
+            let attributes = sightings.registry.reader(id)
+        {
+            perform(
+                controller.handle(
+                    .readerObserved(
+                        attributes, isInAutoConnectRange: observation.isInAutoConnectRange,
+                        othersHeard: sightings.registry.isAnotherReaderHeard(besides: id)),
+                    at: now))
         }
     }
 
@@ -188,9 +207,10 @@ actor AccessEngine {
     func reader(_ id: ReaderID) -> ReaderAttributes? { sightings.registry.reader(id) }
 
     var status: Status {
-        Status(readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
-               automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled, seenAdvertisements: sightings.seen,
-               readersInAutoRange: sightings.registry.countInAutoConnectRange)
+        Status(
+            readerCount: sightings.registry.count, refusedAdvertisements: sightings.refused,
+            automaticAccessEnabled: controller.automatic.isAutomaticAccessEnabled, seenAdvertisements: sightings.seen,
+            readersInAutoRange: sightings.registry.countInAutoConnectRange)
     }
 
     func setAutomaticAccess(_ enabled: Bool) {
@@ -199,8 +219,10 @@ actor AccessEngine {
 
     /// `access.request`, `actions.list`, `actions.perform`: the controller decides whether
     /// the request may start; the answer comes when its exchange ends (or its timeout).
-    func request(_ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32,
-                 credential: CredentialID? = nil) async -> Result<ExchangeAnswer, RPCError> {
+    func request(
+        _ reader: ReaderID, _ operation: ExchangeOperation, uid: UInt32,
+        credential: CredentialID? = nil
+    ) async -> Result<ExchangeAnswer, RPCError> {
         let request = requests.next()
         logger.info("manual request", metadata: ["reader": "\(reader)", "operation": "\(operation)", "uid": "\(uid)"])
         return await withTaskCancellationHandler {
@@ -210,8 +232,10 @@ actor AccessEngine {
                 guard requests.pending.wait(request.rawValue, continuation) else { return }
                 requests.asked[request] = (reader, operation)
                 if let credential { requests.presenting[request] = credential }
-                perform(controller.handle(.request(request, reader, operation, reader: sightings.registry.reader(reader)),
-                                          at: Clocks.monotonic()))
+                perform(
+                    controller.handle(
+                        .request(request, reader, operation, reader: sightings.registry.reader(reader)),
+                        at: Clocks.monotonic()))
             }
         } onCancel: {
             Task { await self.abandon(request) }

@@ -16,42 +16,51 @@ extension AccessEngine {
         case .readerNotHeard:
             let heard = sightings.registry.readers.sorted { $0.id < $1.id }.prefix(16)
             data["heard"] = .array(heard.map { .string($0.id.description) })
-            message = heard.isEmpty
+            message =
+                heard.isEmpty
                 ? "reader \(id) is not heard, nor is any other (is scanning on? accessctl status)"
                 : "reader \(id) is not heard; heard now: \(heard.map { Self.named($0.id, $0.name) }.joined(separator: ", "))"
         case .manualAccessNotOffered:
             message = "reader \(named) does not offer manual access (its advertisement says so; the site configures it)"
         case .actionsNotOffered:
             message = "reader \(named) offers no actions (its advertisement says so; the site configures them)"
-        case let .readerDenied(layer):
+        case .readerDenied(let layer):
             data["ruleFrom"] = .string(layer.rawValue)
             message = "reader \(named) is on this kiosk's deny list (\(Self.where(layer, id)))"
-        case let .manualAccessTurnedOff(layer):
+        case .manualAccessTurnedOff(let layer):
             data["ruleFrom"] = .string(layer.rawValue)
             message = "manual access to reader \(named) is turned off on this kiosk (\(Self.where(layer, id)))"
-        case let .noCredentialForSite(site):
+        case .noCredentialForSite(let site):
             data["site"] = .string(site.description)
             message = "no credential for site \(site) of reader \(named): register one (accessctl credentials register)"
-        case let .credentialNotActive(site, state):
+        case .credentialNotActive(let site, let state):
             data["site"] = .string(site.description)
-            message = state == .revoked
+            message =
+                state == .revoked
                 ? "the credential for site \(site) is revoked by the site: register a new one (accessctl credentials register)"
                 : "the credential for site \(site) is suspended by the site: it is presented again once the site resumes it"
-        case let .credentialOffline(site):
+        case .credentialOffline(let site):
             data["site"] = .string(site.description)
-            message = "the credential for site \(site) is withheld: its site has not been reached for longer than [site] max_offline "
+            message =
+                "the credential for site \(site) is withheld: its site has not been reached for longer than [site] max_offline "
                 + "(accessctl diagnose says why); it is presented again after the next successful sync"
         case .requestInProgress:
             message = "this request is already under way"
         case .readerBusy:
             message = "reader \(named) is in another exchange; try again in a moment"
         case .noFreeSlot:
-            message = "every connection is in use ([access] connection_limit = \(controller.slots.limit)); try again in a moment"
+            message =
+                "every connection is in use ([access] connection_limit = \(controller.slots.limit)); try again in a moment"
         }
-        logger.notice("manual request refused", metadata: ["reader": "\(id)", "operation": "\(Render.operationName(operation))",
-                                                           "error": "\(refusal.error)", "cause": "\(refusal.cause)"])
-        return .failed(refusal.error.rawValue, "refused: " + message,
-                       details: data.merging(["cause": .string(refusal.cause)]) { first, _ in first })
+        logger.notice(
+            "manual request refused",
+            metadata: [
+                "reader": "\(id)", "operation": "\(Render.operationName(operation))",
+                "error": "\(refusal.error)", "cause": "\(refusal.cause)",
+            ])
+        return .failed(
+            refusal.error.rawValue, "refused: " + message,
+            details: data.merging(["cause": .string(refusal.cause)]) { first, _ in first })
     }
 
     /// Where a reader's rule was set, in the words an operator acts on.
@@ -64,8 +73,10 @@ extension AccessEngine {
 
     /// A request that started and failed: which phase (from the timings the exchange engine
     /// reported), after how long, and why, as the exchange failure names it.
-    func failure(_ error: ReaderConnectionError, cause: ExchangeFailure?, reader id: ReaderID,
-                 operation: ExchangeOperation?, timings: ExchangeTimings?) -> RPCError {
+    func failure(
+        _ error: ReaderConnectionError, cause: ExchangeFailure?, reader id: ReaderID,
+        operation: ExchangeOperation?, timings: ExchangeTimings?
+    ) -> RPCError {
         let phase = Self.phase(timings)
         var data: [String: JSONValue] = ["reader": .string(id.description), "phase": .string(phase.name)]
         // No cause: the request's own deadline ([access] manual_timeout) ended it.
@@ -75,8 +86,12 @@ extension AccessEngine {
         var message = "\(what) failed: \(error.rawValue) \(phase.text)"
         if let total = timings?.totalMs { message += " after \(Int(total)) ms" }
         if let advice = Self.advice(cause, error: error, phase: phase.name) { message += ": " + advice }
-        logger.notice("manual request failed", metadata: ["reader": "\(id)", "operation": "\(what)", "error": "\(error)",
-                                                          "cause": "\(cause.map { "\($0)" } ?? "-")", "phase": "\(phase.name)"])
+        logger.notice(
+            "manual request failed",
+            metadata: [
+                "reader": "\(id)", "operation": "\(what)", "error": "\(error)",
+                "cause": "\(cause.map { "\($0)" } ?? "-")", "phase": "\(phase.name)",
+            ])
         return .failed(error.rawValue, message, details: data)
     }
 
@@ -102,7 +117,8 @@ extension AccessEngine {
         case .connectionAborted?: return "the controller gave up on the link (interference or range)"
         case .deviceNotFound?: return "BlueZ no longer knows the reader (out of range?)"
         case .adapterBusy?: return "the adapter is busy with another operation; try again"
-        case .badReaderSignature?: return "its challenge does not verify against the site key: not a reader of this site"
+        case .badReaderSignature?:
+            return "its challenge does not verify against the site key: not a reader of this site"
         case .invalidatedCredential?: return "the reader refused the credential (revoked or unknown to it)"
         case .secondFactorRequired?: return "the reader asks for a PIN and this credential has none set"
         case .secondFactorLockedOut?: return "no PIN attempts are left for this credential"

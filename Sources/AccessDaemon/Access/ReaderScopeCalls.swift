@@ -12,7 +12,8 @@ public enum ReaderScopeCalls {
         guard let id = ReaderID(params.reader) else {
             throw .invalidParams("reader must be a reader id (up to eight hex digits)")
         }
-        var rule = ReaderScope.Rule(pathLossOffset: params.pathLossOffset, automatic: params.automatic, manual: params.manual)
+        var rule = ReaderScope.Rule(
+            pathLossOffset: params.pathLossOffset, automatic: params.automatic, manual: params.manual)
         switch params.list {
         case nil: break
         case "allow"?: rule.listing = .allowed
@@ -29,9 +30,10 @@ public enum ReaderScopeCalls {
     }
 
     static func info(_ id: ReaderID, _ rule: ReaderScope.Rule, from: ReaderScope.Layer?) -> ReaderRuleInfo {
-        ReaderRuleInfo(reader: id.description, list: rule.listing.map { $0 == .allowed ? "allow" : "deny" },
-                       pathLossOffset: rule.pathLossOffset, automatic: rule.automatic, manual: rule.manual,
-                       from: from?.rawValue)
+        ReaderRuleInfo(
+            reader: id.description, list: rule.listing.map { $0 == .allowed ? "allow" : "deny" },
+            pathLossOffset: rule.pathLossOffset, automatic: rule.automatic, manual: rule.manual,
+            from: from?.rawValue)
     }
 
     static func answer(_ scope: ReaderScope) -> ReaderScopeAnswer {
@@ -39,9 +41,10 @@ public enum ReaderScopeCalls {
     }
 
     static func effective(_ scope: ReaderScope.Effective) -> ReaderScopeInfo {
-        ReaderScopeInfo(automatic: scope.automatic, automaticBecause: scope.automaticBecause.rawValue, manual: scope.manual,
-                        manualBecause: scope.manualBecause.rawValue, pathLossOffset: scope.pathLossOffset,
-                        ruleFrom: scope.ruleFrom?.rawValue)
+        ReaderScopeInfo(
+            automatic: scope.automatic, automaticBecause: scope.automaticBecause.rawValue, manual: scope.manual,
+            manualBecause: scope.manualBecause.rawValue, pathLossOffset: scope.pathLossOffset,
+            ruleFrom: scope.ruleFrom?.rawValue)
     }
 
     // MARK: Saved as a setting

@@ -22,9 +22,10 @@ struct ReaderSightings: Sendable {
 
     /// A device report: nil when it carries no reader service data, RSSI and address, or
     /// when its service data is refused (counted; `error` says why).
-    mutating func observe(_ device: DeviceState, at now: Timestamp, refusal: (AdvertisementError) -> Void) -> Sighting? {
+    mutating func observe(_ device: DeviceState, at now: Timestamp, refusal: (AdvertisementError) -> Void) -> Sighting?
+    {
         guard let payload = device.serviceData[ReaderAdvertisement.serviceDataUUIDString], let rssi = device.rssi,
-              let address = device.address
+            let address = device.address
         else { return nil }
         seen += 1
         guard ReaderRegistry.measurableRSSI.contains(rssi) else {
@@ -46,11 +47,14 @@ struct ReaderSightings: Sendable {
             return nil
         }
         let raw = address.bytes
-        let deviceAddress = DeviceAddress(rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-        let observation = registry.observe(advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)
+        let deviceAddress = DeviceAddress(
+            rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        let observation = registry.observe(
+            advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)
         // The raw (unsmoothed) crossing starts detection; leaving auto range ends the approach.
         let id = advertisement.readerID
-        let rawPathLoss = Double(Int(advertisement.txPower) - Int(rssi)) + registry.range.sensitivityOffset
+        let rawPathLoss =
+            Double(Int(advertisement.txPower) - Int(rssi)) + registry.range.sensitivityOffset
             + registry.scope.pathLossOffset(for: id)
         if rawPathLoss <= Double(advertisement.autoConnectPathLoss) {
             if firstInRange[id] == nil { firstInRange[id] = ContinuousClock.now }

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A physical "open the door" button (`[button]`): a key of a Linux input device, read with
@@ -73,8 +73,9 @@ final class OpenNextButton: Sendable {
             guard fd >= 0 else {
                 let problem = String(cString: strerror(errno))
                 if problem != lastProblem {
-                    logger.warning("button device cannot be opened; trying again every 2 s",
-                                   metadata: ["device": "\(device)", "error": "\(problem)"])
+                    logger.warning(
+                        "button device cannot be opened; trying again every 2 s",
+                        metadata: ["device": "\(device)", "error": "\(problem)"])
                     lastProblem = problem
                 }
                 pause(seconds: 2)
@@ -85,7 +86,9 @@ final class OpenNextButton: Sendable {
             let problem = readPresses(fd)
             close(fd)
             if let problem, !stopped {
-                logger.warning("button device lost; trying again every 2 s", metadata: ["device": "\(device)", "error": "\(problem)"])
+                logger.warning(
+                    "button device lost; trying again every 2 s",
+                    metadata: ["device": "\(device)", "error": "\(problem)"])
                 lastProblem = problem
                 pause(seconds: 2)
             }

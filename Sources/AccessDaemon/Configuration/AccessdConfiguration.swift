@@ -109,19 +109,22 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public init() {}
 
     public var rangeConfiguration: RangeConfiguration {
-        RangeConfiguration(filter: rangeFilter, sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
-                           approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
-                           expiryDelay: expiryDelay, staleTimeout: staleTimeout, medianWindow: medianWindow)
+        RangeConfiguration(
+            filter: rangeFilter, sensitivityOffset: sensitivity.pathLossOffset, smoothingFactor: smoothingFactor,
+            approachSmoothingFactor: approachSmoothingFactor, autoRangeExitMargin: autoRangeExitMargin,
+            expiryDelay: expiryDelay, staleTimeout: staleTimeout, medianWindow: medianWindow)
     }
 
     public var clientLimits: ClientLimits {
-        ClientLimits(maximumClients: maximumClients, reservedForOperators: max(1, maximumClients / 8),
-                     idleTimeout: clientIdleTimeout, sendTimeout: clientSendTimeout)
+        ClientLimits(
+            maximumClients: maximumClients, reservedForOperators: max(1, maximumClients / 8),
+            idleTimeout: clientIdleTimeout, sendTimeout: clientSendTimeout)
     }
 
     public var autoConnectConfiguration: AutoConnectMachine.Configuration {
-        AutoConnectMachine.Configuration(cooldown: cooldown, selectionWindow: selectionWindow,
-                                         retry: RetryPolicy(maximumRetries: maximumRetries), connectEarly: connectEarly,
-                                         holdLimit: holdTime)
+        AutoConnectMachine.Configuration(
+            cooldown: cooldown, selectionWindow: selectionWindow,
+            retry: RetryPolicy(maximumRetries: maximumRetries), connectEarly: connectEarly,
+            holdLimit: holdTime)
     }
 }

@@ -2,7 +2,7 @@ import ControlSocket
 import NIOSSL
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What start needs of the machine that a file's syntax cannot say: the files it names exist
@@ -28,7 +28,9 @@ public enum ConfigurationChecks {
         if let group = configuration.socketGroup, Groups.gid(named: group) == nil {
             problems.append("[socket] group '\(group)' does not exist")
         }
-        if let missing = SocketPath.missingDirectory(of: configuration.socketPath), atStart || missing != runtimeDirectory {
+        if let missing = SocketPath.missingDirectory(of: configuration.socketPath),
+            atStart || missing != runtimeDirectory
+        {
             problems.append("the socket's directory \(missing) does not exist ([socket] path)")
         }
         return problems

@@ -4,7 +4,8 @@ import ControlSocket
 /// The control socket's dispatch: one table from `ControlMethod` to its handler. The role a
 /// method needs is checked here, once, from the shared contract.
 public struct ControlAPI: ControlRequestHandler {
-    public typealias Handler = @Sendable (_ params: JSONValue, _ client: ControlClient) async -> Result<JSONValue, RPCError>
+    public typealias Handler =
+        @Sendable (_ params: JSONValue, _ client: ControlClient) async -> Result<JSONValue, RPCError>
 
     let handlers: [ControlMethod: Handler]
     let journal: EventJournal

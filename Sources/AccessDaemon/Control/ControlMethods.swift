@@ -14,7 +14,8 @@ extension AccessDaemonServices {
         table.on(ControlCalls.ReadersList.self) { _, _ in
             .success(ReadersAnswer(readers: await self.access.readers.map(Render.reader)))
         }
-        table.on(ControlCalls.ReadersGetScope.self) { _, _ in .success(ReaderScopeCalls.answer(await self.access.scope)) }
+        table.on(ControlCalls.ReadersGetScope.self) { _, _ in .success(ReaderScopeCalls.answer(await self.access.scope))
+        }
         table.on(ControlCalls.ReadersSetScope.self) { params, client in
             do throws(RPCError) {
                 let (id, rule) = try ReaderScopeCalls.rule(from: params)
@@ -25,7 +26,9 @@ extension AccessDaemonServices {
         }
         table.on(ControlCalls.ReadersResetScope.self) { params, client in
             guard let text = params.reader else { return await self.changeScope(nil, nil, client: client) }
-            guard let id = ReaderID(text) else { return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)")) }
+            guard let id = ReaderID(text) else {
+                return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)"))
+            }
             return await self.changeScope(id, nil, client: client)
         }
         table.on(ControlCalls.ReadersProbe.self) { params, _ in
@@ -37,7 +40,9 @@ extension AccessDaemonServices {
                 return .failure(.invalidParams("seconds is 1 to 60"))
             }
             guard let probe = await self.access.startProbe(reader) else {
-                return .failure(.failed("readers.probeBusy", "\(AccessEngine.probeLimit) probes are running; try again when one ends"))
+                return .failure(
+                    .failed(
+                        "readers.probeBusy", "\(AccessEngine.probeLimit) probes are running; try again when one ends"))
             }
             try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
             guard let answer = await self.access.finishProbe(probe, seconds: seconds) else {
@@ -50,12 +55,16 @@ extension AccessDaemonServices {
             .success(UnsubscribeAnswer(wasSubscribed: self.journal.unsubscribe(client)))
         }
         table.on(ControlCalls.ScanningSet.self) { params, client in
-            await self.toggle(params.enabled, client: client, setting: .scanning) { await self.discovery.setScanning($0) }
-                .map { ScanningAnswer(scanningEnabled: $0) }
+            await self.toggle(params.enabled, client: client, setting: .scanning) {
+                await self.discovery.setScanning($0)
+            }
+            .map { ScanningAnswer(scanningEnabled: $0) }
         }
         table.on(ControlCalls.AutomaticAccessSet.self) { params, client in
-            await self.toggle(params.enabled, client: client, setting: .automaticAccess) { await self.access.setAutomaticAccess($0) }
-                .map { AutomaticAccessAnswer(automaticAccessEnabled: $0) }
+            await self.toggle(params.enabled, client: client, setting: .automaticAccess) {
+                await self.access.setAutomaticAccess($0)
+            }
+            .map { AutomaticAccessAnswer(automaticAccessEnabled: $0) }
         }
         table.on(ControlCalls.LogSetLevel.self) { params, client in self.setLogLevel(params.level, client: client) }
         table.on(ControlCalls.AccessRequest.self) { params, client in
@@ -64,7 +73,8 @@ extension AccessDaemonServices {
         table.on(ControlCalls.AccessNext.self) { params, client in
             var expiry: Duration?
             if let seconds = params.expiry {
-                let bounds = Double(AccessEngine.openNextExpiry.lowerBound)...Double(AccessEngine.openNextExpiry.upperBound)
+                let bounds =
+                    Double(AccessEngine.openNextExpiry.lowerBound)...Double(AccessEngine.openNextExpiry.upperBound)
                 guard seconds.isFinite, bounds.contains(seconds) else {
                     return .failure(.invalidParams("expiry is 1 to 60 seconds"))
                 }
@@ -72,40 +82,61 @@ extension AccessDaemonServices {
             }
             let used = await self.access.openNext(expiry: expiry, openedBy: "socket", uid: client.uid)
             let seconds = Double(used.components.seconds) + Double(used.components.attoseconds) / 1e18
-            return .success(OpenNextAnswer(expirySeconds: Int(seconds.rounded()), until: Date().timeIntervalSince1970 + seconds))
+            return .success(
+                OpenNextAnswer(expirySeconds: Int(seconds.rounded()), until: Date().timeIntervalSince1970 + seconds))
         }
-        table.on(ControlCalls.AccessCancel.self) { _, _ in .success(OpenNextCancelAnswer(cancelled: await self.access.cancelOpenNext())) }
+        table.on(ControlCalls.AccessCancel.self) { _, _ in
+            .success(OpenNextCancelAnswer(cancelled: await self.access.cancelOpenNext()))
+        }
         table.on(ControlCalls.ActionsList.self) { params, client in
             await self.manual(params.reader, .success(.enumerateActions), client: client, credential: params.credential)
         }
         table.on(ControlCalls.ActionsPerform.self) { params, client in
             let action = Int8(exactly: params.action).map(ExchangeOperation.performAction)
-            return await self.manual(params.reader, action.map { .success($0) }
-                ?? .failure(.invalidParams("action must be an action id from actions.list")), client: client)
+            return await self.manual(
+                params.reader,
+                action.map { .success($0) }
+                    ?? .failure(.invalidParams("action must be an action id from actions.list")), client: client)
         }
         table.on(ControlCalls.SecondFactorRespond.self) { params, _ in
             await self.exchanges.respond(request: params.request, pin: params.pin)
         }
-        table.on(ControlCalls.SecondFactorCancel.self) { params, _ in await self.exchanges.cancel(request: params.request) }
-        table.on(ControlCalls.SecondFactorList.self) { _, _ in .success(PromptsAnswer(prompts: await self.exchanges.openPrompts())) }
-        table.on(ControlCalls.CredentialsRegister.self) { params, client in await self.admin.register(params, uid: client.uid) }
+        table.on(ControlCalls.SecondFactorCancel.self) { params, _ in
+            await self.exchanges.cancel(request: params.request)
+        }
+        table.on(ControlCalls.SecondFactorList.self) { _, _ in
+            .success(PromptsAnswer(prompts: await self.exchanges.openPrompts()))
+        }
+        table.on(ControlCalls.CredentialsRegister.self) { params, client in
+            await self.admin.register(params, uid: client.uid)
+        }
         table.on(ControlCalls.CredentialsList.self) { _, _ in
             let items = self.book.items
-            return .success(CredentialsAnswer(credentials: self.book.credentials.map {
-                Render.credential($0, items: items, pinAttempts: self.book.pinAttempts)
-            }))
+            return .success(
+                CredentialsAnswer(
+                    credentials: self.book.credentials.map {
+                        Render.credential($0, items: items, pinAttempts: self.book.pinAttempts)
+                    }))
         }
-        table.on(ControlCalls.CredentialsDelete.self) { params, client in await self.admin.delete(params.id, option: params.option ?? .default, uid: client.uid) }
-        table.on(ControlCalls.CredentialsSetPin.self) { params, client in await self.admin.setPin(params, uid: client.uid) }
-        table.on(ControlCalls.CredentialsSetPriority.self) { params, client in self.admin.setPriority(params, uid: client.uid) }
-        table.on(ControlCalls.CredentialsUnlock.self) { params, client in self.admin.unlock(params.id, uid: client.uid) }
+        table.on(ControlCalls.CredentialsDelete.self) { params, client in
+            await self.admin.delete(params.id, option: params.option ?? .default, uid: client.uid)
+        }
+        table.on(ControlCalls.CredentialsSetPin.self) { params, client in
+            await self.admin.setPin(params, uid: client.uid)
+        }
+        table.on(ControlCalls.CredentialsSetPriority.self) { params, client in
+            self.admin.setPriority(params, uid: client.uid)
+        }
+        table.on(ControlCalls.CredentialsUnlock.self) { params, client in self.admin.unlock(params.id, uid: client.uid)
+        }
         table.on(ControlCalls.ItemsSync.self) { _, _ in await self.sync.syncNow(reason: "requested") }
         table.on(ControlCalls.ItemsList.self) { _, _ in .success(ItemsAnswer(items: self.book.items.map(Render.item))) }
         return table.handlers
     }
 
     private func status() async -> StatusAnswer {
-        let state = sdk.current, inputs = sdk.inputs
+        let state = sdk.current
+        let inputs = sdk.inputs
         let engine = await access.status
         let (scanningEnabled, adapter) = await discovery.scanningAndAdapter
         return StatusAnswer(
@@ -127,8 +158,12 @@ extension AccessDaemonServices {
     }
 
     private func subscribe(_ client: ControlClient, _ params: SubscribeParams) -> Result<SubscribeAnswer, RPCError> {
-        if let since = params.since, since < 0 { return .failure(.invalidParams("since must be a sequence number ≥ 0")) }
-        if params.since != nil && params.sinceTime != nil { return .failure(.invalidParams("since and sinceTime exclude each other")) }
+        if let since = params.since, since < 0 {
+            return .failure(.invalidParams("since must be a sequence number ≥ 0"))
+        }
+        if params.since != nil && params.sinceTime != nil {
+            return .failure(.invalidParams("since and sinceTime exclude each other"))
+        }
         if let time = params.sinceTime, !time.isFinite || time < 0 {
             return .failure(.invalidParams("sinceTime must be seconds since the epoch"))
         }
@@ -139,35 +174,43 @@ extension AccessDaemonServices {
             let since = try params.sinceTime.map(journal.sequence(before:)) ?? params.since
             let subscription = try journal.subscribe(client, kinds: params.kinds.map(Set.init), since: since)
             // Events older than the journal keeps cannot be replayed: say from where it starts.
-            return .success(SubscribeAnswer(subscribed: true, replayed: subscription.replayed,
-                                            lastSequence: subscription.lastSequence,
-                                            oldestAvailable: subscription.oldestAvailable, since: since))
+            return .success(
+                SubscribeAnswer(
+                    subscribed: true, replayed: subscription.replayed,
+                    lastSequence: subscription.lastSequence,
+                    oldestAvailable: subscription.oldestAvailable, since: since))
         } catch {
             return .failure(.internalError("cannot read the journal: \(error)"))
         }
     }
 
     /// An operator's on/off setting: saved (it outlives restarts), then applied.
-    private func toggle(_ enabled: Bool, client: ControlClient, setting: RuntimeSettings.Switch,
-                        apply: (Bool) async -> Void) async -> Result<Bool, RPCError> {
+    private func toggle(
+        _ enabled: Bool, client: ControlClient, setting: RuntimeSettings.Switch,
+        apply: (Bool) async -> Void
+    ) async -> Result<Bool, RPCError> {
         do {
             try settings.save(setting, enabled)
         } catch {
             return .failure(.internalError("cannot save the setting: \(error)"))
         }
-        logger.notice("\(setting.rawValue) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
+        logger.notice(
+            "\(setting.rawValue) \(enabled ? "enabled" : "disabled") by a client", metadata: ["uid": "\(client.uid)"])
         await apply(enabled)
         return .success(enabled)
     }
 
     /// `readers.setScope` and `readers.resetScope`: saved, applied, journalled with who did it.
-    private func changeScope(_ id: ReaderID?, _ rule: ReaderScope.Rule?, client: ControlClient) async -> Result<ReaderScopeAnswer, RPCError> {
+    private func changeScope(_ id: ReaderID?, _ rule: ReaderScope.Rule?, client: ControlClient) async -> Result<
+        ReaderScopeAnswer, RPCError
+    > {
         do {
             let scope = try await access.changeScope(id, rule) { try settings.saveReaderRules($0) }
             let info = id.flatMap { id in rule.map { ReaderScopeCalls.info(id, $0, from: .operator) } }
             journal.emit(ReadersScopeChangedEvent(reader: id?.description, rule: info, uid: Int(client.uid)))
-            logger.notice(rule == nil ? "reader scope reset by a client" : "reader scope set by a client",
-                          metadata: ["reader": "\(id.map(\.description) ?? "all")", "uid": "\(client.uid)"])
+            logger.notice(
+                rule == nil ? "reader scope reset by a client" : "reader scope set by a client",
+                metadata: ["reader": "\(id.map(\.description) ?? "all")", "uid": "\(client.uid)"])
             return .success(ReaderScopeCalls.answer(scope))
         } catch let error as ReaderScopeError {
             return .failure(.invalidParams(error.message))
@@ -178,7 +221,8 @@ extension AccessDaemonServices {
 
     private func setLogLevel(_ name: String, client: ControlClient) -> Result<LogLevelParams, RPCError> {
         guard let level = Logger.Level(rawValue: name) else {
-            return .failure(.invalidParams("level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"))
+            return .failure(
+                .invalidParams("level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"))
         }
         settings.logLevel.set(level)
         logger.notice("log level set by a client", metadata: ["level": "\(name)", "uid": "\(client.uid)"])
@@ -186,21 +230,24 @@ extension AccessDaemonServices {
     }
 
     /// `access.request`, `actions.list`, `actions.perform`.
-    private func manual(_ text: String, _ operation: Result<ExchangeOperation, RPCError>,
-                        client: ControlClient, credential: String? = nil) async -> Result<ExchangeAnswer, RPCError> {
+    private func manual(
+        _ text: String, _ operation: Result<ExchangeOperation, RPCError>,
+        client: ControlClient, credential: String? = nil
+    ) async -> Result<ExchangeAnswer, RPCError> {
         guard let reader = ReaderID(text) else {
             return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)"))
         }
         var chosen: CredentialID?
         if let credential {
             switch await credentialFor(reader, credential) {
-            case let .success(id): chosen = id
-            case let .failure(error): return .failure(error)
+            case .success(let id): chosen = id
+            case .failure(let error): return .failure(error)
             }
         }
         switch operation {
-        case let .success(exchangeOperation): return await access.request(reader, exchangeOperation, uid: client.uid, credential: chosen)
-        case let .failure(error): return .failure(error)
+        case .success(let exchangeOperation):
+            return await access.request(reader, exchangeOperation, uid: client.uid, credential: chosen)
+        case .failure(let error): return .failure(error)
         }
     }
 
@@ -210,20 +257,27 @@ extension AccessDaemonServices {
     private func credentialFor(_ reader: ReaderID, _ text: String) async -> Result<CredentialID, RPCError> {
         let stored: StoredCredential
         switch admin.find(text) {
-        case let .success(found): stored = found
-        case let .failure(error): return .failure(error)
+        case .success(let found): stored = found
+        case .failure(let error): return .failure(error)
         }
         let id = stored.credential.id
         guard let attributes = await access.reader(reader) else { return .success(id) }
-        guard book.presentation(for: attributes, aperioEnabled: aperioEnabled, only: id) == nil else { return .success(id) }
+        guard book.presentation(for: attributes, aperioEnabled: aperioEnabled, only: id) == nil else {
+            return .success(id)
+        }
         let cause = stored.credential.isUsable ? "credentialNotForReader" : "credentialNotActive"
-        let why = stored.credential.isUsable
+        let why =
+            stored.credential.isUsable
             ? "it is for site \(stored.credential.siteTag), the reader is of site \(attributes.siteTag)"
             : "it is \(stored.credential.state.rawValue)"
-        return .failure(.failed(ReaderConnectionError.forbidden.rawValue,
-                                "refused: credential \(id.description.prefix(8))… cannot be presented to reader \(reader): \(why)",
-                                details: ["cause": .string(cause), "reader": .string(reader.description),
-                                          "credential": .string(id.description)]))
+        return .failure(
+            .failed(
+                ReaderConnectionError.forbidden.rawValue,
+                "refused: credential \(id.description.prefix(8))… cannot be presented to reader \(reader): \(why)",
+                details: [
+                    "cause": .string(cause), "reader": .string(reader.description),
+                    "credential": .string(id.description),
+                ]))
     }
 }
 
@@ -232,7 +286,8 @@ private struct HandlerTable {
     var handlers: [ControlMethod: ControlAPI.Handler] = [:]
 
     mutating func on<Call: ControlCall>(
-        _ call: Call.Type, _ handler: @escaping @Sendable (Call.Params, ControlClient) async -> Result<Call.Answer, RPCError>
+        _ call: Call.Type,
+        _ handler: @escaping @Sendable (Call.Params, ControlClient) async -> Result<Call.Answer, RPCError>
     ) {
         handlers[Call.method] = { params, client in
             do {

@@ -1,8 +1,8 @@
 import AccessCore
 import AccessJSON
 import AccessStore
-import Foundation
 import ControlSocket
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import SiteContract
@@ -21,7 +21,8 @@ struct AuditUpload: Sendable {
     /// What a site is sent: decisions (access and actions, with their outcome, second-factor
     /// outcomes included), PIN prompts and what became of each PIN typed. Each carries the
     /// credential presented.
-    static let kinds: Set<String> = Set([EventKind.accessCompleted, .secondFactorRequired, .secondFactorAnswered].map(\.rawValue))
+    static let kinds: Set<String> = Set(
+        [EventKind.accessCompleted, .secondFactorRequired, .secondFactorAnswered].map(\.rawValue))
     static let retry = (first: 1, limit: 300)
     /// A site without the route is asked again this often (seconds): it may be upgraded.
     static let unsupportedRetry = 3600
@@ -89,10 +90,10 @@ struct AuditUpload: Sendable {
                 }
                 let elapsed = tick ? 1 : 0
                 switch waiting {
-                case let .idle(seconds) where !news && seconds + elapsed < Self.idlePass:
+                case .idle(let seconds) where !news && seconds + elapsed < Self.idlePass:
                     waiting = .idle(seconds: seconds + elapsed)
                     continue
-                case let .retry(inSeconds, delay) where inSeconds - elapsed > 0:
+                case .retry(let inSeconds, let delay) where inSeconds - elapsed > 0:
                     waiting = .retry(inSeconds: inSeconds - elapsed, delay: delay)
                     if news { recount(stored) }
                     progress.update(id, site: stored.siteName) { $0.retryInSeconds = inSeconds - elapsed }
@@ -109,7 +110,7 @@ struct AuditUpload: Sendable {
                     waiting = .retry(inSeconds: Self.unsupportedRetry, delay: Self.retry.first)
                 case .failed:
                     var delay = Self.retry.first
-                    if case let .retry(_, previous) = waiting { delay = min(previous * 2, Self.retry.limit) }
+                    if case .retry(_, let previous) = waiting { delay = min(previous * 2, Self.retry.limit) }
                     waiting = .retry(inSeconds: delay, delay: delay)
                     progress.update(id, site: stored.siteName) { $0.retryInSeconds = delay }
                 }
@@ -126,8 +127,9 @@ struct AuditUpload: Sendable {
         do {
             guard let saved = try store.auditCursor(id.description) else { return .current }
             cursor = saved
-            batch = try store.auditBatch(id.description, after: cursor, kinds: Self.kinds,
-                                         limit: AuditUploadRequest.maximumEvents)
+            batch = try store.auditBatch(
+                id.description, after: cursor, kinds: Self.kinds,
+                limit: AuditUploadRequest.maximumEvents)
         } catch {
             return failed(stored, "the journal cannot be read: \(error)", transient: true)
         }
@@ -151,10 +153,11 @@ struct AuditUpload: Sendable {
         do {
             acknowledged = try await site.uploadEvents(of: stored, request)
         } catch {
-            if case let .refused(status, _, _) = error, [404, 405, 501].contains(status) {
+            if case .refused(let status, _, _) = error, [404, 405, 501].contains(status) {
                 if progress.state(of: id) != .unsupported {
-                    logger.notice("the site takes no audit events; its access events stay in the journal",
-                                  metadata: ["credential": "\(id)", "site": "\(stored.siteName)"])
+                    logger.notice(
+                        "the site takes no audit events; its access events stay in the journal",
+                        metadata: ["credential": "\(id)", "site": "\(stored.siteName)"])
                 }
                 recount(stored)
                 progress.update(id, site: stored.siteName) { entry in
@@ -166,8 +169,9 @@ struct AuditUpload: Sendable {
             return failed(stored, error.description, transient: error.isTransient)
         }
         guard acknowledged > cursor else {
-            return failed(stored, "the site acknowledged nothing after \(cursor) (it answered through \(acknowledged))",
-                          transient: false)
+            return failed(
+                stored, "the site acknowledged nothing after \(cursor) (it answered through \(acknowledged))",
+                transient: false)
         }
         let through = min(acknowledged, request.through)
         do {
@@ -176,11 +180,16 @@ struct AuditUpload: Sendable {
             return failed(stored, "the cursor cannot be saved: \(error)", transient: true)
         }
         if let gap = request.gap {
-            logger.warning("audit events removed by retention before they were sent; the site is told",
-                           metadata: ["credential": "\(id)", "from": "\(gap.from)", "to": "\(gap.to)"])
+            logger.warning(
+                "audit events removed by retention before they were sent; the site is told",
+                metadata: ["credential": "\(id)", "from": "\(gap.from)", "to": "\(gap.to)"])
         }
-        logger.debug("audit events sent", metadata: ["credential": "\(id)", "events": "\(request.events.count)",
-                                                       "through": "\(through)"])
+        logger.debug(
+            "audit events sent",
+            metadata: [
+                "credential": "\(id)", "events": "\(request.events.count)",
+                "through": "\(through)",
+            ])
         let backlog = (try? store.auditBacklog(id.description, after: through, kinds: Self.kinds)) ?? 0
         progress.update(id, site: stored.siteName) { entry in
             entry.state = .current
@@ -197,8 +206,9 @@ struct AuditUpload: Sendable {
         let id = stored.credential.id
         let previous = progress.status(of: id)
         if previous?.state != .failing || previous?.error != reason {
-            logger.warning("audit upload failed; the events wait in the journal",
-                           metadata: ["credential": "\(id)", "site": "\(stored.siteName)", "error": "\(reason)"])
+            logger.warning(
+                "audit upload failed; the events wait in the journal",
+                metadata: ["credential": "\(id)", "site": "\(stored.siteName)", "error": "\(reason)"])
         }
         recount(stored)
         progress.update(id, site: stored.siteName) { entry in
@@ -212,7 +222,8 @@ struct AuditUpload: Sendable {
     private func recount(_ stored: StoredCredential) {
         let id = stored.credential.id.description
         guard let cursor = try? store.auditCursor(id),
-              let backlog = try? store.auditBacklog(id, after: cursor, kinds: Self.kinds) else { return }
+            let backlog = try? store.auditBacklog(id, after: cursor, kinds: Self.kinds)
+        else { return }
         progress.update(stored.credential.id, site: stored.siteName) { entry in
             entry.backlog = backlog
             entry.through = cursor
@@ -223,8 +234,9 @@ struct AuditUpload: Sendable {
     /// the next batch until it fits.
     static func fitted(_ batch: AccessStore.AuditBatch, gap: AuditGap?) -> AuditUploadRequest {
         var events = batch.events.map { event in
-            AuditEvent(seq: event.sequence, time: event.time, kind: event.kind,
-                       data: (try? JSONValue.parse(event.data)) ?? .null)
+            AuditEvent(
+                seq: event.sequence, time: event.time, kind: event.kind,
+                data: (try? JSONValue.parse(event.data)) ?? .null)
         }
         var request = AuditUploadRequest(through: batch.through, events: events, gap: gap)
         let encoder = JSONEncoder()

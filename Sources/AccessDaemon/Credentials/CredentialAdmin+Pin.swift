@@ -11,37 +11,50 @@ extension CredentialAdmin {
     func setPin(_ params: SetPinParams, uid: UInt32) async -> Result<CredentialInfo, RPCError> {
         let stored: StoredCredential
         switch find(params.id) {
-        case let .success(found): stored = found
-        case let .failure(error): return .failure(error)
+        case .success(let found): stored = found
+        case .failure(let error): return .failure(error)
         }
         let id = stored.credential.id
         guard (try? PIN.validate(params.newPin)) != nil else {
-            return .failure(.invalidParams("newPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+            return .failure(
+                .invalidParams(
+                    "newPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
         }
         guard stored.credential.sealedSecondFactor != nil else {
-            return .failure(.failed("secondFactor.notSet", "credential \(id) has no PIN: the site knows no second-factor key "
-                + "for it, so one cannot be added here; register again with a PIN"))
+            return .failure(
+                .failed(
+                    "secondFactor.notSet",
+                    "credential \(id) has no PIN: the site knows no second-factor key "
+                        + "for it, so one cannot be added here; register again with a PIN"))
         }
         let attempt: CredentialBook.ChargedAttempt
         do {
             attempt = try book.chargePinAttempt(id, pin: params.oldPin)
         } catch .lockedOut {
-            return .failure(.failed("secondFactorLockedOut", "no PIN attempts left: an administrator can lift it (credentials.unlock)"))
+            return .failure(
+                .failed(
+                    "secondFactorLockedOut", "no PIN attempts left: an administrator can lift it (credentials.unlock)"))
         } catch {
-            return .failure(.invalidParams("oldPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+            return .failure(
+                .invalidParams(
+                    "oldPin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
         }
         // scrypt twice (a tenth of a second each), on the derivation thread.
         let key: P256.Signing.PrivateKey
         let (sealedOld, oldPin) = (attempt.sealed, params.oldPin)
         switch await keys.run({ () throws(SecondFactorError) in try sealedOld.unseal(pin: oldPin, credential: id) }) {
-        case let .success(unsealed):
+        case .success(let unsealed):
             key = unsealed
         case .failure(.notRun):
             return .failure(.failed("shuttingDown", "accessd is stopping"))
         case .failure(.failed):
             logger.warning("PIN change refused: wrong PIN", metadata: ["credential": "\(id)", "uid": "\(uid)"])
-            return .failure(RPCError(code: -32010, message: "wrong PIN",
-                                     data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(attempt.attemptsLeftAfterCharge))]))
+            return .failure(
+                RPCError(
+                    code: -32010, message: "wrong PIN",
+                    data: [
+                        "error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(attempt.attemptsLeftAfterCharge)),
+                    ]))
         }
         let newPin = params.newPin
         let resealed = await keys.run { () throws -> SealedSecondFactorKey in
@@ -50,9 +63,9 @@ extension CredentialAdmin {
         }
         do {
             switch resealed {
-            case let .success(sealed): try book.replaceSealedSecondFactor(id, sealed)
+            case .success(let sealed): try book.replaceSealedSecondFactor(id, sealed)
             case .failure(.notRun): return .failure(.failed("shuttingDown", "accessd is stopping"))
-            case let .failure(.failed(error)): throw error
+            case .failure(.failed(let error)): throw error
             }
         } catch {
             return .failure(.internalError("cannot store the new PIN: \(error)"))
@@ -65,8 +78,8 @@ extension CredentialAdmin {
     func unlock(_ text: String, uid: UInt32) -> Result<CredentialInfo, RPCError> {
         let stored: StoredCredential
         switch find(text) {
-        case let .success(found): stored = found
-        case let .failure(error): return .failure(error)
+        case .success(let found): stored = found
+        case .failure(let error): return .failure(error)
         }
         let id = stored.credential.id
         guard book.isLockedOut(id) || stored.failedPinAttempts > 0 else {

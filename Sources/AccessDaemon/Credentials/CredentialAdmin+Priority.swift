@@ -10,12 +10,13 @@ extension CredentialAdmin {
 
     func setPriority(_ params: PriorityParams, uid: UInt32) -> Result<CredentialInfo, RPCError> {
         guard Self.priorityRange.contains(params.priority) else {
-            return .failure(.invalidParams("priority is \(Self.priorityRange.lowerBound) to \(Self.priorityRange.upperBound)"))
+            return .failure(
+                .invalidParams("priority is \(Self.priorityRange.lowerBound) to \(Self.priorityRange.upperBound)"))
         }
         let stored: StoredCredential
         switch find(params.id) {
-        case let .success(found): stored = found
-        case let .failure(error): return .failure(error)
+        case .success(let found): stored = found
+        case .failure(let error): return .failure(error)
         }
         let id = stored.credential.id
         do {
@@ -23,7 +24,9 @@ extension CredentialAdmin {
         } catch {
             return .failure(.internalError("cannot save the priority: \(error)"))
         }
-        logger.notice("credential priority set", metadata: ["credential": "\(id)", "priority": "\(params.priority)", "uid": "\(uid)"])
+        logger.notice(
+            "credential priority set",
+            metadata: ["credential": "\(id)", "priority": "\(params.priority)", "uid": "\(uid)"])
         journal.emit(CredentialsChangedEvent(reason: .priority, credential: id.description, priority: params.priority))
         book.changed()
         let updated = book.credential(id) ?? stored

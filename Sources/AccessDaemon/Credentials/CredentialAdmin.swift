@@ -38,19 +38,27 @@ struct CredentialAdmin: Sendable {
             do {
                 try PIN.validate(text)
             } catch {
-                return .failure(.invalidParams("pin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+                return .failure(
+                    .invalidParams(
+                        "pin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
             }
             pin = text
         }
         // One credential per site: a second one for the same site would be presented in its
         // place at random. Checked before the site is asked, so the invitation stays unused.
         let replace = params.replace ?? false
-        if !replace, let held = book.credentials.first(where: { $0.credential.kind == .mobile && $0.siteURL == address.description }) {
+        if !replace,
+            let held = book.credentials.first(where: {
+                $0.credential.kind == .mobile && $0.siteURL == address.description
+            })
+        {
             return .failure(Self.alreadyHeld(held))
         }
         var deviceName = self.deviceName ?? ProcessInfo.processInfo.hostName
         if let name = params.deviceName {
-            guard (1...128).contains(name.utf8.count) else { return .failure(.invalidParams("deviceName must be 1 to 128 bytes")) }
+            guard (1...128).contains(name.utf8.count) else {
+                return .failure(.invalidParams("deviceName must be 1 to 128 bytes"))
+            }
             deviceName = name
         }
 
@@ -58,9 +66,10 @@ struct CredentialAdmin: Sendable {
         let secondFactorKey = pin.map { _ in P256.Signing.PrivateKey() }
         let registration: SiteClient.Registration
         do {
-            registration = try await site.register(site: address, code: code, deviceName: deviceName,
-                                                   credentialKey: credentialKey.publicKey,
-                                                   secondFactorKey: secondFactorKey?.publicKey)
+            registration = try await site.register(
+                site: address, code: code, deviceName: deviceName,
+                credentialKey: credentialKey.publicKey,
+                secondFactorKey: secondFactorKey?.publicKey)
         } catch {
             logger.warning("registration refused", metadata: ["site": "\(address)", "error": "\(error.code)"])
             if error.isTransient { await sync.setFeature("cloudConnection", ok: false, error: error.code) }
@@ -72,22 +81,26 @@ struct CredentialAdmin: Sendable {
             let credentialID = registration.credentialID
             switch await keys.run({ () throws -> SealedSecondFactorKey in
                 var generator = SystemRandomNumberGenerator()
-                return try SealedSecondFactorKey.seal(secondFactorKey, pin: pin, credential: credentialID, using: &generator)
+                return try SealedSecondFactorKey.seal(
+                    secondFactorKey, pin: pin, credential: credentialID, using: &generator)
             }) {
-            case let .success(key): sealed = key
+            case .success(let key): sealed = key
             case .failure(.notRun): return .failure(.failed("shuttingDown", "accessd is stopping"))
-            case let .failure(.failed(error)): return .failure(.internalError("cannot seal the second-factor key: \(error)"))
+            case .failure(.failed(let error)):
+                return .failure(.internalError("cannot seal the second-factor key: \(error)"))
             }
         }
         let credential = Credential(
             id: registration.credentialID, siteTag: registration.siteTag, cardholderName: registration.cardholderName,
             kind: .mobile, state: registration.state, sitePublicKey: registration.sitePublicKey,
             signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: registration.secondFactor)
-        let stored = StoredCredential(credential: credential, siteName: registration.siteName,
-                                      siteURL: address.description, deviceName: deviceName, registeredAt: Clocks.wall())
+        let stored = StoredCredential(
+            credential: credential, siteName: registration.siteName,
+            siteURL: address.description, deviceName: deviceName, registeredAt: Clocks.wall())
         // The same site: by its address, or under another address, known only now from its tag.
         let sameSite = book.credentials.filter {
-            $0.credential.kind == .mobile && ($0.credential.siteTag == registration.siteTag || $0.siteURL == address.description)
+            $0.credential.kind == .mobile
+                && ($0.credential.siteTag == registration.siteTag || $0.siteURL == address.description)
         }
         if !replace, let held = sameSite.first {
             // The site issued a credential nobody will hold: tell it, as a delete would.
@@ -101,12 +114,16 @@ struct CredentialAdmin: Sendable {
             logger.error("registered but cannot store the credential", metadata: ["error": "\(error)"])
             return .failure(.internalError("registered with the site but cannot store the credential: \(error)"))
         }
-        logger.notice("credential registered", metadata: [
-            "credential": "\(credential.id)", "site": "\(registration.siteName)", "uid": "\(uid)",
-        ])
+        logger.notice(
+            "credential registered",
+            metadata: [
+                "credential": "\(credential.id)", "site": "\(registration.siteName)", "uid": "\(uid)",
+            ])
         await sync.setFeature("cloudConnection", ok: true, error: nil)
-        journal.emit(CredentialsChangedEvent(reason: .registered, credential: credential.id.description,
-                                             state: credential.state.rawValue))
+        journal.emit(
+            CredentialsChangedEvent(
+                reason: .registered, credential: credential.id.description,
+                state: credential.state.rawValue))
         for old in sameSite where old.credential.id != credential.id {
             await replaced(old, by: credential.id, uid: uid)
         }
@@ -117,8 +134,10 @@ struct CredentialAdmin: Sendable {
     }
 
     static func alreadyHeld(_ held: StoredCredential) -> RPCError {
-        .failed("credential.exists", "credential \(held.credential.id) is held for \(held.siteName) (\(held.siteURL)): one per site; "
-            + "to replace it, register with replace (accessctl credentials register --replace)")
+        .failed(
+            "credential.exists",
+            "credential \(held.credential.id) is held for \(held.siteName) (\(held.siteURL)): one per site; "
+                + "to replace it, register with replace (accessctl credentials register --replace)")
     }
 
     /// The credential a registration with `replace` took over from: the site told (when it can),
@@ -127,18 +146,27 @@ struct CredentialAdmin: Sendable {
         do {
             try await site.delete(old)
         } catch {
-            logger.warning("the site was not told of the replaced credential", metadata: ["credential": "\(old.credential.id)",
-                                                                                             "error": "\(error.code)"])
+            logger.warning(
+                "the site was not told of the replaced credential",
+                metadata: [
+                    "credential": "\(old.credential.id)",
+                    "error": "\(error.code)",
+                ])
         }
         do {
             try book.delete(old.credential.id)
         } catch {
-            logger.error("cannot delete the replaced credential", metadata: ["credential": "\(old.credential.id)", "error": "\(error)"])
+            logger.error(
+                "cannot delete the replaced credential",
+                metadata: ["credential": "\(old.credential.id)", "error": "\(error)"])
             return
         }
-        logger.notice("credential replaced", metadata: ["credential": "\(old.credential.id)", "by": "\(new)", "uid": "\(uid)"])
-        journal.emit(CredentialsChangedEvent(reason: .deleted, credential: old.credential.id.description,
-                                             replacedBy: new.description))
+        logger.notice(
+            "credential replaced", metadata: ["credential": "\(old.credential.id)", "by": "\(new)", "uid": "\(uid)"])
+        journal.emit(
+            CredentialsChangedEvent(
+                reason: .deleted, credential: old.credential.id.description,
+                replacedBy: new.description))
         book.changed()
     }
 
@@ -147,7 +175,10 @@ struct CredentialAdmin: Sendable {
         let lowered = text.lowercased()
         let matches = book.credentials.filter { $0.credential.id.description.hasPrefix(lowered) }
         guard let stored = matches.first, matches.count == 1, !lowered.isEmpty else {
-            return .failure(.failed("credential.unknown", matches.isEmpty ? "no credential \(text)" : "\(text) matches more than one credential"))
+            return .failure(
+                .failed(
+                    "credential.unknown",
+                    matches.isEmpty ? "no credential \(text)" : "\(text) matches more than one credential"))
         }
         return .success(stored)
     }
@@ -155,8 +186,8 @@ struct CredentialAdmin: Sendable {
     func delete(_ text: String, option: DeleteOption = .default, uid: UInt32) async -> Result<DeleteAnswer, RPCError> {
         let stored: StoredCredential
         switch find(text) {
-        case let .success(found): stored = found
-        case let .failure(error): return .failure(error)
+        case .success(let found): stored = found
+        case .failure(let error): return .failure(error)
         }
         let id = stored.credential.id
         var siteError: String?
@@ -164,12 +195,16 @@ struct CredentialAdmin: Sendable {
             do {
                 try await site.delete(stored)
             } catch {
-                logger.warning("the site was not told of the deletion", metadata: ["credential": "\(id)", "error": "\(error)"])
+                logger.warning(
+                    "the site was not told of the deletion", metadata: ["credential": "\(id)", "error": "\(error)"])
                 // The SDK's default keeps the credential when the site cannot be told: deleting
                 // it here alone would leave a live credential at the site nobody holds.
                 guard option == .allowOffline else {
-                    return .failure(.failed(error.code, "not deleted: \(error.description); to delete it here anyway "
-                        + "(the site keeps it until its administrator revokes it): option allowOffline"))
+                    return .failure(
+                        .failed(
+                            error.code,
+                            "not deleted: \(error.description); to delete it here anyway "
+                                + "(the site keeps it until its administrator revokes it): option allowOffline"))
                 }
                 siteError = error.code
             }
@@ -181,7 +216,9 @@ struct CredentialAdmin: Sendable {
         } catch {
             return .failure(.internalError("cannot delete the credential: \(error)"))
         }
-        logger.notice("credential deleted", metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "uid": "\(uid)"])
+        logger.notice(
+            "credential deleted",
+            metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "uid": "\(uid)"])
         journal.emit(CredentialsChangedEvent(reason: .deleted, credential: id.description))
         book.changed()
         return .success(DeleteAnswer(id: id.description, siteError: siteError))

@@ -70,12 +70,15 @@ public final class CredentialBook: Sendable {
     /// window changes what can be presented with nothing else happening.
     func refreshOffline(now: Double) -> Bool {
         contents.withLockedValue { contents in
-            let offline = maxOffline.map { limit in
-                Set(contents.credentials.filter {
-                    $0.credential.isUsable && ($0.lastSyncAt ?? $0.registeredAt) < now - limit
-                }.map(\.credential.id))
-            } ?? []
-            let outOfWindow = Set(contents.items.filter { !$0.isValid(at: now) }.map { [$0.credentialID.description, $0.id] })
+            let offline =
+                maxOffline.map { limit in
+                    Set(
+                        contents.credentials.filter {
+                            $0.credential.isUsable && ($0.lastSyncAt ?? $0.registeredAt) < now - limit
+                        }.map(\.credential.id))
+                } ?? []
+            let outOfWindow = Set(
+                contents.items.filter { !$0.isValid(at: now) }.map { [$0.credentialID.description, $0.id] })
             guard offline != contents.offline || outOfWindow != contents.outOfWindow else { return false }
             contents.offline = offline
             contents.outOfWindow = outOfWindow
@@ -90,21 +93,29 @@ public final class CredentialBook: Sendable {
         contents.withLockedValue { contents in
             let presentable = contents.credentials.filter { !contents.offline.contains($0.credential.id) }
             var availability = Credential.availability(of: presentable.map(\.credential))
-            for stored in contents.credentials where contents.offline.contains(stored.credential.id)
-                && !availability.mobileSites.contains(stored.credential.siteTag) {
+            for stored in contents.credentials
+            where contents.offline.contains(stored.credential.id)
+                && !availability.mobileSites.contains(stored.credential.siteTag)
+            {
                 availability.offlineSites.insert(stored.credential.siteTag)
             }
             for stored in contents.credentials where stored.credential.isUsable && stored.priority != 0 {
                 availability.priorities[stored.credential.siteTag] = stored.priority
             }
             guard aperioEnabled else { return availability }
-            for item in contents.items where item.state == .active && item.aperioSecret != nil
-                && !contents.outOfWindow.contains([item.credentialID.description, item.id]) {
-                if let tag = item.siteTag, let owner = presentable.first(where: {
-                    $0.credential.id == item.credentialID && $0.credential.state == .active
-                }) {
+            for item in contents.items
+            where item.state == .active && item.aperioSecret != nil
+                && !contents.outOfWindow.contains([item.credentialID.description, item.id])
+            {
+                if let tag = item.siteTag,
+                    let owner = presentable.first(where: {
+                        $0.credential.id == item.credentialID && $0.credential.state == .active
+                    })
+                {
                     availability.aperioSites.insert(tag)
-                    if owner.priority != 0 { availability.priorities[tag] = max(availability.priorities[tag] ?? .min, owner.priority) }
+                    if owner.priority != 0 {
+                        availability.priorities[tag] = max(availability.priorities[tag] ?? .min, owner.priority)
+                    }
                 }
             }
             return availability
@@ -116,9 +127,10 @@ public final class CredentialBook: Sendable {
         let usable = credentials.filter { $0.credential.isUsable && !offline.contains($0.credential.id) }
         inputs.usableCredentialCount = usable.count
         inputs.offlineCredentialCount = offline.count
-        inputs.credentialsMissingSecondFactor = usable.filter {
-            $0.credential.secondFactorEnabled && $0.credential.sealedSecondFactor == nil
-        }.count
+        inputs.credentialsMissingSecondFactor =
+            usable.filter {
+                $0.credential.secondFactorEnabled && $0.credential.sealedSecondFactor == nil
+            }.count
         inputs.secondFactorLockedOut = usable.contains { $0.failedPinAttempts >= pinAttempts }
     }
 
@@ -133,7 +145,7 @@ public final class CredentialBook: Sendable {
             let credentials = contents.credentials.filter {
                 (only == nil || $0.credential.id == only) && !contents.offline.contains($0.credential.id)
             }
-                .sorted { $0.priority > $1.priority }
+            .sorted { $0.priority > $1.priority }
             let active = credentials.filter { $0.credential.isUsable && $0.credential.siteTag == reader.siteTag }
             switch reader.kind {
             case .gallagherStyle:
@@ -143,8 +155,10 @@ public final class CredentialBook: Sendable {
                 guard aperioEnabled else { return nil }
                 // The highest-priority credential holding the lock's item.
                 for owner in credentials where owner.credential.isUsable {
-                    for item in contents.items where item.credentialID == owner.credential.id && item.state == .active
-                        && item.siteTag == reader.siteTag && item.isValid(at: Clocks.wall()) {
+                    for item in contents.items
+                    where item.credentialID == owner.credential.id && item.state == .active
+                        && item.siteTag == reader.siteTag && item.isValid(at: Clocks.wall())
+                    {
                         guard let secret = item.aperioSecret else { continue }
                         return (.aperio(secret), owner.credential.id, owner.credential.sitePublicKey)
                     }
@@ -161,24 +175,28 @@ public final class CredentialBook: Sendable {
     func chargePinAttempt(_ id: CredentialID, pin: String) throws(SecondFactorError) -> ChargedAttempt {
         let charged = contents.withLockedValue { contents -> Result<(ChargedAttempt, Int), SecondFactorError> in
             guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }),
-                  let sealed = contents.credentials[index].credential.sealedSecondFactor
+                let sealed = contents.credentials[index].credential.sealedSecondFactor
             else { return .failure(.malformedSealedKey) }
-            var attempts = SecondFactorGuard(maximumAttempts: pinAttempts,
-                                             failedAttempts: contents.credentials[index].failedPinAttempts)
+            var attempts = SecondFactorGuard(
+                maximumAttempts: pinAttempts,
+                failedAttempts: contents.credentials[index].failedPinAttempts)
             do throws(SecondFactorError) {
                 try attempts.charge(pin: pin)
             } catch {
                 return .failure(error)
             }
             contents.credentials[index].failedPinAttempts = attempts.failedAttempts
-            return .success((ChargedAttempt(sealed: sealed, attemptsLeftAfterCharge: attempts.attemptsLeft),
-                             attempts.failedAttempts))
+            return .success(
+                (
+                    ChargedAttempt(sealed: sealed, attemptsLeftAfterCharge: attempts.attemptsLeft),
+                    attempts.failedAttempts
+                ))
         }
         switch charged {
-        case let .success((attempt, count)):
+        case .success((let attempt, let count)):
             persistPinAttempts(id, count)
             return attempt
-        case let .failure(error):
+        case .failure(let error):
             throw error
         }
     }
@@ -187,7 +205,8 @@ public final class CredentialBook: Sendable {
     func pinSucceeded(_ id: CredentialID) {
         let reset = contents.withLockedValue { contents -> Bool in
             guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }),
-                  contents.credentials[index].failedPinAttempts != 0 else { return false }
+                contents.credentials[index].failedPinAttempts != 0
+            else { return false }
             contents.credentials[index].failedPinAttempts = 0
             return true
         }

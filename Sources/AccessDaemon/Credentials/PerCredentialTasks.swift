@@ -7,12 +7,15 @@ import Logging
 /// What the site's change channel and the audit upload both need: each credential talks to
 /// its own site, so a site that hangs holds up only its own credential's task.
 enum PerCredentialTasks {
-    static func run(book: CredentialBook, clock: any Clock<Duration>, revokedToo: Bool = false,
-                    _ body: @escaping @Sendable (CredentialID) async -> Void) async {
+    static func run(
+        book: CredentialBook, clock: any Clock<Duration>, revokedToo: Bool = false,
+        _ body: @escaping @Sendable (CredentialID) async -> Void
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             var running: [CredentialID: Task<Void, Never>] = [:]
             while !Task.isCancelled {
-                let held = Set(book.credentials.filter { revokedToo || $0.credential.state != .revoked }.map(\.credential.id))
+                let held = Set(
+                    book.credentials.filter { revokedToo || $0.credential.state != .revoked }.map(\.credential.id))
                 for (id, task) in running where !held.contains(id) {
                     task.cancel()
                     running[id] = nil

@@ -37,8 +37,10 @@ actor SiteSync {
     /// Syncs since start by result (`ok` or the first failure's code), for the metrics.
     private(set) var outcomes: [String: Int] = [:]
 
-    init(site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
-         clock: any Clock<Duration>, logger: Logger) {
+    init(
+        site: SiteClient, book: CredentialBook, journal: EventJournal, sdk: SdkStatePublisher, interval: Duration,
+        clock: any Clock<Duration>, logger: Logger
+    ) {
         self.site = site
         self.book = book
         self.journal = journal
@@ -87,8 +89,9 @@ actor SiteSync {
     private func askIfDue() {
         // Time passing can withhold a credential (`[site] max_offline`) with nothing else happening.
         if book.refreshOffline(now: Clocks.wall()) {
-            logger.warning("credentials withheld or back by the offline limit",
-                           metadata: ["withheld": "\(book.offlineCredentials.map(\.description).sorted())"])
+            logger.warning(
+                "credentials withheld or back by the offline limit",
+                metadata: ["withheld": "\(book.offlineCredentials.map(\.description).sorted())"])
             book.changed()
         }
         guard !book.credentials.isEmpty, schedule.isDue(at: Clocks.monotonic()) else { return }
@@ -116,11 +119,14 @@ actor SiteSync {
         let delay = schedule.finished(success: failure == nil, interval: interval, at: Clocks.monotonic())
         if !results.isEmpty { outcomes[failure?.code ?? "ok", default: 0] += 1 }
         if let failure {
-            logger.warning("site sync failed", metadata: [
-                "reason": "\(reason)", "error": "\(failure)", "retryInSeconds": "\(delay.components.seconds)",
-            ])
-            setFeature(failure.isTransient ? "cloudConnection" : "itemSync", ok: false, error: failure.code,
-                       message: failure.description, retryIn: delay)
+            logger.warning(
+                "site sync failed",
+                metadata: [
+                    "reason": "\(reason)", "error": "\(failure)", "retryInSeconds": "\(delay.components.seconds)",
+                ])
+            setFeature(
+                failure.isTransient ? "cloudConnection" : "itemSync", ok: false, error: failure.code,
+                message: failure.description, retryIn: delay)
         } else if !results.isEmpty {
             setFeature("cloudConnection", ok: true, error: nil)
             setFeature("itemSync", ok: true, error: nil)
@@ -142,7 +148,8 @@ actor SiteSync {
         }
         if let current = book.credential(id), state != current.credential.state {
             book.setState(state, of: id)
-            logger.notice("credential state changed by the site", metadata: ["credential": "\(id)", "state": "\(state.rawValue)"])
+            logger.notice(
+                "credential state changed by the site", metadata: ["credential": "\(id)", "state": "\(state.rawValue)"])
             journal.emit(CredentialsChangedEvent(reason: .state, credential: id.description, state: state.rawValue))
             book.changed()
         }
@@ -174,7 +181,8 @@ actor SiteSync {
                     break
                 }
                 do {
-                    try book.applyItemPage(credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor)
+                    try book.applyItemPage(
+                        credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor)
                 } catch {
                     failure = .malformedAnswer("cannot store the items: \(error)")
                     break
@@ -188,13 +196,16 @@ actor SiteSync {
         }
         if counts.added + counts.updated + counts.removed > 0 {
             book.reloadItems()
-            journal.emit(CredentialsChangedEvent(reason: .items, credential: id.description, added: counts.added,
-                                                 updated: counts.updated, removed: counts.removed))
+            journal.emit(
+                CredentialsChangedEvent(
+                    reason: .items, credential: id.description, added: counts.added,
+                    updated: counts.updated, removed: counts.removed))
             book.changed()
         }
         if let failure { throw failure }
-        return CredentialSync(id: id.description, state: state.rawValue, added: counts.added, updated: counts.updated,
-                              removed: counts.removed)
+        return CredentialSync(
+            id: id.description, state: state.rawValue, added: counts.added, updated: counts.updated,
+            removed: counts.removed)
     }
 
     /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list
@@ -203,8 +214,10 @@ actor SiteSync {
         let state = FeatureState(ok: ok, error: error, message: message)
         guard features[feature] != state else { return }
         features[feature] = state
-        journal.emit(FeatureStateEvent(feature: feature, state: ok ? .ok : .failed, error: error, message: message,
-                                       retryInSeconds: retryIn.map { Int($0.components.seconds) }))
+        journal.emit(
+            FeatureStateEvent(
+                feature: feature, state: ok ? .ok : .failed, error: error, message: message,
+                retryInSeconds: retryIn.map { Int($0.components.seconds) }))
         sdk.update {
             if ok { $0.featureSyncErrors.remove(feature) } else { $0.featureSyncErrors.insert(feature) }
         }

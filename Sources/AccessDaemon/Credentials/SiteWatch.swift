@@ -46,14 +46,20 @@ struct SiteWatch: Sendable {
                 delay = Self.retry.first
             } catch {
                 // A site of the API before §4.4: no such route (404), or no GET on it (405, 501).
-                if case let .refused(status, _, _) = error, [404, 405, 501].contains(status), book.credential(id) != nil {
-                    logger.notice("the site has no change channel; its changes arrive with the background sync",
-                                  metadata: ["credential": "\(id)"])
+                if case .refused(let status, _, _) = error, [404, 405, 501].contains(status), book.credential(id) != nil
+                {
+                    logger.notice(
+                        "the site has no change channel; its changes arrive with the background sync",
+                        metadata: ["credential": "\(id)"])
                     return
                 }
                 if Task.isCancelled { return }
-                logger.debug("change channel failed; trying again", metadata: [
-                    "credential": "\(id)", "error": "\(error.code)", "retryInSeconds": "\(delay.components.seconds)"])
+                logger.debug(
+                    "change channel failed; trying again",
+                    metadata: [
+                        "credential": "\(id)", "error": "\(error.code)",
+                        "retryInSeconds": "\(delay.components.seconds)",
+                    ])
                 try? await clock.sleep(for: delay)
                 delay = min(delay * 2, Self.retry.limit)
             }

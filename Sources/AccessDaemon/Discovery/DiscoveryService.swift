@@ -22,9 +22,11 @@ actor DiscoveryService {
     var adapterPath: String?
     var scanningEnabled: Bool
 
-    init(central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
-         sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: AsyncStream<ExchangeCommand>.Continuation,
-         clock: any Clock<Duration>, logger: Logger) {
+    init(
+        central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
+        sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: AsyncStream<ExchangeCommand>.Continuation,
+        clock: any Clock<Duration>, logger: Logger
+    ) {
         self.central = central
         self.sdk = sdk
         self.access = access
@@ -79,13 +81,13 @@ actor DiscoveryService {
                 $0.adapterPresent = false
                 $0.discoveryRunning = false
             }
-        case let .adapterAdded(adapter), let .adapterChanged(adapter):
+        case .adapterAdded(let adapter), .adapterChanged(let adapter):
             adapters[adapter.path] = adapter
             if adapterPath == nil { chooseAdapter() }
             guard adapter.path == adapterPath else { return }
             if !adapter.powered { access.yield(.forgetReaders) }
             adopt(adapter)
-        case let .adapterRemoved(path):
+        case .adapterRemoved(let path):
             adapters[path] = nil
             guard path == adapterPath else { return }
             logger.warning("adapter removed", metadata: ["adapter": "\(path)"])
@@ -95,13 +97,13 @@ actor DiscoveryService {
                 $0.discoveryRunning = false
             }
             chooseAdapter()
-        case let .deviceAdvertised(device):
+        case .deviceAdvertised(let device):
             guard scanningEnabled, device.adapterPath == adapterPath else { return }
             machine.advertisementHeard(at: Clocks.monotonic())
             access.yield(.advertised(device))
-        case let .deviceConnectionChanged(device):
+        case .deviceConnectionChanged(let device):
             if !device.connected { exchanges.yield(.linkDropped(devicePath: device.path)) }
-        case let .deviceRemoved(path):
+        case .deviceRemoved(let path):
             exchanges.yield(.linkDropped(devicePath: path))
         }
     }
@@ -109,7 +111,8 @@ actor DiscoveryService {
     /// The configured adapter, or the first powered one.
     private func chooseAdapter() {
         let candidates = adapters.values.filter { wantedAdapter == nil || $0.path == wantedAdapter }
-        guard let chosen = candidates.sorted(by: { ($0.powered ? 0 : 1, $0.path) < ($1.powered ? 0 : 1, $1.path) }).first
+        guard
+            let chosen = candidates.sorted(by: { ($0.powered ? 0 : 1, $0.path) < ($1.powered ? 0 : 1, $1.path) }).first
         else {
             if adapterPath == nil { updateSdk { $0.adapterPresent = false } }
             return
@@ -158,11 +161,12 @@ actor DiscoveryService {
     private func drive(_ input: DiscoveryMachine.Input) {
         for action in machine.handle(input, at: Clocks.monotonic()) {
             switch action {
-            case let .start(adapter):
+            case .start(let adapter):
                 Task { [central] in
                     let result: DiscoveryMachine.StartResult
                     do throws(BlueZError) {
-                        try await central.setDiscoveryFilter(adapter: adapter, DiscoveryFilter(transport: "le", duplicateData: true))
+                        try await central.setDiscoveryFilter(
+                            adapter: adapter, DiscoveryFilter(transport: "le", duplicateData: true))
                         try await central.startDiscovery(adapter: adapter)
                         result = .started
                     } catch .inProgress {
@@ -173,7 +177,7 @@ actor DiscoveryService {
                     }
                     self.callFinished(.startFinished(result), adapter: adapter)
                 }
-            case let .stop(adapter):
+            case .stop(let adapter):
                 if case .stopping(_, restart: true) = machine.state {
                     logger.notice("no advertisement for a while: restarting discovery")
                 }

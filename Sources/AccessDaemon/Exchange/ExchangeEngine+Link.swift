@@ -7,8 +7,10 @@ import BlueZ
 extension ExchangeEngine {
     enum Phase { case connected, resolved }
 
-    nonisolated func runLink(_ reader: ReaderID, id: UInt64, devicePath: String, connectTimeout: Duration,
-                             after: [Task<Void, Never>]) async {
+    nonisolated func runLink(
+        _ reader: ReaderID, id: UInt64, devicePath: String, connectTimeout: Duration,
+        after: [Task<Void, Never>]
+    ) async {
         for task in after { await task.value }
         do throws(BlueZError) {
             let deadline = ContinuousClock.now + connectTimeout
@@ -16,9 +18,10 @@ extension ExchangeEngine {
             await reached(.connected, reader, id: id)
             try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
             await reached(.resolved, reader, id: id)
-            guard let characteristic = try await central.resolvedCharacteristic(
-                device: devicePath, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.controlPointUUID,
-                timeout: deadline - ContinuousClock.now)
+            guard
+                let characteristic = try await central.resolvedCharacteristic(
+                    device: devicePath, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.controlPointUUID,
+                    timeout: deadline - ContinuousClock.now)
             else {
                 await noControlPoint(reader, id: id)
                 return
@@ -43,8 +46,9 @@ extension ExchangeEngine {
         let task = Task { [central, settings] in
             for await fragment in writes {
                 do throws(BlueZError) {
-                    try await central.writeValue(characteristic: path, fragment, type: .withResponse,
-                                                 timeout: settings.stepTimeout)
+                    try await central.writeValue(
+                        characteristic: path, fragment, type: .withResponse,
+                        timeout: settings.stepTimeout)
                 } catch {
                     failed(self)
                     return
@@ -132,8 +136,9 @@ extension ExchangeEngine {
                 return
             }
             if let siteKey, let controlPoint {
-                await self.askForStandingChallenge(attributes, devicePath: devicePath, controlPoint: controlPoint,
-                                                   siteKey: siteKey)
+                await self.askForStandingChallenge(
+                    attributes, devicePath: devicePath, controlPoint: controlPoint,
+                    siteKey: siteKey)
             }
             self.heldLinkUp(reader)
         }

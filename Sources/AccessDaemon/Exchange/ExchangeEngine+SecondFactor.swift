@@ -29,10 +29,11 @@ extension ExchangeEngine {
         }
         if stored.failedPinAttempts >= book.pinAttempts { return .secondFactorUnavailable(.secondFactorLockedOut) }
         runs[reader]?.secondFactorOpenedAt = ContinuousClock.now
-        journal.emit(SecondFactorRequiredEvent(
-            request: request, reader: reader.description, credential: run.credential.description,
-            prompt: promptText(run, stored), attemptsLeft: book.pinAttempts - stored.failedPinAttempts,
-            timeoutSeconds: Int(settings.secondFactorTimeout.components.seconds)))
+        journal.emit(
+            SecondFactorRequiredEvent(
+                request: request, reader: reader.description, credential: run.credential.description,
+                prompt: promptText(run, stored), attemptsLeft: book.pinAttempts - stored.failedPinAttempts,
+                timeoutSeconds: Int(settings.secondFactorTimeout.components.seconds)))
         return nil
     }
 
@@ -40,18 +41,24 @@ extension ExchangeEngine {
     func openPrompts() -> [PromptInfo] {
         runs.values.compactMap { run -> (ContinuousClock.Instant, PromptInfo)? in
             guard let request = run.secondFactorRequest, let opened = run.secondFactorOpenedAt,
-                  let stored = book.credential(run.credential) else { return nil }
+                let stored = book.credential(run.credential)
+            else { return nil }
             let left = settings.secondFactorTimeout - (ContinuousClock.now - opened)
-            return (opened, PromptInfo(request: request, reader: run.session.readerID.description,
-                                       credential: run.credential.description, prompt: promptText(run, stored),
-                                       attemptsLeft: max(0, book.pinAttempts - stored.failedPinAttempts),
-                                       secondsLeft: max(0, left.components.seconds)))
+            return (
+                opened,
+                PromptInfo(
+                    request: request, reader: run.session.readerID.description,
+                    credential: run.credential.description, prompt: promptText(run, stored),
+                    attemptsLeft: max(0, book.pinAttempts - stored.failedPinAttempts),
+                    secondsLeft: max(0, left.components.seconds))
+            )
         }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     private func promptText(_ run: ExchangeRun, _ stored: StoredCredential) -> String {
-        PromptText.render(settings.secondFactorPrompt, readerName: run.readerName,
-                          readerID: run.session.readerID.description, siteName: stored.siteName)
+        PromptText.render(
+            settings.secondFactorPrompt, readerName: run.readerName,
+            readerID: run.session.readerID.description, siteName: stored.siteName)
     }
 
     /// `secondFactor.cancel {request}`: the person declines. The reader is told the second
@@ -73,23 +80,24 @@ extension ExchangeEngine {
     /// thread (`KeyDerivation`), never on the engine nor the cooperative pool.
     nonisolated func respond(request: String, pin: String) async -> Result<PinAnswer, RPCError> {
         switch await charge(request: request, pin: pin) {
-        case let .refused(error):
+        case .refused(let error):
             return .failure(error)
-        case let .charged(reader, run, credential, sealed, attemptsLeft):
+        case .charged(let reader, let run, let credential, let sealed, let attemptsLeft):
             let derived = await keys.run { () throws(SecondFactorError) -> P256.Signing.PrivateKey in
                 try sealed.unseal(pin: pin, credential: credential)
             }
             let result: Result<P256.Signing.PrivateKey, SecondFactorError>
             switch derived {
-            case let .success(key): result = .success(key)
-            case let .failure(.failed(error)): result = .failure(error)
+            case .success(let key): result = .success(key)
+            case .failure(.failed(let error)): result = .failure(error)
             case .failure(.notRun):
                 // accessd is stopping, or the caller left before its turn: the attempt stays
                 // charged (never checked, so it told nobody anything).
                 return .failure(.failed("shuttingDown", "accessd is stopping"))
             }
-            return await evaluated(request: request, reader: reader, run: run, credential: credential, result,
-                                   attemptsLeft: attemptsLeft)
+            return await evaluated(
+                request: request, reader: reader, run: run, credential: credential, result,
+                attemptsLeft: attemptsLeft)
         }
     }
 
@@ -99,27 +107,34 @@ extension ExchangeEngine {
         }
         do {
             let attempt = try book.chargePinAttempt(run.credential, pin: pin)
-            return .charged(reader, run: run.id, run.credential, attempt.sealed, attemptsLeft: attempt.attemptsLeftAfterCharge)
+            return .charged(
+                reader, run: run.id, run.credential, attempt.sealed, attemptsLeft: attempt.attemptsLeftAfterCharge)
         } catch .invalidPINFormat {
-            return .refused(.invalidParams("pin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
+            return .refused(
+                .invalidParams(
+                    "pin must be \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits"))
         } catch .lockedOut {
             // Other PINs still being checked used the last attempts: this one is not tried.
             return .refused(.failed("secondFactorLockedOut", "no PIN attempts left; the second factor is locked"))
         } catch {
-            return .refused(.failed("secondFactor.noSuchRequest", "the credential of prompt \(request) has no second factor"))
+            return .refused(
+                .failed("secondFactor.noSuchRequest", "the credential of prompt \(request) has no second factor"))
         }
     }
 
-    private func evaluated(request: String, reader: ReaderID, run: UInt64, credential: CredentialID,
-                           _ result: Result<P256.Signing.PrivateKey, SecondFactorError>,
-                           attemptsLeft: Int) -> Result<PinAnswer, RPCError> {
+    private func evaluated(
+        request: String, reader: ReaderID, run: UInt64, credential: CredentialID,
+        _ result: Result<P256.Signing.PrivateKey, SecondFactorError>,
+        attemptsLeft: Int
+    ) -> Result<PinAnswer, RPCError> {
         let promptOpen = runs[reader]?.id == run && runs[reader]?.secondFactorRequest == request
         switch result {
-        case let .success(key):
+        case .success(let key):
             book.pinSucceeded(credential)
             answered(request, reader: reader, credential: credential, result: .accepted, attemptsLeft: book.pinAttempts)
             guard promptOpen else {
-                return .failure(.failed("secondFactor.noSuchRequest", "prompt \(request) ended before the PIN was checked"))
+                return .failure(
+                    .failed("secondFactor.noSuchRequest", "prompt \(request) ended before the PIN was checked"))
             }
             runs[reader]?.secondFactorRequest = nil
             feed(reader, .secondFactorKey(key))
@@ -134,20 +149,30 @@ extension ExchangeEngine {
             return .failure(.failed("secondFactorLockedOut", "wrong PIN; the second factor is now locked"))
         case .failure(.wrongPIN):
             let failed = book.credential(credential)?.failedPinAttempts ?? book.pinAttempts
-            answered(request, reader: reader, credential: credential, result: .wrongPin,
-                     attemptsLeft: max(0, book.pinAttempts - failed))
-            return .failure(RPCError(code: -32010, message: "wrong PIN",
-                                     data: ["error": "secondFactor.wrongPin", "attemptsLeft": .int(Int64(max(0, book.pinAttempts - failed)))]))
-        case let .failure(error):
+            answered(
+                request, reader: reader, credential: credential, result: .wrongPin,
+                attemptsLeft: max(0, book.pinAttempts - failed))
+            return .failure(
+                RPCError(
+                    code: -32010, message: "wrong PIN",
+                    data: [
+                        "error": "secondFactor.wrongPin",
+                        "attemptsLeft": .int(Int64(max(0, book.pinAttempts - failed))),
+                    ]))
+        case .failure(let error):
             return .failure(.invalidParams("pin: \(error)"))
         }
     }
 
     /// `secondFactor.answered`: what became of a PIN (or of the prompt), for the audit trail
     /// the site receives (docs/site-api.md §4.5); the PIN itself is never in it.
-    private func answered(_ request: String, reader: ReaderID, credential: CredentialID,
-                          result: SecondFactorAnsweredEvent.Result, attemptsLeft: Int?) {
-        journal.emit(SecondFactorAnsweredEvent(request: request, reader: reader.description, credential: credential.description,
-                                               result: result, attemptsLeft: attemptsLeft))
+    private func answered(
+        _ request: String, reader: ReaderID, credential: CredentialID,
+        result: SecondFactorAnsweredEvent.Result, attemptsLeft: Int?
+    ) {
+        journal.emit(
+            SecondFactorAnsweredEvent(
+                request: request, reader: reader.description, credential: credential.description,
+                result: result, attemptsLeft: attemptsLeft))
     }
 }

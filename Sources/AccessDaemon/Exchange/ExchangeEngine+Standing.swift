@@ -12,27 +12,36 @@ extension ExchangeEngine {
     /// point speaks version 1: the link stays held as it is, and the exchange subscribes.
     /// The hold point is looked up once the control point is found: a service's objects come
     /// before its resolution, so a version 2 reader's hold point is there by then.
-    nonisolated func askForStandingChallenge(_ attributes: ReaderAttributes, devicePath: String,
-                                             controlPoint: GattCharacteristicState,
-                                             siteKey: P256.Signing.PublicKey) async {
+    nonisolated func askForStandingChallenge(
+        _ attributes: ReaderAttributes, devicePath: String,
+        controlPoint: GattCharacteristicState,
+        siteKey: P256.Signing.PublicKey
+    ) async {
         let reader = attributes.id
-        guard let holdPoint = await central.characteristic(device: devicePath, service: ReaderGATT.serviceUUID,
-                                                           characteristic: ReaderGATT.holdPointUUID)
+        guard
+            let holdPoint = await central.characteristic(
+                device: devicePath, service: ReaderGATT.serviceUUID,
+                characteristic: ReaderGATT.holdPointUUID)
         else { return }
         do throws(BlueZError) {
-            try await central.writeValue(characteristic: holdPoint.path, [ReaderGATT.standingVersion], type: .withResponse,
-                                         timeout: await settings.stepTimeout)
+            try await central.writeValue(
+                characteristic: holdPoint.path, [ReaderGATT.standingVersion], type: .withResponse,
+                timeout: await settings.stepTimeout)
             let notifications = try await central.notifications(characteristic: controlPoint.path)
             let challenge = StandingChallenge(readerID: reader, siteTag: attributes.siteTag, sitePublicKey: siteKey)
-            await standing(reader, devicePath: devicePath, controlPoint: controlPoint, challenge: challenge,
-                           notifications: notifications)
+            await standing(
+                reader, devicePath: devicePath, controlPoint: controlPoint, challenge: challenge,
+                notifications: notifications)
         } catch {
-            logger.info("no standing challenge on the early link", metadata: ["reader": "\(reader)", "error": "\(error)"])
+            logger.info(
+                "no standing challenge on the early link", metadata: ["reader": "\(reader)", "error": "\(error)"])
         }
     }
 
-    private func standing(_ reader: ReaderID, devicePath: String, controlPoint: GattCharacteristicState,
-                          challenge: StandingChallenge, notifications: AsyncStream<[UInt8]>) {
+    private func standing(
+        _ reader: ReaderID, devicePath: String, controlPoint: GattCharacteristicState,
+        challenge: StandingChallenge, notifications: AsyncStream<[UInt8]>
+    ) {
         // Released meanwhile: its Disconnect ends the subscription.
         guard let link = held, link.reader == reader, link.devicePath == devicePath else { return }
         let (continuation, writer) = writer(to: controlPoint.path) { engine in
@@ -44,8 +53,9 @@ extension ExchangeEngine {
             }
             self.standingEnded(reader, devicePath: devicePath)
         }
-        held?.standing = StandingLink(challenge: challenge, controlPoint: controlPoint, writes: continuation,
-                                      writer: writer, reading: reading)
+        held?.standing = StandingLink(
+            challenge: challenge, controlPoint: controlPoint, writes: continuation,
+            writer: writer, reading: reading)
         logger.info("challenge standing on the early link", metadata: ["reader": "\(reader)"])
     }
 
@@ -67,8 +77,9 @@ extension ExchangeEngine {
         } catch {
             // A forged or replayed challenge, or the reader's hold time ran out: the link
             // goes, and the exchange at the door connects afresh.
-            logger.info("standing challenge refused; dropping the early link",
-                        metadata: ["reader": "\(reader)", "error": "\(error)"])
+            logger.info(
+                "standing challenge refused; dropping the early link",
+                metadata: ["reader": "\(reader)", "error": "\(error)"])
             releaseLink(reader)
             return false
         }
@@ -84,7 +95,8 @@ extension ExchangeEngine {
 
     private func standingWriteFailed(_ reader: ReaderID, devicePath: String) {
         guard let run = runs[reader], run.devicePath == devicePath, run.standingReading != nil,
-              !run.session.isFinished else { return }
+            !run.session.isFinished
+        else { return }
         end(reader, .failed(.remoteClose))
     }
 
@@ -108,8 +120,9 @@ extension ExchangeEngine {
         runs[reader]?.standingReading = standing.reading
         runs[reader]?.phases.connected = now
         runs[reader]?.phases.resolved = now
-        logger.info("exchange over the standing link",
-                    metadata: ["reader": "\(reader)", "challenge": "\(handover.nonce == nil ? "awaited" : "at hand")"])
+        logger.info(
+            "exchange over the standing link",
+            metadata: ["reader": "\(reader)", "challenge": "\(handover.nonce == nil ? "awaited" : "at hand")"])
         if let mtu = standing.controlPoint.mtu {
             runs[reader]?.phases.mtu = mtu
             feed(reader, .mtuChanged(mtu))

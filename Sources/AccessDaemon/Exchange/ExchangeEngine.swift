@@ -37,8 +37,10 @@ actor ExchangeEngine {
     var replayGuard = ChallengeReplayGuard()
     var nextID: UInt64 = 0
 
-    init(central: any BluetoothCentral, book: CredentialBook, journal: EventJournal, settings: ExchangeSettings,
-         reports: AccessEngine.Door, keys: KeyDerivation, clock: any Clock<Duration>, logger: Logger) {
+    init(
+        central: any BluetoothCentral, book: CredentialBook, journal: EventJournal, settings: ExchangeSettings,
+        reports: AccessEngine.Door, keys: KeyDerivation, clock: any Clock<Duration>, logger: Logger
+    ) {
         self.keys = keys
         self.central = central
         self.book = book
@@ -53,12 +55,12 @@ actor ExchangeEngine {
     func run(commands: AsyncStream<ExchangeCommand>) async {
         for await command in commands {
             switch command {
-            case let .start(order): start(order)
-            case let .abort(reader): end(reader, .failed(.timedOut))
-            case let .holdLink(reader, devicePath): holdLink(reader, devicePath: devicePath)
-            case let .releaseLink(reader): releaseLink(reader)
-            case let .linkDropped(devicePath): linkDropped(devicePath)
-            case let .reconfigure(settings): self.settings = settings
+            case .start(let order): start(order)
+            case .abort(let reader): end(reader, .failed(.timedOut))
+            case .holdLink(let reader, let devicePath): holdLink(reader, devicePath: devicePath)
+            case .releaseLink(let reader): releaseLink(reader)
+            case .linkDropped(let devicePath): linkDropped(devicePath)
+            case .reconfigure(let settings): self.settings = settings
             }
         }
         await shutDown()
@@ -68,8 +70,11 @@ actor ExchangeEngine {
 
     private func start(_ order: ExchangeOrder) {
         let reader = order.reader.id
-        guard let (presentation, credential, siteKey) = book.presentation(for: order.reader, aperioEnabled: settings.aperioEnabled,
-                                                                           only: order.credential) else {
+        guard
+            let (presentation, credential, siteKey) = book.presentation(
+                for: order.reader, aperioEnabled: settings.aperioEnabled,
+                only: order.credential)
+        else {
             // The controller checked availability; a credential changed meanwhile.
             reports.yield(.exchangeEnded(reader, .failed(.invalidatedCredential), timings: nil))
             return
@@ -79,18 +84,22 @@ actor ExchangeEngine {
             operation: order.operation,
             timeouts: ProtocolTimeouts(step: settings.stepTimeout, secondFactor: settings.secondFactorTimeout))
         nextID += 1
-        var run = ExchangeRun(id: nextID, session: session, origin: order.origin, credential: credential,
-                              devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
+        var run = ExchangeRun(
+            id: nextID, session: session, origin: order.origin, credential: credential,
+            devicePath: order.devicePath, phases: ExchangePhases(detected: order.detected))
         run.readerName = order.reader.name
         let name = order.reader.name.flatMap { $0.isEmpty ? nil : $0 }
-        journal.emit(AccessStartedEvent(reader: reader.description, readerName: name, origin: Render.origin(order.origin),
-                                        trigger: order.trigger, operation: Render.operationName(order.operation),
-                                        credential: credential.description))
+        journal.emit(
+            AccessStartedEvent(
+                reader: reader.description, readerName: name, origin: Render.origin(order.origin),
+                trigger: order.trigger, operation: Render.operationName(order.operation),
+                credential: credential.description))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
         // Before connecting: the link connected early for this reader (the exchange takes it
         // over: BlueZ answers Connect on a connected device at once), and the device's last
         // Disconnect.
-        let id = run.id, devicePath = order.devicePath
+        let id = run.id
+        let devicePath = order.devicePath
         if let link = held, link.reader == reader {
             // Taken over once it is up: its standing subscription if it has one, else
             // connect (answered at once), resolve and subscribe as usual.
@@ -125,16 +134,16 @@ actor ExchangeEngine {
             for action in actions {
                 guard runs[reader]?.id == run.id else { return }
                 switch action {
-                case let .send(fragments):
+                case .send(let fragments):
                     for fragment in fragments { runs[reader]?.writes?.yield(fragment) }
-                case let .startTimer(delay):
+                case .startTimer(let delay):
                     startStepTimer(reader, after: delay)
                 case .cancelTimer:
                     runs[reader]?.stepTimer?.cancel()
                     runs[reader]?.stepTimer = nil
                 case .requestSecondFactor:
                     if let answer = promptSecondFactor(reader) { inputs.append(answer) }
-                case let .finish(outcome):
+                case .finish(let outcome):
                     end(reader, outcome)
                 }
             }
@@ -145,7 +154,8 @@ actor ExchangeEngine {
         guard let run = runs[reader] else { return }
         run.stepTimer?.cancel()
         nextID += 1
-        let timerID = nextID, runID = run.id
+        let timerID = nextID
+        let runID = run.id
         runs[reader]?.stepTimerID = timerID
         runs[reader]?.stepTimer = Task { [clock] in
             do { try await clock.sleep(for: delay) } catch { return }
@@ -167,10 +177,16 @@ actor ExchangeEngine {
         run.standingReading?.cancel()
         run.writes?.finish()
         let timings = run.phases.timings(endedAt: ContinuousClock.now)
-        logger.info("exchange ended", metadata: ["reader": "\(reader)", "outcome": "\(outcome)",
-                                                 "timings": "\(Render.json(timings).jsonText)"])
+        logger.info(
+            "exchange ended",
+            metadata: [
+                "reader": "\(reader)", "outcome": "\(outcome)",
+                "timings": "\(Render.json(timings).jsonText)",
+            ])
         // In the background, so the decision is reported at once.
-        let devicePath = run.devicePath, writer = run.writer, previous = disconnects[devicePath]
+        let devicePath = run.devicePath
+        let writer = run.writer
+        let previous = disconnects[devicePath]
         // BlueZ reports the link going down after Disconnect returns, through the event
         // stream: reported after the next exchange's link was up, it ended that exchange as a
         // remote close (requests back to back at one reader). So the next Connect waits for

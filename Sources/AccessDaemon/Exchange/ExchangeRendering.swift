@@ -18,32 +18,35 @@ extension Render {
         switch operation {
         case .access: "access"
         case .enumerateActions: "actions.list"
-        case let .performAction(id): "actions.perform \(id)"
+        case .performAction(let id): "actions.perform \(id)"
         }
     }
 
     /// How an exchange ended, for `access.completed` and the answer to a manual request.
-    static func exchange(_ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome,
-                         timings: ExchangeTimings?) -> ExchangeAnswer {
-        var answer = ExchangeAnswer(outcome: "", reader: reader.description, origin: Self.origin(origin),
-                                    timings: timings)
+    static func exchange(
+        _ reader: ReaderID, origin: ExchangeOrigin, outcome: ExchangeOutcome,
+        timings: ExchangeTimings?
+    ) -> ExchangeAnswer {
+        var answer = ExchangeAnswer(
+            outcome: "", reader: reader.description, origin: Self.origin(origin),
+            timings: timings)
         func decided(_ result: AccessResult) {
             answer.decision = result.decision.description
             answer.granted = result.decision.isGranted
             answer.mode = result.mode.description
         }
         switch outcome {
-        case let .decided(result):
+        case .decided(let result):
             answer.outcome = "decided"
             decided(result)
-        case let .actionsListed(actions):
+        case .actionsListed(let actions):
             answer.outcome = "actionsListed"
             answer.actions = actions.map { ActionInfo(id: Int($0.id), name: $0.name, type: $0.type.description) }
-        case let .actionPerformed(id, result):
+        case .actionPerformed(let id, let result):
             answer.outcome = "actionPerformed"
             answer.action = Int(id)
             decided(result)
-        case let .failed(failure):
+        case .failed(let failure):
             answer.outcome = "failed"
             answer.error = failure.connectionError.rawValue
         }
@@ -55,9 +58,10 @@ extension Render {
         return CredentialInfo(
             id: c.id.description, site: c.siteTag.description, siteName: stored.siteName, siteURL: stored.siteURL,
             cardholderName: c.cardholderName, deviceName: stored.deviceName, state: c.state.rawValue,
-            secondFactor: SecondFactorInfo(required: c.secondFactorEnabled, pinSet: c.sealedSecondFactor != nil,
-                                           lockedOut: stored.failedPinAttempts >= pinAttempts,
-                                           attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
+            secondFactor: SecondFactorInfo(
+                required: c.secondFactorEnabled, pinSet: c.sealedSecondFactor != nil,
+                lockedOut: stored.failedPinAttempts >= pinAttempts,
+                attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
             registeredAt: stored.registeredAt, lastSyncAt: stored.lastSyncAt,
             itemCount: items.filter { $0.credentialID == c.id }.count, priority: stored.priority)
     }

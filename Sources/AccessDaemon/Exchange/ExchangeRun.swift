@@ -1,7 +1,7 @@
 import AccessCore
 import BlueZ
-import Crypto
 import ControlSocket
+import Crypto
 
 /// What the access engine asks the exchange engine to do, in order.
 enum ExchangeCommand: Sendable {
@@ -75,9 +75,10 @@ struct ExchangePhases: Sendable {
             let d = to - from
             return (Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15).rounded()
         }
-        return ExchangeTimings(detectionMs: ms(detected, started), connectMs: ms(started, connected),
-                               resolveMs: ms(connected, resolved), exchangeMs: ms(resolved, end),
-                               totalMs: ms(detected ?? started, end), mtu: mtu)
+        return ExchangeTimings(
+            detectionMs: ms(detected, started), connectMs: ms(started, connected),
+            resolveMs: ms(connected, resolved), exchangeMs: ms(resolved, end),
+            totalMs: ms(detected ?? started, end), mtu: mtu)
     }
 }
 

@@ -9,7 +9,8 @@ enum PromptText {
 
     static func render(_ template: String, readerName: String?, readerID: String, siteName: String?) -> String {
         let name = readerName.flatMap { $0.isEmpty ? nil : $0 } ?? readerID
-        return template
+        return
+            template
             .replacingOccurrences(of: "{readerId}", with: readerID)
             .replacingOccurrences(of: "{reader}", with: name)
             .replacingOccurrences(of: "{site}", with: siteName ?? "the site")

@@ -1,8 +1,8 @@
 import AccessCore
 import AccessJSON
 import AccessStore
-import Foundation
 import ControlSocket
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 
@@ -65,7 +65,10 @@ struct MQTTBridge: Sendable {
         } catch {
             // The rest of accessd goes on; status.get says why the bridge does not.
             logger.error("the MQTT bridge cannot start", metadata: ["error": "\(error)"])
-            progress.update { $0.state = .failing; $0.error = "\(error)" }
+            progress.update {
+                $0.state = .failing
+                $0.error = "\(error)"
+            }
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             return
         }
@@ -77,13 +80,21 @@ struct MQTTBridge: Sendable {
             cursor = journal.lastSequence
             try? store.setSetting(Self.cursorKey, String(cursor))
         }
-        progress.update { $0.through = cursor; $0.backlog = max(0, journal.lastSequence - cursor) }
+        progress.update {
+            $0.through = cursor
+            $0.backlog = max(0, journal.lastSequence - cursor)
+        }
 
         let (inputs, feed) = AsyncStream<Input>.makeStream()
         let wakePending = NIOLockedValueBox(false)
         let token = journal.watch(kinds: nil) {
             // One wake is enough however many events came: the bridge reads them all.
-            if wakePending.withLockedValue({ pending in defer { pending = true }; return !pending }) { feed.yield(.journalled) }
+            if wakePending.withLockedValue({ pending in
+                defer { pending = true }
+                return !pending
+            }) {
+                feed.yield(.journalled)
+            }
         }
         defer { journal.unwatch(token) }
         let ticks = Task {
@@ -102,7 +113,10 @@ struct MQTTBridge: Sendable {
             do {
                 client = try MosquittoClient(settings)
             } catch {
-                progress.update { $0.state = .failing; $0.error = "\(error)" }
+                progress.update {
+                    $0.state = .failing
+                    $0.error = "\(error)"
+                }
                 try? await Task.sleep(for: .seconds(delay))
                 delay = min(delay * 2, 30)
                 continue
@@ -118,14 +132,15 @@ struct MQTTBridge: Sendable {
             let forward = Task { [generation] in
                 for await event in client.events { feed.yield(.mqtt(event, generation: generation)) }
             }
-            let ended = await session(client, generation: generation, inputs: &iterator, feed: feed,
-                                      wakePending: wakePending, cursor: &cursor)
+            let ended = await session(
+                client, generation: generation, inputs: &iterator, feed: feed,
+                wakePending: wakePending, cursor: &cursor)
             forward.cancel()
             client.close()
             switch ended {
             case .stopped:
                 return
-            case let .failed(reason, connected):
+            case .failed(let reason, let connected):
                 report(reason, state: .failing, cursor: cursor)
                 if connected { delay = 1 }
                 try? await Task.sleep(for: .seconds(delay))
@@ -142,15 +157,18 @@ struct MQTTBridge: Sendable {
 
     /// One client's life: publishes while connected, follows acknowledgements, and ends when
     /// the task is cancelled (after `offline`) or when the client will not get through.
-    private func session(_ client: MosquittoClient, generation: Int, inputs: inout AsyncStream<Input>.Iterator,
-                         feed: AsyncStream<Input>.Continuation,
-                         wakePending: NIOLockedValueBox<Bool>, cursor: inout Int64) async -> SessionEnd {
+    private func session(
+        _ client: MosquittoClient, generation: Int, inputs: inout AsyncStream<Input>.Iterator,
+        feed: AsyncStream<Input>.Continuation,
+        wakePending: NIOLockedValueBox<Bool>, cursor: inout Int64
+    ) async -> SessionEnd {
         var flight: Flight?
         var retained = MQTTRetainedTopics(
             topic: topic,
             discovery: configuration.homeAssistant
-                ? HomeAssistantDiscovery(prefix: configuration.discoveryPrefix, device: device, topic: topic,
-                                         commandTopic: commands?.topic) : nil)
+                ? HomeAssistantDiscovery(
+                    prefix: configuration.discoveryPrefix, device: device, topic: topic,
+                    commandTopic: commands?.topic) : nil)
         var everConnected = false
         // The `state` last published on this connection: published again when it differs.
         var publishedState: JSONValue?
@@ -159,7 +177,7 @@ struct MQTTBridge: Sendable {
         // Since when the client has waited for a CONNACK (at start, or after the link went).
         var waitingSince: ContinuousClock.Instant? = .now
         while let input = await inputs.next() {
-            if case let .mqtt(_, from) = input, from != generation { continue }
+            if case .mqtt(_, let from) = input, from != generation { continue }
             switch input {
             case .journalled:
                 wakePending.withLockedValue { $0 = false }
@@ -174,17 +192,25 @@ struct MQTTBridge: Sendable {
                         publishRetained(client, "state", state)
                     }
                 }
-                if let since = waitingSince, ContinuousClock.now - since > (everConnected ? Self.patience : Self.firstAnswer) {
-                    return .failed(lastError.map { "no answer from the broker: \($0)" } ?? "no answer from the broker",
-                                   connected: everConnected)
+                if let since = waitingSince,
+                    ContinuousClock.now - since > (everConnected ? Self.patience : Self.firstAnswer)
+                {
+                    return .failed(
+                        lastError.map { "no answer from the broker: \($0)" } ?? "no answer from the broker",
+                        connected: everConnected)
                 }
             case .mqtt(.connected(0, _), _):
-                logger.notice("connected to the MQTT broker", metadata: ["broker": "\(progress.status.broker)", "from": "\(cursor)"])
+                logger.notice(
+                    "connected to the MQTT broker",
+                    metadata: ["broker": "\(progress.status.broker)", "from": "\(cursor)"])
                 everConnected = true
                 waitingSince = nil
                 lastRefusal = nil
                 lastError = nil
-                progress.update { $0.state = .connected; $0.error = nil }
+                progress.update {
+                    $0.state = .connected
+                    $0.error = nil
+                }
                 publishRetained(client, "status", Self.online)
                 let state = await currentState()
                 publishedState = state
@@ -199,17 +225,22 @@ struct MQTTBridge: Sendable {
                 }
                 // Everything after the cursor again: what was in flight on a lost link may not have arrived.
                 flight = Flight(published: cursor)
-            case let .mqtt(.connected(_, reason), _):
+            case .mqtt(.connected(_, let reason), _):
                 if lastRefusal != reason {
-                    logger.warning("the MQTT broker refused the connection; trying again", metadata: ["reason": "\(reason)"])
+                    logger.warning(
+                        "the MQTT broker refused the connection; trying again", metadata: ["reason": "\(reason)"])
                 }
                 lastRefusal = reason
                 flight = nil
-                progress.update { $0.state = .failing; $0.error = "the broker refused the connection: \(reason)" }
-            case let .mqtt(.disconnected(code, reason), _):
+                progress.update {
+                    $0.state = .failing
+                    $0.error = "the broker refused the connection: \(reason)"
+                }
+            case .mqtt(.disconnected(let code, let reason), _):
                 if flight != nil {
-                    logger.warning("the link to the MQTT broker went; events wait in the journal",
-                                   metadata: ["reason": "\(reason)", "code": "\(code)"])
+                    logger.warning(
+                        "the link to the MQTT broker went; events wait in the journal",
+                        metadata: ["reason": "\(reason)", "code": "\(code)"])
                     waitingSince = .now
                 }
                 flight = nil
@@ -217,22 +248,25 @@ struct MQTTBridge: Sendable {
                     if status.state != .failing { status.state = .connecting }
                     if status.error == nil || status.state == .connecting { status.error = "the link went: \(reason)" }
                 }
-            case let .mqtt(.error(text), _):
+            case .mqtt(.error(let text), _):
                 lastError = text
                 if flight == nil {
                     // Not connected: a TLS refusal ends libmosquitto's retries; start over now.
                     logger.warning("the MQTT client failed; starting over", metadata: ["error": "\(text)"])
                     return .failed("the client failed: \(text)", connected: everConnected)
                 }
-            case let .mqtt(.message(topic, payload, oversized), _):
+            case .mqtt(.message(let topic, let payload, let oversized), _):
                 guard let commands, topic == commands.topic else { continue }
                 commands.receive(payload, oversized: oversized) { feed.yield(.commandAnswer($0)) }
-            case let .commandAnswer(text):
+            case .commandAnswer(let text):
                 if let commands, flight != nil {
-                    _ = try? client.publish(topic: commands.resultTopic, payload: Array(text.utf8), qos: 1, retain: false)
+                    _ = try? client.publish(
+                        topic: commands.resultTopic, payload: Array(text.utf8), qos: 1, retain: false)
                 }
-            case let .mqtt(.published(messageID), _):
-                guard var current = flight, let sequence = current.pending.removeValue(forKey: messageID) else { continue }
+            case .mqtt(.published(let messageID), _):
+                guard var current = flight, let sequence = current.pending.removeValue(forKey: messageID) else {
+                    continue
+                }
                 current.acknowledged.insert(sequence)
                 var moved = cursor
                 while let first = current.order.first, current.acknowledged.contains(first) {
@@ -246,7 +280,9 @@ struct MQTTBridge: Sendable {
                     do {
                         try store.setSetting(Self.cursorKey, String(cursor))
                     } catch {
-                        logger.warning("the MQTT cursor cannot be saved; events may be sent again", metadata: ["error": "\(error)"])
+                        logger.warning(
+                            "the MQTT cursor cannot be saved; events may be sent again", metadata: ["error": "\(error)"]
+                        )
                     }
                     let through = cursor
                     progress.update {
@@ -303,8 +339,9 @@ struct MQTTBridge: Sendable {
                     "data": EventKind(rawValue: event.kind)?.redactedForObservers(data) ?? data,
                 ])
                 do {
-                    let id = try client.publish(topic: "\(topic)/events/\(event.kind)", payload: Array(payload.jsonText.utf8),
-                                                qos: configuration.qos, retain: false)
+                    let id = try client.publish(
+                        topic: "\(topic)/events/\(event.kind)", payload: Array(payload.jsonText.utf8),
+                        qos: configuration.qos, retain: false)
                     flight.pending[id] = event.sequence
                     flight.order.append(event.sequence)
                     flight.published = event.sequence
@@ -321,12 +358,16 @@ struct MQTTBridge: Sendable {
     }
 
     private func announceDropped(_ client: MosquittoClient, from: Int64, to: Int64) {
-        logger.warning("journal events removed by retention before the MQTT broker had them; announced",
-                       metadata: ["from": "\(from)", "to": "\(to)"])
-        let notice = JSONValue.object(["kind": "events.dropped", "from": .int(from), "to": .int(to),
-                                       "time": .double(Clocks.wall())])
-        _ = try? client.publish(topic: "\(topic)/events/events.dropped", payload: Array(notice.jsonText.utf8), qos: 1,
-                                retain: false)
+        logger.warning(
+            "journal events removed by retention before the MQTT broker had them; announced",
+            metadata: ["from": "\(from)", "to": "\(to)"])
+        let notice = JSONValue.object([
+            "kind": "events.dropped", "from": .int(from), "to": .int(to),
+            "time": .double(Clocks.wall()),
+        ])
+        _ = try? client.publish(
+            topic: "\(topic)/events/events.dropped", payload: Array(notice.jsonText.utf8), qos: 1,
+            retain: false)
     }
 
     private func publishRetained(_ client: MosquittoClient, _ leaf: String, _ value: JSONValue) {
@@ -336,7 +377,8 @@ struct MQTTBridge: Sendable {
     /// Retained messages, QoS 1: a later one on the same topic replaces them at the broker.
     private func publish(_ client: MosquittoClient, _ messages: [MQTTRetainedTopics.Message]) {
         for message in messages {
-            _ = try? client.publish(topic: message.topic, payload: Array(message.payload.jsonText.utf8), qos: 1, retain: true)
+            _ = try? client.publish(
+                topic: message.topic, payload: Array(message.payload.jsonText.utf8), qos: 1, retain: true)
         }
     }
 
@@ -347,15 +389,18 @@ struct MQTTBridge: Sendable {
         if let file = configuration.passwordFile {
             var info = stat()
             guard stat(file, &info) == 0 else {
-                throw MosquittoClient.Failure(description: "[mqtt] password_file \(file): \(String(cString: strerror(errno)))")
+                throw MosquittoClient.Failure(
+                    description: "[mqtt] password_file \(file): \(String(cString: strerror(errno)))")
             }
             guard info.st_mode & 0o007 == 0 else {
-                throw MosquittoClient.Failure(description: "[mqtt] password_file \(file) is readable by others: chmod 0600 or 0640")
+                throw MosquittoClient.Failure(
+                    description: "[mqtt] password_file \(file) is readable by others: chmod 0600 or 0640")
             }
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw MosquittoClient.Failure(description: "[mqtt] password_file \(file) cannot be read")
             }
-            settings.password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            settings.password =
+                text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         }
         if configuration.tls {
             // No ca_file: the system's CAs (libmosquitto wants a file or a directory).

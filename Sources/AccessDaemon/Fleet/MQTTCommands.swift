@@ -33,7 +33,9 @@ final class MQTTCommands: Sendable {
     /// when the command ends.
     func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
         guard !oversized else {
-            answer(RPCRequest.errorResponse(id: nil, error: .invalidRequest("a command is at most \(MosquittoClient.maximumMessage) bytes")))
+            answer(
+                RPCRequest.errorResponse(
+                    id: nil, error: .invalidRequest("a command is at most \(MosquittoClient.maximumMessage) bytes")))
             return
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
@@ -42,18 +44,24 @@ final class MQTTCommands: Sendable {
         }
         let request: RPCRequest
         switch RPCRequest.parse(text) {
-        case let .success(parsed): request = parsed
-        case let .failure(failure):
+        case .success(let parsed): request = parsed
+        case .failure(let failure):
             answer(RPCRequest.errorResponse(id: failure.id, error: failure.error))
             return
         }
         guard Self.allowed.contains(request.method) else {
-            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(
-                code: -32601, message: "\(request.method) is not taken over MQTT (only \(Self.allowed.joined(separator: ", ")))")))
+            answer(
+                RPCRequest.errorResponse(
+                    id: request.id,
+                    error: RPCError(
+                        code: -32601,
+                        message:
+                            "\(request.method) is not taken over MQTT (only \(Self.allowed.joined(separator: ", ")))")))
             return
         }
         guard let handler = handler.withLockedValue({ $0 }) else {
-            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(code: -32603, message: "accessd is starting")))
+            answer(
+                RPCRequest.errorResponse(id: request.id, error: RPCError(code: -32603, message: "accessd is starting")))
             return
         }
         let admitted = inFlight.withLockedValue { count in
@@ -62,8 +70,11 @@ final class MQTTCommands: Sendable {
             return true
         }
         guard admitted else {
-            answer(RPCRequest.errorResponse(id: request.id, error: RPCError(
-                code: -32005, message: "busy: \(Self.maximumInFlight) commands are already running")))
+            answer(
+                RPCRequest.errorResponse(
+                    id: request.id,
+                    error: RPCError(
+                        code: -32005, message: "busy: \(Self.maximumInFlight) commands are already running")))
             return
         }
         let inFlight = self.inFlight
@@ -71,8 +82,8 @@ final class MQTTCommands: Sendable {
             let result = await handler(request)
             inFlight.withLockedValue { $0 -= 1 }
             switch result {
-            case let .success(value): answer(RPCRequest.response(id: request.id, result: value))
-            case let .failure(error): answer(RPCRequest.errorResponse(id: request.id, error: error))
+            case .success(let value): answer(RPCRequest.response(id: request.id, result: value))
+            case .failure(let error): answer(RPCRequest.errorResponse(id: request.id, error: error))
             }
         }
     }

@@ -25,9 +25,11 @@ public struct MQTTConfiguration: Sendable, Hashable {
     public var homeAssistant = false
     public var discoveryPrefix = "homeassistant"
 
-    public init(host: String, port: Int32, tls: Bool, topicPrefix: String = "accessd", clientID: String? = nil,
-                username: String? = nil, passwordFile: String? = nil, caFile: String? = nil, certFile: String? = nil,
-                keyFile: String? = nil, qos: Int32 = 1) {
+    public init(
+        host: String, port: Int32, tls: Bool, topicPrefix: String = "accessd", clientID: String? = nil,
+        username: String? = nil, passwordFile: String? = nil, caFile: String? = nil, certFile: String? = nil,
+        keyFile: String? = nil, qos: Int32 = 1
+    ) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -57,7 +59,9 @@ public struct MQTTConfiguration: Sendable, Hashable {
         var port: Int32 = tls ? 8883 : 1883
         if host.hasSuffix("/") { host = host.dropLast() }
         if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return .failure(URLProblem(reason: "an IPv6 host needs its ]")) }
+            guard let close = host.firstIndex(of: "]") else {
+                return .failure(URLProblem(reason: "an IPv6 host needs its ]"))
+            }
             let after = host[host.index(after: close)...]
             if after.hasPrefix(":") {
                 guard let value = Int32(after.dropFirst()), (1...65535).contains(value) else {
@@ -92,7 +96,9 @@ public struct MQTTConfiguration: Sendable, Hashable {
         guard text.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "#") })
         else { return "must be printable ASCII without spaces, + or #" }
         if !allowingSlash && text.contains("/") { return "must not contain /" }
-        if text.hasPrefix("/") || text.hasSuffix("/") || text.contains("//") { return "must not begin or end with / or hold //" }
+        if text.hasPrefix("/") || text.hasSuffix("/") || text.contains("//") {
+            return "must not begin or end with / or hold //"
+        }
         return nil
     }
 

@@ -33,26 +33,30 @@ struct MQTTRetainedTopics: Sendable {
     /// One journal event; what to publish now.
     mutating func observe(_ event: ControlEvent, now: ContinuousClock.Instant) -> [Message] {
         switch event {
-        case let .readerUpdated(info):
+        case .readerUpdated(let info):
             return reader(info.id, attributes: info.json, available: true, name: info.name, now: now)
-        case let .readerUnavailable(gone):
+        case .readerUnavailable(let gone):
             // The attributes last published, or a reader named by its id alone.
             let attributes = readers[gone.reader] ?? .object(["id": .string(gone.reader)])
             return reader(gone.reader, attributes: attributes, available: false, name: nil, now: now)
-        case let .accessCompleted(answer):
+        case .accessCompleted(let answer):
             guard Self.isTopicLevel(answer.reader) else { return [] }
             let access = LastAccess(answer).json
-            return announce(answer.reader, name: answer.readerName) + [("\(topic)/readers/\(answer.reader)/access", access)]
+            return announce(answer.reader, name: answer.readerName) + [
+                ("\(topic)/readers/\(answer.reader)/access", access)
+            ]
         default:
             return []
         }
     }
 
-    private mutating func reader(_ id: String, attributes: JSONValue, available: Bool, name: String?,
-                                 now: ContinuousClock.Instant) -> [Message] {
+    private mutating func reader(
+        _ id: String, attributes: JSONValue, available: Bool, name: String?,
+        now: ContinuousClock.Instant
+    ) -> [Message] {
         guard Self.isTopicLevel(id) else { return [] }
         var attributes = attributes
-        if case var .object(members) = attributes {
+        if case .object(var members) = attributes {
             members["available"] = .bool(available)
             attributes = .object(members)
         }

@@ -71,7 +71,10 @@ final class MosquittoClient: Sendable {
         events = stream
         sink = Sink(continuation, library: library)
         self.settings = settings
-        guard let handle = library.functions.new_client(settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque()) else {
+        guard
+            let handle = library.functions.new_client(
+                settings.clientID, true, Unmanaged.passUnretained(sink).toOpaque())
+        else {
             throw Failure(description: "libmosquitto could not make a client: \(String(cString: strerror(errno)))")
         }
         self.handle = handle
@@ -80,16 +83,19 @@ final class MosquittoClient: Sendable {
         library.functions.connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
-            sink.continuation.yield(.connected(code: code, reason: String(cString: sink.library.functions.connack_string(code))))
+            sink.continuation.yield(
+                .connected(code: code, reason: String(cString: sink.library.functions.connack_string(code))))
         }
         library.functions.disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
-            sink.continuation.yield(.disconnected(code: code, reason: String(cString: sink.library.functions.strerror(code))))
+            sink.continuation.yield(
+                .disconnected(code: code, reason: String(cString: sink.library.functions.strerror(code))))
         }
         library.functions.publish_callback_set(handle) { _, object, messageID in
             guard let object else { return }
-            Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue().continuation.yield(.published(messageID: messageID))
+            Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue().continuation.yield(
+                .published(messageID: messageID))
         }
         library.functions.message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
@@ -115,12 +121,15 @@ final class MosquittoClient: Sendable {
                 try check(library.functions.username_pw_set(handle, username, settings.password), "the username")
             }
             if settings.caFile != nil || settings.certFile != nil {
-                try check(library.functions.tls_set(handle, settings.caFile, nil, settings.certFile, settings.keyFile, nil), "TLS")
+                try check(
+                    library.functions.tls_set(handle, settings.caFile, nil, settings.certFile, settings.keyFile, nil),
+                    "TLS")
             }
             if let will = settings.will {
-                try check(will.payload.withUnsafeBytes {
-                    library.functions.will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, true)
-                }, "the last will")
+                try check(
+                    will.payload.withUnsafeBytes {
+                        library.functions.will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, true)
+                    }, "the last will")
             }
         } catch {
             library.functions.destroy(handle)
@@ -139,7 +148,9 @@ final class MosquittoClient: Sendable {
             DispatchQueue.global().async { [self] in
                 let code = functions.connect_async(handle, settings.host, settings.port, settings.keepAlive)
                 guard code == MOSQ_ERR_SUCCESS.rawValue else {
-                    var reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno))
+                    var reason =
+                        code == MOSQ_ERR_ERRNO.rawValue
+                        ? String(cString: strerror(errno))
                         : String(cString: functions.strerror(code))
                     if let detail = sink.lastError.withLockedValue({ $0 }) { reason += " (\(detail))" }
                     continuation.resume(returning: reason)
@@ -147,8 +158,10 @@ final class MosquittoClient: Sendable {
                 }
                 let loop = functions.loop_start(handle)
                 started.withLockedValue { $0 = loop == MOSQ_ERR_SUCCESS.rawValue }
-                continuation.resume(returning: loop == MOSQ_ERR_SUCCESS.rawValue ? nil
-                    : "libmosquitto's network thread: \(String(cString: functions.strerror(loop)))")
+                continuation.resume(
+                    returning: loop == MOSQ_ERR_SUCCESS.rawValue
+                        ? nil
+                        : "libmosquitto's network thread: \(String(cString: functions.strerror(loop)))")
             }
         }
     }
@@ -214,7 +227,8 @@ struct MosquittoLibrary: Sendable {
             }
             guard let functions = loaded else {
                 let detail = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-                return .failure(.init(description: "cannot load libmosquitto (Debian package libmosquitto1): \(detail)"))
+                return .failure(
+                    .init(description: "cannot load libmosquitto (Debian package libmosquitto1): \(detail)"))
             }
             _ = functions.lib_init()
             let library = MosquittoLibrary(functions: functions)

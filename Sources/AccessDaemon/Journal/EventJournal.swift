@@ -67,8 +67,9 @@ public final class EventJournal: Sendable {
                 state.held.hold(event)
                 if !state.held.failing {
                     state.held.failing = true
-                    logger.error("cannot journal events: holding them until it can",
-                                 metadata: ["error": "\(error)", "capacity": "\(HeldEvents.capacity)"])
+                    logger.error(
+                        "cannot journal events: holding them until it can",
+                        metadata: ["error": "\(error)", "capacity": "\(HeldEvents.capacity)"])
                 }
                 return []
             }
@@ -88,8 +89,9 @@ public final class EventJournal: Sendable {
         // Outside the lock, and the fields built only when the level is logged (reader
         // sightings, at debug, are most events).
         for (event, typed) in written {
-            logger.log(level: JournalFields.level(typed.event), "event \(event.kind)",
-                       metadata: JournalFields.metadata(typed.event, sequence: event.sequence))
+            logger.log(
+                level: JournalFields.level(typed.event), "event \(event.kind)",
+                metadata: JournalFields.metadata(typed.event, sequence: event.sequence))
         }
     }
 
@@ -108,7 +110,9 @@ public final class EventJournal: Sendable {
         state.withLockedValue { _ = $0.watchers.removeValue(forKey: token) }
     }
 
-    private func fanOut(_ event: AccessStore.Event, typed: HeldEvents.Event, to subscribers: [ControlClient: Set<String>?]) {
+    private func fanOut(
+        _ event: AccessStore.Event, typed: HeldEvents.Event, to subscribers: [ControlClient: Set<String>?]
+    ) {
         let line = Self.notification(event, data: typed.data)
         // Built once, for the first observer that needs it.
         var observerLine: String?
@@ -153,8 +157,10 @@ public final class EventJournal: Sendable {
     /// false when the client's queue filled first. A replay reads at most as many events as
     /// the queue holds (`[socket] subscriber_queue`), whatever the journal's size: looping
     /// `since: 0` on a large journal cost 4 s a time when every event was read (issue #17).
-    private func replay(_ kinds: Set<String>?, to client: ControlClient,
-                        from replay: inout (count: Int, cursor: Int64)) throws -> Bool {
+    private func replay(
+        _ kinds: Set<String>?, to client: ControlClient,
+        from replay: inout (count: Int, cursor: Int64)
+    ) throws -> Bool {
         while true {
             let room = client.eventRoom
             guard room > 0 else { return false }

@@ -1,6 +1,6 @@
 import AccessJSON
-import Crypto
 import ControlSocket
+import Crypto
 import Logging
 
 /// The journal fields accessd's entries carry (docs/operations.md, "Logs"): the metadata
@@ -32,9 +32,10 @@ public enum JournalFields {
     }
 
     /// Computed once: every event carries one.
-    private static let knownMessageIDs: [String: String] = Dictionary(uniqueKeysWithValues: EventKind.allCases.map {
-        ($0.rawValue, derivedMessageID(kind: $0.rawValue))
-    })
+    private static let knownMessageIDs: [String: String] = Dictionary(
+        uniqueKeysWithValues: EventKind.allCases.map {
+            ($0.rawValue, derivedMessageID(kind: $0.rawValue))
+        })
 
     private static func derivedMessageID(kind: String) -> String {
         SHA256.hash(data: Array("accessd.event.\(kind)".utf8)).prefix(16)
@@ -46,9 +47,9 @@ public enum JournalFields {
     static func level(_ event: ControlEvent) -> Logger.Level {
         switch event {
         case .accessCompleted, .sdkState, .credentialsChanged, .secondFactorRequired: .notice
-        case let .featureState(feature): feature.state == .failed ? .warning : .notice
+        case .featureState(let feature): feature.state == .failed ? .warning : .notice
         case .eventsLost: .warning
-        case let .secondFactorAnswered(answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice
+        case .secondFactorAnswered(let answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice
         case .readerUpdated: .debug
         case .readerUnavailable, .readersScopeChanged, .accessStarted, .accessNextWindow: .info
         }
@@ -58,30 +59,34 @@ public enum JournalFields {
     /// and the credential it is about, and the few values a fleet searches by.
     static func metadata(_ event: ControlEvent, sequence: Int64) -> Logger.Metadata {
         let kind = event.kind.rawValue
-        var metadata: Logger.Metadata = ["messageID": "\(messageID(kind: kind))", "kind": "\(kind)", "seq": "\(sequence)"]
+        var metadata: Logger.Metadata = [
+            "messageID": "\(messageID(kind: kind))", "kind": "\(kind)", "seq": "\(sequence)",
+        ]
         if let reader = event.reader { metadata["reader"] = "\(reader)" }
         if let credential = event.credential { metadata["credential"] = "\(credential)" }
         var values: [String: String?] = [:]
         switch event {
-        case let .accessCompleted(answer):
-            values = ["decision": answer.decision, "outcome": answer.outcome, "origin": answer.origin, "error": answer.error]
+        case .accessCompleted(let answer):
+            values = [
+                "decision": answer.decision, "outcome": answer.outcome, "origin": answer.origin, "error": answer.error,
+            ]
             if let granted = answer.granted { metadata["granted"] = "\(granted)" }
-        case let .accessStarted(started):
+        case .accessStarted(let started):
             values = ["origin": started.origin]
-        case let .accessNextWindow(window):
+        case .accessNextWindow(let window):
             values = ["state": window.state.rawValue, "reason": window.reason?.rawValue]
-        case let .featureState(feature):
+        case .featureState(let feature):
             values = ["feature": feature.feature, "state": feature.state.rawValue, "error": feature.error]
-        case let .credentialsChanged(change):
+        case .credentialsChanged(let change):
             values = ["reason": change.reason.rawValue, "state": change.state]
-        case let .secondFactorAnswered(answer):
+        case .secondFactorAnswered(let answer):
             values = ["result": answer.result.rawValue]
-        case let .sdkState(state):
+        case .sdkState(let state):
             metadata["sdkState"] = "\(state.states.joined(separator: ","))"
         case .readerUpdated, .readerUnavailable, .readersScopeChanged, .secondFactorRequired, .eventsLost:
             break
         }
-        for case let (key, value?) in values { metadata[key] = "\(value)" }
+        for case (let key, let value?) in values { metadata[key] = "\(value)" }
         return metadata
     }
 }

@@ -2,7 +2,7 @@ import CSystemd
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// accessd's log handler. Under systemd, where stderr is the journal, each entry goes to

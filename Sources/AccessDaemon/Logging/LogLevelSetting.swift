@@ -2,7 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The log level, changeable at run time (`log.setLevel`) and read by the log handler.

@@ -30,11 +30,14 @@ final class DaemonMetrics: Sendable {
         "accessd_readers_known": "Readers heard recently (as accessctl readers lists them).",
         "accessd_readers_in_auto_range": "Readers within automatic-access range now.",
         "accessd_advertisements_total": "Reader advertisements heard since start, refused ones included.",
-        "accessd_advertisements_refused_total": "Reader advertisements refused since start (unreadable, impossible RSSI, too many readers).",
+        "accessd_advertisements_refused_total":
+            "Reader advertisements refused since start (unreadable, impossible RSSI, too many readers).",
         "accessd_credentials": "Credentials held.",
         "accessd_credentials_usable": "Credentials that are active and can be presented.",
-        "accessd_exchanges_total": "Exchanges with readers since start, by origin, operation, outcome and result (the reader's decision or the error).",
-        "accessd_exchange_phase_seconds": "Duration of each phase of an exchange: detection (crossing into range to connecting), connect, services, exchange, total.",
+        "accessd_exchanges_total":
+            "Exchanges with readers since start, by origin, operation, outcome and result (the reader's decision or the error).",
+        "accessd_exchange_phase_seconds":
+            "Duration of each phase of an exchange: detection (crossing into range to connecting), connect, services, exchange, total.",
         "accessd_events_total": "Events journalled since start, by kind.",
         "accessd_events_lost_total": "Events that could not be journalled (full disk) and did not fit in memory.",
         "accessd_journal_events": "Events the journal keeps now.",
@@ -42,7 +45,8 @@ final class DaemonMetrics: Sendable {
         "accessd_socket_events_dropped_total": "Events dropped for socket subscribers that did not keep up.",
         "accessd_bluez_call_failures_total": "BlueZ calls that failed since start, by class.",
         "accessd_site_syncs_total": "Site syncs since start, by result (ok or the error code).",
-        "accessd_site_failures_total": "Site features that started failing or changed their reason, by feature and error.",
+        "accessd_site_failures_total":
+            "Site features that started failing or changed their reason, by feature and error.",
         "accessd_audit_backlog_events": "Access events not yet acknowledged by their sites.",
         "accessd_mqtt_connected": "1 while connected to the MQTT broker, else 0.",
         "accessd_mqtt_backlog_events": "Events journalled after the last one the MQTT broker acknowledged.",
@@ -83,25 +87,36 @@ final class DaemonMetrics: Sendable {
     func record(kind: String, event: ControlEvent?) {
         counter("accessd_events_total", [("kind", kind)]).increment()
         switch event {
-        case let .accessCompleted(answer)?:
+        case .accessCompleted(let answer)?:
             let result = answer.decision ?? answer.error ?? (answer.outcome == "actionPerformed" ? "performed" : "none")
             // "actions.perform 2": the action's number is not a label (unbounded).
             let operation = answer.operation?.split(separator: " ").first.map(String.init) ?? "access"
-            counter("accessd_exchanges_total", [("origin", answer.origin), ("operation", operation),
-                                                ("outcome", answer.outcome), ("result", result)]).increment()
+            counter(
+                "accessd_exchanges_total",
+                [
+                    ("origin", answer.origin), ("operation", operation),
+                    ("outcome", answer.outcome), ("result", result),
+                ]
+            ).increment()
             let timings = answer.timings
-            for (phase, milliseconds) in [("detection", timings?.detectionMs), ("connect", timings?.connectMs),
-                                          ("services", timings?.resolveMs), ("exchange", timings?.exchangeMs),
-                                          ("total", timings?.totalMs)] {
+            for (phase, milliseconds) in [
+                ("detection", timings?.detectionMs), ("connect", timings?.connectMs),
+                ("services", timings?.resolveMs), ("exchange", timings?.exchangeMs),
+                ("total", timings?.totalMs),
+            ] {
                 guard let milliseconds, milliseconds >= 0, milliseconds < 3_600_000 else { continue }
-                registry.makeDurationHistogram(descriptor: descriptor("accessd_exchange_phase_seconds"),
-                                               labels: [("phase", phase)], buckets: Self.phaseBuckets)
-                    .recordNanoseconds(Int64(milliseconds * 1_000_000))
+                registry.makeDurationHistogram(
+                    descriptor: descriptor("accessd_exchange_phase_seconds"),
+                    labels: [("phase", phase)], buckets: Self.phaseBuckets
+                )
+                .recordNanoseconds(Int64(milliseconds * 1_000_000))
             }
-        case let .featureState(feature)? where feature.state == .failed:
-            counter("accessd_site_failures_total", [("feature", feature.feature), ("error", feature.error ?? "unknown")])
-                .increment()
-        case let .eventsLost(lost)?:
+        case .featureState(let feature)? where feature.state == .failed:
+            counter(
+                "accessd_site_failures_total", [("feature", feature.feature), ("error", feature.error ?? "unknown")]
+            )
+            .increment()
+        case .eventsLost(let lost)?:
             counter("accessd_events_lost_total").increment(by: Int64(max(0, lost.count)))
         default:
             break
@@ -130,7 +145,9 @@ final class DaemonMetrics: Sendable {
         total("accessd_advertisements_total", snapshot.advertisementsSeen)
         total("accessd_advertisements_refused_total", snapshot.advertisementsRefused)
         total("accessd_socket_events_dropped_total", snapshot.socketDroppedEvents)
-        for (error, count) in snapshot.bluezCallFailures { total("accessd_bluez_call_failures_total", count, [("error", error)]) }
+        for (error, count) in snapshot.bluezCallFailures {
+            total("accessd_bluez_call_failures_total", count, [("error", error)])
+        }
         for (result, count) in snapshot.siteSyncs { total("accessd_site_syncs_total", count, [("result", result)]) }
     }
 

@@ -30,8 +30,10 @@ public struct MetricsExporter: Sendable {
     let surroundings: @Sendable () -> Surroundings
     let logger: Logger
 
-    public init(endpoint: MetricsEndpoint, daemon: AccessDaemonServices, logger: Logger,
-                surroundings: @escaping @Sendable () -> Surroundings) {
+    public init(
+        endpoint: MetricsEndpoint, daemon: AccessDaemonServices, logger: Logger,
+        surroundings: @escaping @Sendable () -> Surroundings
+    ) {
         self.endpoint = endpoint
         self.daemon = daemon
         self.surroundings = surroundings
@@ -42,7 +44,8 @@ public struct MetricsExporter: Sendable {
         let metrics = DaemonMetrics()
         let follower = Task { await follow(into: metrics) }
         defer { follower.cancel() }
-        let daemon = self.daemon, surroundings = self.surroundings
+        let daemon = self.daemon
+        let surroundings = self.surroundings
         let render: @Sendable () async -> [UInt8] = {
             var snapshot = await daemon.metricsSnapshot()
             let around = surroundings()
@@ -73,8 +76,9 @@ public struct MetricsExporter: Sendable {
         let server: any Channel
         do {
             switch endpoint {
-            case let .tcp(host, port): server = try await bootstrap.bind(host: host, port: port).get()
-            case let .unix(path): server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+            case .tcp(let host, let port): server = try await bootstrap.bind(host: host, port: port).get()
+            case .unix(let path):
+                server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
             }
         } catch {
             // Doors matter more than metrics: accessd goes on without them, and says why.

@@ -23,10 +23,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case let .head(request):
+        case .head(let request):
             head = request
             bodyBytes = 0
-        case let .body(buffer):
+        case .body(let buffer):
             bodyBytes += buffer.readableBytes
             if bodyBytes > Self.maximumBody { context.close(promise: nil) }
         case .end:
@@ -39,12 +39,15 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func answer(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         guard path == "/metrics" else {
-            respond(context, request, status: .notFound, type: "text/plain; charset=utf-8", body: Array("not found: try /metrics\n".utf8))
+            respond(
+                context, request, status: .notFound, type: "text/plain; charset=utf-8",
+                body: Array("not found: try /metrics\n".utf8))
             return
         }
         guard request.method == .GET || request.method == .HEAD else {
-            respond(context, request, status: .methodNotAllowed, type: "text/plain; charset=utf-8",
-                    body: Array("only GET\n".utf8), extra: [("Allow", "GET, HEAD")])
+            respond(
+                context, request, status: .methodNotAllowed, type: "text/plain; charset=utf-8",
+                body: Array("only GET\n".utf8), extra: [("Allow", "GET, HEAD")])
             return
         }
         let render = self.render
@@ -53,18 +56,22 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             let body = await render()
             loopBound.eventLoop.execute {
                 let (handler, context) = loopBound.value
-                handler.respond(context, request, status: .ok, type: "text/plain; version=0.0.4; charset=utf-8",
-                                body: request.method == .HEAD ? [] : body, length: body.count)
+                handler.respond(
+                    context, request, status: .ok, type: "text/plain; version=0.0.4; charset=utf-8",
+                    body: request.method == .HEAD ? [] : body, length: body.count)
             }
         }
     }
 
-    private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: HTTPResponseStatus,
-                         type: String, body: [UInt8], length: Int? = nil, extra: [(String, String)] = []) {
+    private func respond(
+        _ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: HTTPResponseStatus,
+        type: String, body: [UInt8], length: Int? = nil, extra: [(String, String)] = []
+    ) {
         var headers = HTTPHeaders([("Content-Type", type), ("Content-Length", String(length ?? body.count))] + extra)
         if !request.isKeepAlive { headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))),
-                      promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))),
+            promise: nil)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
         if request.isKeepAlive {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)

@@ -15,11 +15,14 @@ public struct ConfigurationReload: Sendable {
     /// Compares `running` and `reloaded` setting by setting, applies what can change live,
     /// and returns the configuration now in effect with what happened. The caller hands the
     /// effective configuration to the services (`AccessDaemonServices.reconfigure`).
-    public static func apply(_ reloaded: AccessdConfiguration, over running: AccessdConfiguration,
-                             logLevel: LogLevelSetting) -> (AccessdConfiguration, Outcome) {
+    public static func apply(
+        _ reloaded: AccessdConfiguration, over running: AccessdConfiguration,
+        logLevel: LogLevelSetting
+    ) -> (AccessdConfiguration, Outcome) {
         let effective = takingLiveSettings(of: reloaded, into: running)
-        let outcome = Outcome(applied: changedSettings(running, effective).map(fileName),
-                              needRestart: changedSettings(effective, reloaded).map(fileName))
+        let outcome = Outcome(
+            applied: changedSettings(running, effective).map(fileName),
+            needRestart: changedSettings(effective, reloaded).map(fileName))
         if effective.logLevel != running.logLevel {
             logLevel.set(Logger.Level(rawValue: effective.logLevel.rawValue) ?? .info)
         }
@@ -30,8 +33,10 @@ public struct ConfigurationReload: Sendable {
     /// the engines read for each decision and exchange they start. The rest shape what was
     /// built at start (the socket, the store, the adapter, the slots, the site client, held
     /// links) and wait for a restart.
-    static func takingLiveSettings(of reloaded: AccessdConfiguration,
-                                   into running: AccessdConfiguration) -> AccessdConfiguration {
+    static func takingLiveSettings(
+        of reloaded: AccessdConfiguration,
+        into running: AccessdConfiguration
+    ) -> AccessdConfiguration {
         var c = running
         c.logLevel = reloaded.logLevel
         c.sensitivity = reloaded.sensitivity
@@ -56,9 +61,12 @@ public struct ConfigurationReload: Sendable {
     /// The names of the fields that differ (`AccessdConfiguration`'s property names).
     static func changedSettings(_ old: AccessdConfiguration, _ new: AccessdConfiguration) -> [String] {
         // Mirror, so a setting added later is compared without touching this file.
-        let before = Mirror(reflecting: old).children, after = Mirror(reflecting: new).children
+        let before = Mirror(reflecting: old).children
+        let after = Mirror(reflecting: new).children
         return zip(before, after).compactMap { old, new in
-            guard let label = old.label, String(describing: old.value) != String(describing: new.value) else { return nil }
+            guard let label = old.label, String(describing: old.value) != String(describing: new.value) else {
+                return nil
+            }
             return label
         }
     }
@@ -72,12 +80,14 @@ public struct ConfigurationReload: Sendable {
         "discoveryWatchdog": "bluetooth.discovery_watchdog",
         "automaticAccessOnStart": "access.automatic", "connectionLimit": "access.connection_limit",
         "manualTimeout": "access.manual_timeout", "cooldown": "access.cooldown",
-        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early", "holdTime": "access.hold_time",
+        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early",
+        "holdTime": "access.hold_time",
         "maximumRetries": "access.max_retries", "stepTimeout": "access.step_timeout",
         "secondFactorTimeout": "access.second_factor_timeout", "openNextExpiry": "access.open_next_expiry",
         "buttonDevice": "button.device", "buttonKey": "button.key", "maxOffline": "site.max_offline",
         "auditUpload": "site.audit_upload", "mqtt": "mqtt", "metricsListen": "metrics.listen",
-        "rangeFilter": "range.filter", "medianWindow": "range.median_window", "sensitivity": "range.sensitivity", "smoothingFactor": "range.smoothing",
+        "rangeFilter": "range.filter", "medianWindow": "range.median_window", "sensitivity": "range.sensitivity",
+        "smoothingFactor": "range.smoothing",
         "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
         "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",
         "features": "features.enabled", "readerRules": "readers", "secondFactorPrompt": "prompts.second_factor",

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// File descriptors for `[socket] max_clients`: one per client, plus accessd's own (the
@@ -26,7 +26,9 @@ public enum DescriptorLimit {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return needed }
         if limit.rlim_cur >= rlim_t(needed) { return Int(clamping: limit.rlim_cur) }
-        guard limit.rlim_max >= rlim_t(needed) else { throw TooLow(needed: needed, hard: Int(clamping: limit.rlim_max)) }
+        guard limit.rlim_max >= rlim_t(needed) else {
+            throw TooLow(needed: needed, hard: Int(clamping: limit.rlim_max))
+        }
         limit.rlim_cur = rlim_t(needed)
         guard setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else {
             throw TooLow(needed: needed, hard: Int(clamping: limit.rlim_max))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One accessd per state directory. A second accessd started by hand (`sudo accessd` while
@@ -30,16 +30,21 @@ public enum StateDirectoryLock {
         // them even where nothing can be written (a read-only mount): every write would fail
         // later. A clean start refuses such a directory; so does this, whatever is in it.
         guard access(directory, W_OK) == 0 else {
-            throw Refusal(description: "the state directory \(directory) is not writable: \(String(cString: strerror(errno)))",
-                          exitStatus: notWritableExitStatus)
+            throw Refusal(
+                description: "the state directory \(directory) is not writable: \(String(cString: strerror(errno)))",
+                exitStatus: notWritableExitStatus)
         }
         let path = directory + "/accessd.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw Refusal(description: "cannot open \(path): \(String(cString: strerror(errno)))", exitStatus: notWritableExitStatus)
+            throw Refusal(
+                description: "cannot open \(path): \(String(cString: strerror(errno)))",
+                exitStatus: notWritableExitStatus)
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno == EWOULDBLOCK ? "another accessd\(pidText(fd)) holds the state directory \(directory)"
+            let reason =
+                errno == EWOULDBLOCK
+                ? "another accessd\(pidText(fd)) holds the state directory \(directory)"
                 : "cannot lock \(path): \(String(cString: strerror(errno)))"
             close(fd)
             throw Refusal(description: reason)
@@ -52,7 +57,8 @@ public enum StateDirectoryLock {
     private static func pidText(_ fd: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 32)
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
-        guard count > 0, let pid = Int32(String(decoding: buffer[0..<count].filter { (48...57).contains($0) }, as: UTF8.self))
+        guard count > 0,
+            let pid = Int32(String(decoding: buffer[0..<count].filter { (48...57).contains($0) }, as: UTF8.self))
         else { return "" }
         return " (pid \(pid))"
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET per message

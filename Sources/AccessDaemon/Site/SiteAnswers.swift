@@ -45,7 +45,8 @@ public enum SiteAnswers {
             throw .malformedAnswer("HTTP \(status) without an error body")
         }
         if refusal.error.code == "auth.expired", firstAttempt, let serverTime = refusal.error.serverTime,
-           let offset = clockOffset(serverTime: serverTime, now: now) {
+            let offset = clockOffset(serverTime: serverTime, now: now)
+        {
             return .retry(clockOffset: offset)
         }
         throw .refused(status: status, code: refusal.error.code, message: refusal.error.message ?? "")
@@ -62,17 +63,21 @@ public enum SiteAnswers {
 
     public static func registration(_ answer: RegistrationAnswer) throws(SiteError) -> SiteClient.Registration {
         guard let id = CredentialID(answer.credential.id), let cardholder = answer.credential.cardholderName,
-              let secondFactor = answer.credential.secondFactor,
-              let tag = SiteText.siteTag(answer.site.tag), let siteKey = SiteText.publicKey(answer.site.publicKey)
+            let secondFactor = answer.credential.secondFactor,
+            let tag = SiteText.siteTag(answer.site.tag), let siteKey = SiteText.publicKey(answer.site.publicKey)
         else { throw .malformedAnswer("the registration answer lacks or garbles a field") }
-        return SiteClient.Registration(credentialID: id, state: answer.credential.state, cardholderName: cardholder,
-                                       secondFactor: secondFactor, siteName: answer.site.name, siteTag: tag,
-                                       sitePublicKey: siteKey)
+        return SiteClient.Registration(
+            credentialID: id, state: answer.credential.state, cardholderName: cardholder,
+            secondFactor: secondFactor, siteName: answer.site.name, siteTag: tag,
+            sitePublicKey: siteKey)
     }
 
-    public static func itemPage(_ answer: ItemPageAnswer, credential id: CredentialID) throws(SiteError) -> SiteClient.ItemPage {
+    public static func itemPage(_ answer: ItemPageAnswer, credential id: CredentialID) throws(SiteError)
+        -> SiteClient.ItemPage
+    {
         let items = try answer.items.map { item throws(SiteError) in try stored(item, credential: id) }
-        return SiteClient.ItemPage(cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false)
+        return SiteClient.ItemPage(
+            cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false)
     }
 
     private static func stored(_ item: SiteItem, credential id: CredentialID) throws(SiteError) -> StoredItem {
@@ -82,8 +87,12 @@ public enum SiteAnswers {
         var stored = StoredItem(id: item.id, credentialID: id, type: item.type, name: item.name, state: item.state)
         // A window's ends are Unix seconds a clock can show, in order.
         let times: ClosedRange<Int64> = 0...(1 << 40)
-        if let from = item.content.validFrom, !times.contains(from) { throw .malformedAnswer("an item's validFrom is not a time") }
-        if let until = item.content.validUntil, !times.contains(until) { throw .malformedAnswer("an item's validUntil is not a time") }
+        if let from = item.content.validFrom, !times.contains(from) {
+            throw .malformedAnswer("an item's validFrom is not a time")
+        }
+        if let until = item.content.validUntil, !times.contains(until) {
+            throw .malformedAnswer("an item's validUntil is not a time")
+        }
         if let from = item.content.validFrom, let until = item.content.validUntil, until <= from {
             throw .malformedAnswer("an item's validUntil is not after its validFrom")
         }
@@ -91,7 +100,8 @@ public enum SiteAnswers {
         stored.validUntil = item.content.validUntil.map(Double.init)
         if item.type == "aperio" {
             guard let aperio = item.content.aperio, let identifier = aperio.identifierBytes, let key = aperio.keyBytes,
-                  let tag = item.content.siteTag.flatMap(SiteText.siteTag) else {
+                let tag = item.content.siteTag.flatMap(SiteText.siteTag)
+            else {
                 throw .malformedAnswer("an aperio item lacks its identifier, key or site tag")
             }
             stored.aperioIdentifier = identifier

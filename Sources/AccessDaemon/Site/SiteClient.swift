@@ -48,8 +48,9 @@ public final class SiteClient: Sendable {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.timeout = .init(connect: .seconds(Int64(min(timeout.components.seconds, 10))))
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-            + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = .nanoseconds(
+            Int64(timeout.components.seconds) * 1_000_000_000
+                + timeout.components.attoseconds / 1_000_000_000)
     }
 
     public func shutdown() async {
@@ -58,29 +59,35 @@ public final class SiteClient: Sendable {
 
     // MARK: Calls
 
-    public func register(site: SiteAddress, code: InvitationCode, deviceName: String,
-                         credentialKey: P256.Signing.PublicKey,
-                         secondFactorKey: P256.Signing.PublicKey?) async throws(SiteError) -> Registration {
-        let request = RegistrationRequest(deviceName: deviceName, credentialKey: SiteText.base64(credentialKey),
-                                          secondFactorKey: secondFactorKey.map(SiteText.base64))
-        let answer = try await call(site: site, method: .POST, path: "/v1/invitations/\(code.canonical)/register",
-                                    body: request, signer: nil, answer: RegistrationAnswer.self)
+    public func register(
+        site: SiteAddress, code: InvitationCode, deviceName: String,
+        credentialKey: P256.Signing.PublicKey,
+        secondFactorKey: P256.Signing.PublicKey?
+    ) async throws(SiteError) -> Registration {
+        let request = RegistrationRequest(
+            deviceName: deviceName, credentialKey: SiteText.base64(credentialKey),
+            secondFactorKey: secondFactorKey.map(SiteText.base64))
+        let answer = try await call(
+            site: site, method: .POST, path: "/v1/invitations/\(code.canonical)/register",
+            body: request, signer: nil, answer: RegistrationAnswer.self)
         return try SiteAnswers.registration(answer)
     }
 
     public func status(of stored: StoredCredential) async throws(SiteError) -> Status {
         let id = stored.credential.id
-        let answer = try await call(site: try address(of: stored), method: .GET, path: "/v1/credentials/\(id)",
-                                    body: Nothing?.none, signer: signer(stored), answer: CredentialStatusAnswer.self)
+        let answer = try await call(
+            site: try address(of: stored), method: .GET, path: "/v1/credentials/\(id)",
+            body: Nothing?.none, signer: signer(stored), answer: CredentialStatusAnswer.self)
         return Status(state: answer.state, secondFactor: answer.secondFactor ?? stored.credential.secondFactorEnabled)
     }
 
     public func items(of stored: StoredCredential, after cursor: String) async throws(SiteError) -> ItemPage {
         let id = stored.credential.id
         let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
-        let answer = try await call(site: try address(of: stored), method: .GET,
-                                    path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: Nothing?.none,
-                                    signer: signer(stored), answer: ItemPageAnswer.self)
+        let answer = try await call(
+            site: try address(of: stored), method: .GET,
+            path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: Nothing?.none,
+            signer: signer(stored), answer: ItemPageAnswer.self)
         return try SiteAnswers.itemPage(answer, credential: id)
     }
 
@@ -89,35 +96,45 @@ public final class SiteClient: Sendable {
         let id = stored.credential.id
         var path = "/v1/credentials/\(id)/changes?wait=\(wait.components.seconds)"
         if let since { path += "&since=" + (since.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }
-        let answer = try await call(site: try address(of: stored), method: .GET, path: path, body: Nothing?.none,
-                                    signer: signer(stored), answer: ChangesAnswer.self,
-                                    holding: .seconds(wait.components.seconds))
-        guard (1...256).contains(answer.version.utf8.count) else { throw .malformedAnswer("a version is 1 to 256 bytes") }
+        let answer = try await call(
+            site: try address(of: stored), method: .GET, path: path, body: Nothing?.none,
+            signer: signer(stored), answer: ChangesAnswer.self,
+            holding: .seconds(wait.components.seconds))
+        guard (1...256).contains(answer.version.utf8.count) else {
+            throw .malformedAnswer("a version is 1 to 256 bytes")
+        }
         return answer.version
     }
 
     /// §4.5: a batch of the credential's access events; the `through` the site has recorded.
-    public func uploadEvents(of stored: StoredCredential, _ batch: AuditUploadRequest) async throws(SiteError) -> Int64 {
-        let answer = try await call(site: try address(of: stored), method: .POST, path: "/v1/credentials/\(stored.credential.id)/events",
-                                    body: batch, signer: signer(stored), answer: AuditUploadAnswer.self)
+    public func uploadEvents(of stored: StoredCredential, _ batch: AuditUploadRequest) async throws(SiteError) -> Int64
+    {
+        let answer = try await call(
+            site: try address(of: stored), method: .POST, path: "/v1/credentials/\(stored.credential.id)/events",
+            body: batch, signer: signer(stored), answer: AuditUploadAnswer.self)
         guard answer.through >= 0 else { throw .malformedAnswer("through must be a sequence number") }
         return answer.through
     }
 
     public func delete(_ stored: StoredCredential) async throws(SiteError) {
-        _ = try await call(site: try address(of: stored), method: .DELETE, path: "/v1/credentials/\(stored.credential.id)",
-                           body: Nothing?.none, signer: signer(stored), answer: Nothing.self)
+        _ = try await call(
+            site: try address(of: stored), method: .DELETE, path: "/v1/credentials/\(stored.credential.id)",
+            body: Nothing?.none, signer: signer(stored), answer: Nothing.self)
     }
 
     /// §7, a reader controller's call (readersim's readers use it, so that the reader side
     /// has the same bounds, timeout and clock retry as accessd's): one page of the
     /// credential and Aperio changes after `cursor`, held up to `wait` when there are none.
-    public func provisioning(site: SiteAddress, readerKey: P256.Signing.PrivateKey, cursor: String,
-                             wait: Duration) async throws(SiteError) -> ValidatedProvisioningPage {
+    public func provisioning(
+        site: SiteAddress, readerKey: P256.Signing.PrivateKey, cursor: String,
+        wait: Duration
+    ) async throws(SiteError) -> ValidatedProvisioningPage {
         let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
         let answer = try await call(
-            site: site, method: .GET, path: "/v1/readers/provisioning?cursor=\(escaped)&wait=\(wait.components.seconds)",
-            body: Nothing?.none, signer: Signer(principal: .reader(ReaderKeyID(publicKey: readerKey.publicKey)), key: readerKey),
+            site: site, method: .GET,
+            path: "/v1/readers/provisioning?cursor=\(escaped)&wait=\(wait.components.seconds)",
+            body: Nothing?.none,
+            signer: Signer(principal: .reader(ReaderKeyID(publicKey: readerKey.publicKey)), key: readerKey),
             answer: ProvisioningPage.self, holding: .seconds(wait.components.seconds))
         do {
             return try answer.validated()
@@ -168,12 +185,15 @@ public final class SiteClient: Sendable {
         }
         var clockOffset: Int64 = 0
         for attempt in 0..<2 {
-            let (status, text) = try await exchange(site: site, method: method, path: path, body: bodyBytes,
-                                                    signer: signer, clockOffset: clockOffset, holding: holding)
-            switch try SiteAnswers.read(Answer.self, status: status, body: text, firstAttempt: attempt == 0,
-                                        now: Int64(Date().timeIntervalSince1970)) {
-            case let .answer(answer): return answer
-            case let .retry(offset): clockOffset = offset
+            let (status, text) = try await exchange(
+                site: site, method: method, path: path, body: bodyBytes,
+                signer: signer, clockOffset: clockOffset, holding: holding)
+            switch try SiteAnswers.read(
+                Answer.self, status: status, body: text, firstAttempt: attempt == 0,
+                now: Int64(Date().timeIntervalSince1970))
+            {
+            case .answer(let answer): return answer
+            case .retry(let offset): clockOffset = offset
             }
         }
         throw .refused(status: 401, code: "auth.expired", message: "the site keeps refusing our clock")
@@ -182,7 +202,8 @@ public final class SiteClient: Sendable {
     /// Head and body within `timeout`, together: AsyncHTTPClient's deadline covers the head,
     /// and a site dribbling its body a byte at a time held a call open past 90 s with a 5 s
     /// timeout (issue #17). Cancelling the call's task cancels the request.
-    private func fetchWithinTimeout(_ request: HTTPClientRequest, holding: TimeAmount) async throws -> (Int, ByteBuffer) {
+    private func fetchWithinTimeout(_ request: HTTPClientRequest, holding: TimeAmount) async throws -> (Int, ByteBuffer)
+    {
         // A long poll (§4.4) is held by the site on purpose: its wait adds to the timeout.
         let timeout = self.timeout + holding
         return try await withThrowingTaskGroup(of: (Int, ByteBuffer)?.self) { group in
@@ -202,8 +223,10 @@ public final class SiteClient: Sendable {
         }
     }
 
-    private func exchange(site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
-                          clockOffset: Int64, holding: TimeAmount) async throws(SiteError) -> (Int, Data?) {
+    private func exchange(
+        site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
+        clockOffset: Int64, holding: TimeAmount
+    ) async throws(SiteError) -> (Int, Data?) {
         let fullPath = site.pathPrefix + path
         var request = HTTPClientRequest(url: site.description + path)
         request.method = method
@@ -227,8 +250,10 @@ public final class SiteClient: Sendable {
         let buffer: ByteBuffer
         do {
             (status, buffer) = try await fetchWithinTimeout(request, holding: holding)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout
-            || error == .connectTimeout {
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout
+            || error == .connectTimeout
+        {
             throw .timedOut
         } catch let error as HTTPClientError where error == .invalidURL || error == .emptyHost {
             throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))

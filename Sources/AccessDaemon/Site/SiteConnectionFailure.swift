@@ -9,7 +9,8 @@ enum SiteConnectionFailure {
         let host = hostAndPort(url)
         func has(_ markers: String...) -> Bool { markers.contains { text.contains($0) } }
         if has("CERTIFICATE_VERIFY_FAILED", "unableToValidateCertificate", "UNABLE_TO_GET_ISSUER", "SELF_SIGNED") {
-            return "its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): set [site] ca_file to the site's CA certificate"
+            return
+                "its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): set [site] ca_file to the site's CA certificate"
         }
         if has("HOSTNAME_MISMATCH", "unableToValidateHostname", "invalidHostname") {
             return "its certificate does not name \(host) (hostname mismatch): use the name the certificate is for"

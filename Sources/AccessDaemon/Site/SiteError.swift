@@ -17,10 +17,10 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
 
     public var code: String {
         switch self {
-        case let .address(error): error.code
+        case .address(let error): error.code
         case .unreachable: "site.unreachable"
         case .timedOut: "site.timeout"
-        case let .refused(_, code, _): code
+        case .refused(_, let code, _): code
         case .malformedAnswer: "site.malformedAnswer"
         case .limitExceeded: "site.limitExceeded"
         }
@@ -31,19 +31,19 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
         switch self {
         // A sync cut at its page limit goes on from its cursor at the next.
         case .unreachable, .timedOut, .malformedAnswer, .limitExceeded: true
-        case let .refused(status, _, _): status >= 500
+        case .refused(let status, _, _): status >= 500
         case .address: false
         }
     }
 
     public var description: String {
         switch self {
-        case let .address(error): error.description
-        case let .unreachable(reason): "the site cannot be reached: \(reason)"
+        case .address(let error): error.description
+        case .unreachable(let reason): "the site cannot be reached: \(reason)"
         case .timedOut: "the site did not answer in time"
-        case let .refused(status, code, message): "the site refused (\(status) \(code)): \(message)"
-        case let .malformedAnswer(reason): "the site's answer is not the site API: \(reason)"
-        case let .limitExceeded(reason): "the site sent too much: \(reason)"
+        case .refused(let status, let code, let message): "the site refused (\(status) \(code)): \(message)"
+        case .malformedAnswer(let reason): "the site's answer is not the site API: \(reason)"
+        case .limitExceeded(let reason): "the site sent too much: \(reason)"
         }
     }
 }

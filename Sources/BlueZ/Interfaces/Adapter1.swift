@@ -73,8 +73,9 @@ extension BlueZClient {
     }
 
     public nonisolated func setPowered(adapter: String, _ powered: Bool) async throws(BlueZError) {
-        _ = try await call(adapter, DBusProperties.interface, "Set",
-                           [.string(Adapter1.interface), .string("Powered"), .variant(.bool(powered))])
+        _ = try await call(
+            adapter, DBusProperties.interface, "Set",
+            [.string(Adapter1.interface), .string("Powered"), .variant(.bool(powered))])
     }
 
     /// Forgets a device (bluetoothd drops its object and cache).

@@ -38,10 +38,22 @@ public struct DeviceState: Hashable, Sendable {
     /// service or manufacturer data, TX power, name).
     mutating func apply(_ changed: [String: DBusValue], invalidated: [String]) -> Bool {
         var advertised = false
-        if let value = changed["Name"]?.string { name = value; advertised = true }
-        if let value = changed["RSSI"]?.integer { rssi = value; advertised = true }
-        if let value = changed["TxPower"]?.integer { txPower = value; advertised = true }
-        if let value = changed["ServiceData"]?.stringKeyed { serviceData = Self.byteDictionary(value); advertised = true }
+        if let value = changed["Name"]?.string {
+            name = value
+            advertised = true
+        }
+        if let value = changed["RSSI"]?.integer {
+            rssi = value
+            advertised = true
+        }
+        if let value = changed["TxPower"]?.integer {
+            txPower = value
+            advertised = true
+        }
+        if let value = changed["ServiceData"]?.stringKeyed {
+            serviceData = Self.byteDictionary(value)
+            advertised = true
+        }
         if let value = changed["ManufacturerData"]?.integerKeyed {
             manufacturerData = Self.byteDictionary(value)
             advertised = true

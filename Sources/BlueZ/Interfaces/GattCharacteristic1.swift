@@ -42,24 +42,31 @@ public enum GattWriteType: String, Sendable {
 extension BlueZClient {
     /// The path of a characteristic of a connected device, by service and characteristic UUID.
     public func characteristic(device: String, service: String, characteristic: String) -> GattCharacteristicState? {
-        let serviceUUID = service.lowercased(), characteristicUUID = characteristic.lowercased()
+        let serviceUUID = service.lowercased()
+        let characteristicUUID = characteristic.lowercased()
         let services = Set(gattServices.values.filter { $0.devicePath == device && $0.uuid == serviceUUID }.map(\.path))
         return gattCharacteristics.values
             .filter { services.contains($0.servicePath) && $0.uuid == characteristicUUID }
             .min { $0.path < $1.path }
     }
 
-    public nonisolated func readValue(characteristic: String, timeout: Duration = .seconds(5)) async throws(BlueZError) -> [UInt8] {
-        let reply = try await call(characteristic, GattCharacteristic1.interface, "ReadValue", [.properties([:])],
-                                   timeout: timeout)
+    public nonisolated func readValue(characteristic: String, timeout: Duration = .seconds(5)) async throws(BlueZError)
+        -> [UInt8]
+    {
+        let reply = try await call(
+            characteristic, GattCharacteristic1.interface, "ReadValue", [.properties([:])],
+            timeout: timeout)
         guard let value = reply.first?.bytes else { throw .invalidArguments("ReadValue returned \(reply)") }
         return value
     }
 
-    public nonisolated func writeValue(characteristic: String, _ value: [UInt8], type: GattWriteType = .withResponse,
-                                       timeout: Duration = .seconds(5)) async throws(BlueZError) {
-        _ = try await call(characteristic, GattCharacteristic1.interface, "WriteValue",
-                           [.bytes(value), .properties(["type": .string(type.rawValue)])], timeout: timeout)
+    public nonisolated func writeValue(
+        characteristic: String, _ value: [UInt8], type: GattWriteType = .withResponse,
+        timeout: Duration = .seconds(5)
+    ) async throws(BlueZError) {
+        _ = try await call(
+            characteristic, GattCharacteristic1.interface, "WriteValue",
+            [.bytes(value), .properties(["type": .string(type.rawValue)])], timeout: timeout)
     }
 
     /// Enables notifications and returns them as a stream, which ends when the

@@ -35,8 +35,10 @@ public struct AuditSiteStatus: Codable, Sendable, Hashable {
     /// When a batch was last acknowledged (seconds since the epoch).
     public var lastUploadAt: Double?
 
-    public init(site: String, state: State, backlog: Int, through: Int64, error: String? = nil,
-                retryInSeconds: Int? = nil, lastUploadAt: Double? = nil) {
+    public init(
+        site: String, state: State, backlog: Int, through: Int64, error: String? = nil,
+        retryInSeconds: Int? = nil, lastUploadAt: Double? = nil
+    ) {
         self.site = site
         self.state = state
         self.backlog = backlog

@@ -35,12 +35,15 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     /// The MQTT bridge; absent when `[mqtt]` is not configured.
     public var mqtt: MQTTStatus?
 
-    public init(version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
-                scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
-                readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
-                lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
-                configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil, audit: AuditStatus? = nil,
-                mqtt: MQTTStatus? = nil) {
+    public init(
+        version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
+        scanningEnabled: Bool, automaticAccessEnabled: Bool, adapter: String?, bluetoothServicePresent: Bool,
+        readerCount: Int, credentialCount: Int, usableCredentialCount: Int, refusedAdvertisements: Int,
+        lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
+        configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil,
+        audit: AuditStatus? = nil,
+        mqtt: MQTTStatus? = nil
+    ) {
         self.audit = audit
         self.mqtt = mqtt
         self.logLevel = logLevel
@@ -89,11 +92,13 @@ public struct ReaderInfo: Codable, Sendable, Hashable {
     /// What this kiosk's reader scope leaves of the reader's offer.
     public var scope: ReaderScopeInfo?
 
-    public init(id: String, name: String?, kind: String, site: String, address: String, rssi: Int, txPower: Int,
-                measuredPathLoss: Double, distance: String, autoConnectPathLoss: Int, manualConnectPathLoss: Int,
-                isBleAutoConnectEnabled: Bool, isBleManualConnectEnabled: Bool, isSecondFactorRequired: Bool,
-                isBleActionsEnabled: Bool, isInAutoConnectRange: Bool, heardSecondsAgo: Double? = nil,
-                scope: ReaderScopeInfo? = nil) {
+    public init(
+        id: String, name: String?, kind: String, site: String, address: String, rssi: Int, txPower: Int,
+        measuredPathLoss: Double, distance: String, autoConnectPathLoss: Int, manualConnectPathLoss: Int,
+        isBleAutoConnectEnabled: Bool, isBleManualConnectEnabled: Bool, isSecondFactorRequired: Bool,
+        isBleActionsEnabled: Bool, isInAutoConnectRange: Bool, heardSecondsAgo: Double? = nil,
+        scope: ReaderScopeInfo? = nil
+    ) {
         self.heardSecondsAgo = heardSecondsAgo
         self.scope = scope
         self.id = id
@@ -168,8 +173,10 @@ public struct ExchangeTimings: Codable, Sendable, Hashable {
     /// The ATT MTU of the link (BlueZ's `GattCharacteristic1.MTU`), once subscribed: a
     /// message of more than MTU − 3 bytes goes in several fragments (reader protocol §5).
     public var mtu: Int?
-    public init(detectionMs: Double?, connectMs: Double?, resolveMs: Double?, exchangeMs: Double?, totalMs: Double?,
-                mtu: Int? = nil) {
+    public init(
+        detectionMs: Double?, connectMs: Double?, resolveMs: Double?, exchangeMs: Double?, totalMs: Double?,
+        mtu: Int? = nil
+    ) {
         self.detectionMs = detectionMs
         self.connectMs = connectMs
         self.resolveMs = resolveMs
@@ -215,9 +222,11 @@ public struct ExchangeAnswer: Codable, Sendable, Hashable {
     public var error: String?
     public var timings: ExchangeTimings?
 
-    public init(outcome: String, reader: String, origin: String, decision: String? = nil, granted: Bool? = nil,
-                mode: String? = nil, actions: [ActionInfo]? = nil, action: Int? = nil, error: String? = nil,
-                timings: ExchangeTimings? = nil) {
+    public init(
+        outcome: String, reader: String, origin: String, decision: String? = nil, granted: Bool? = nil,
+        mode: String? = nil, actions: [ActionInfo]? = nil, action: Int? = nil, error: String? = nil,
+        timings: ExchangeTimings? = nil
+    ) {
         self.outcome = outcome
         self.reader = reader
         self.origin = origin

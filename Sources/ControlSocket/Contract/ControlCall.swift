@@ -173,12 +173,12 @@ extension JSONValue {
             return names.isEmpty ? "params" : names.joined(separator: ".")
         }
         switch error {
-        case let .keyNotFound(key, context):
+        case .keyNotFound(let key, let context):
             return "\(path(context).replacingOccurrences(of: "params", with: "")) \(key.stringValue) is required"
                 .trimmingCharacters(in: .whitespaces)
-        case let .typeMismatch(type, context), let .valueNotFound(type, context):
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
             return "\(path(context)) must be \(describe(type))"
-        case let .dataCorrupted(context):
+        case .dataCorrupted(let context):
             return "\(path(context)): \(context.debugDescription)"
         @unknown default:
             return "\(error)"

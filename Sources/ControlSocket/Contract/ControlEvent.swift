@@ -56,24 +56,25 @@ public enum ControlEvent: Sendable, Hashable {
     /// any other message, and for an event whose data this client cannot read.
     public init?(eventNotification message: JSONValue) {
         guard message["method"] == .string(RPCRequest.eventMethod), let params = message["params"],
-              let event = try? ControlEvent(notification: params) else { return nil }
+            let event = try? ControlEvent(notification: params)
+        else { return nil }
         self = event
     }
 
     public var data: any ControlEventData {
         switch self {
-        case let .sdkState(data): data
-        case let .readerUpdated(data): data
-        case let .readerUnavailable(data): data
-        case let .readersScopeChanged(data): data
-        case let .accessStarted(data): data
-        case let .accessNextWindow(data): data
-        case let .accessCompleted(data): data
-        case let .secondFactorRequired(data): data
-        case let .secondFactorAnswered(data): data
-        case let .credentialsChanged(data): data
-        case let .eventsLost(data): data
-        case let .featureState(data): data
+        case .sdkState(let data): data
+        case .readerUpdated(let data): data
+        case .readerUnavailable(let data): data
+        case .readersScopeChanged(let data): data
+        case .accessStarted(let data): data
+        case .accessNextWindow(let data): data
+        case .accessCompleted(let data): data
+        case .secondFactorRequired(let data): data
+        case .secondFactorAnswered(let data): data
+        case .credentialsChanged(let data): data
+        case .eventsLost(let data): data
+        case .featureState(let data): data
         }
     }
 
@@ -83,14 +84,14 @@ public enum ControlEvent: Sendable, Hashable {
     /// as `readers.list` does).
     public var reader: String? {
         switch self {
-        case let .readerUpdated(info): info.id
-        case let .readerUnavailable(event): event.reader
-        case let .readersScopeChanged(event): event.reader
-        case let .accessStarted(event): event.reader
-        case let .accessNextWindow(event): event.reader
-        case let .accessCompleted(answer): answer.reader
-        case let .secondFactorRequired(event): event.reader
-        case let .secondFactorAnswered(event): event.reader
+        case .readerUpdated(let info): info.id
+        case .readerUnavailable(let event): event.reader
+        case .readersScopeChanged(let event): event.reader
+        case .accessStarted(let event): event.reader
+        case .accessNextWindow(let event): event.reader
+        case .accessCompleted(let answer): answer.reader
+        case .secondFactorRequired(let event): event.reader
+        case .secondFactorAnswered(let event): event.reader
         case .sdkState, .credentialsChanged, .eventsLost, .featureState: nil
         }
     }
@@ -98,13 +99,14 @@ public enum ControlEvent: Sendable, Hashable {
     /// The credential the event is about.
     public var credential: String? {
         switch self {
-        case let .accessStarted(event): event.credential
-        case let .accessCompleted(answer): answer.credential
-        case let .secondFactorRequired(event): event.credential
-        case let .secondFactorAnswered(event): event.credential
-        case let .credentialsChanged(event): event.credential
+        case .accessStarted(let event): event.credential
+        case .accessCompleted(let answer): answer.credential
+        case .secondFactorRequired(let event): event.credential
+        case .secondFactorAnswered(let event): event.credential
+        case .credentialsChanged(let event): event.credential
         case .sdkState, .readerUpdated, .readerUnavailable, .readersScopeChanged, .accessNextWindow, .eventsLost,
-             .featureState: nil
+            .featureState:
+            nil
         }
     }
 }
@@ -142,7 +144,9 @@ extension EventKind {
     /// credential ids are admin knowledge (`credentials.list` is admin-only), and observers
     /// saw them in `credentials.changed` (issue #17).
     public func redactedForObservers(_ data: JSONValue) -> JSONValue? {
-        guard self == .credentialsChanged, let event = try? data.decode(CredentialsChangedEvent.self) else { return nil }
+        guard self == .credentialsChanged, let event = try? data.decode(CredentialsChangedEvent.self) else {
+            return nil
+        }
         return event.forObservers.json
     }
 }

@@ -38,7 +38,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     public var holdsEventsUntilAnswered: Bool {
         switch self {
         case .accessRequest, .actionsList, .actionsPerform, .credentialsRegister, .credentialsDelete, .itemsSync,
-             .readersProbe: false
+            .readersProbe:
+            false
         default: true
         }
     }
@@ -47,13 +48,14 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     public var role: Role {
         switch self {
         case .statusGet, .readersList, .readersGetScope, .readersProbe, .eventsSubscribe, .eventsUnsubscribe: .observer
-        case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest, .accessNext,
-             .accessCancel, .actionsList, .actionsPerform,
-             .secondFactorRespond, .secondFactorList, .secondFactorCancel:
+        case .readersSetScope, .readersResetScope, .scanningSet, .automaticAccessSet, .logSetLevel, .accessRequest,
+            .accessNext,
+            .accessCancel, .actionsList, .actionsPerform,
+            .secondFactorRespond, .secondFactorList, .secondFactorCancel:
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock,
-             .credentialsSetPriority, .itemsSync,
-             .itemsList:
+            .credentialsSetPriority, .itemsSync,
+            .itemsList:
             .admin
         }
     }

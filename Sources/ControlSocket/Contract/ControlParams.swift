@@ -66,8 +66,10 @@ public struct RegisterParams: Codable, Sendable, Hashable {
     public var deviceName: String?
     /// Replace the credential already held for that site (one per site otherwise).
     public var replace: Bool?
-    public init(url: String? = nil, host: String? = nil, code: String? = nil, pin: String? = nil, deviceName: String? = nil,
-                replace: Bool? = nil) {
+    public init(
+        url: String? = nil, host: String? = nil, code: String? = nil, pin: String? = nil, deviceName: String? = nil,
+        replace: Bool? = nil
+    ) {
         self.replace = replace
         self.url = url
         self.host = host

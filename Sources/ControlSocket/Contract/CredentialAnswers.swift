@@ -16,7 +16,9 @@ public struct PromptInfo: Codable, Sendable, Hashable {
     public var prompt: String
     public var attemptsLeft: Int
     public var secondsLeft: Int64
-    public init(request: String, reader: String, credential: String, prompt: String, attemptsLeft: Int, secondsLeft: Int64) {
+    public init(
+        request: String, reader: String, credential: String, prompt: String, attemptsLeft: Int, secondsLeft: Int64
+    ) {
         self.request = request
         self.reader = reader
         self.credential = credential
@@ -73,9 +75,11 @@ public struct CredentialInfo: Codable, Sendable, Hashable {
     /// Where readers of several sites are in range, a higher priority's reader goes first.
     public var priority: Int
 
-    public init(id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
-                state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int,
-                priority: Int = 0) {
+    public init(
+        id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
+        state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int,
+        priority: Int = 0
+    ) {
         self.priority = priority
         self.id = id
         self.site = site
@@ -118,8 +122,10 @@ public struct CredentialSync: Codable, Sendable, Hashable {
     public var removed: Int?
     public var error: String?
     public var message: String?
-    public init(id: String, state: String? = nil, added: Int? = nil, updated: Int? = nil, removed: Int? = nil,
-                error: String? = nil, message: String? = nil) {
+    public init(
+        id: String, state: String? = nil, added: Int? = nil, updated: Int? = nil, removed: Int? = nil,
+        error: String? = nil, message: String? = nil
+    ) {
         self.id = id
         self.state = state
         self.added = added
@@ -152,8 +158,10 @@ public struct ItemInfo: Codable, Sendable, Hashable {
     public var validFrom: Double?
     public var validUntil: Double?
     public var valid: Bool
-    public init(id: String, credential: String, type: String, name: String, state: String, site: String?, data: JSONValue?,
-                validFrom: Double? = nil, validUntil: Double? = nil, valid: Bool = true) {
+    public init(
+        id: String, credential: String, type: String, name: String, state: String, site: String?, data: JSONValue?,
+        validFrom: Double? = nil, validUntil: Double? = nil, valid: Bool = true
+    ) {
         self.validFrom = validFrom
         self.validUntil = validUntil
         self.valid = valid

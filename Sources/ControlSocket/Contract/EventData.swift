@@ -36,7 +36,8 @@ public struct ReaderUnavailableEvent: ControlEventData {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        reader = try container.decodeIfPresent(String.self, forKey: .reader) ?? container.decode(String.self, forKey: .id)
+        reader =
+            try container.decodeIfPresent(String.self, forKey: .reader) ?? container.decode(String.self, forKey: .id)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -76,7 +77,9 @@ public struct AccessStartedEvent: ControlEventData {
     public var operation: String
     public var credential: String
 
-    public init(reader: String, readerName: String?, origin: String, trigger: String?, operation: String, credential: String) {
+    public init(
+        reader: String, readerName: String?, origin: String, trigger: String?, operation: String, credential: String
+    ) {
         self.reader = reader
         self.readerName = readerName
         self.origin = origin
@@ -100,8 +103,10 @@ public struct AccessNextWindowEvent: ControlEventData {
     /// With `reason` `used`: the reader whose exchange follows.
     public var reader: String?
 
-    public init(state: State, openedBy: String, expirySeconds: Int? = nil, uid: Int? = nil, reason: Reason? = nil,
-                reader: String? = nil) {
+    public init(
+        state: State, openedBy: String, expirySeconds: Int? = nil, uid: Int? = nil, reason: Reason? = nil,
+        reader: String? = nil
+    ) {
         self.state = state
         self.openedBy = openedBy
         self.expirySeconds = expirySeconds
@@ -137,7 +142,9 @@ public struct SecondFactorRequiredEvent: ControlEventData {
     public var attemptsLeft: Int
     public var timeoutSeconds: Int
 
-    public init(request: String, reader: String, credential: String, prompt: String, attemptsLeft: Int, timeoutSeconds: Int) {
+    public init(
+        request: String, reader: String, credential: String, prompt: String, attemptsLeft: Int, timeoutSeconds: Int
+    ) {
         self.request = request
         self.reader = reader
         self.credential = credential
@@ -192,8 +199,10 @@ public struct CredentialsChangedEvent: ControlEventData {
     /// A deletion by replacement: the credential that replaced it.
     public var replacedBy: String?
 
-    public init(reason: Reason, credential: String?, state: String? = nil, added: Int? = nil, updated: Int? = nil,
-                removed: Int? = nil, priority: Int? = nil, replacedBy: String? = nil) {
+    public init(
+        reason: Reason, credential: String?, state: String? = nil, added: Int? = nil, updated: Int? = nil,
+        removed: Int? = nil, priority: Int? = nil, replacedBy: String? = nil
+    ) {
         self.reason = reason
         self.credential = credential
         self.state = state
@@ -226,7 +235,8 @@ public struct CredentialsChangedEvent: ControlEventData {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         reason = try container.decode(Reason.self, forKey: .reason)
-        credential = try container.decodeIfPresent(String.self, forKey: .credential)
+        credential =
+            try container.decodeIfPresent(String.self, forKey: .credential)
             ?? container.decodeIfPresent(String.self, forKey: .id)
         state = try container.decodeIfPresent(String.self, forKey: .state)
         added = try container.decodeIfPresent(Int.self, forKey: .added)
@@ -285,7 +295,8 @@ public struct FeatureStateEvent: ControlEventData {
     public var message: String?
     public var retryInSeconds: Int?
 
-    public init(feature: String, state: State, error: String? = nil, message: String? = nil, retryInSeconds: Int? = nil) {
+    public init(feature: String, state: State, error: String? = nil, message: String? = nil, retryInSeconds: Int? = nil)
+    {
         self.feature = feature
         self.state = state
         self.error = error

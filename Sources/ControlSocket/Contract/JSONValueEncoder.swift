@@ -42,8 +42,8 @@ struct JSONValueEncoder {
 
             var json: JSONValue {
                 switch self {
-                case let .value(value): value
-                case let .node(node): node.value
+                case .value(let value): value
+                case .node(let node): node.value
                 }
             }
         }

@@ -22,8 +22,10 @@ public struct MQTTStatus: Codable, Sendable, Hashable {
     /// When the broker last acknowledged an event (seconds since the epoch).
     public var lastAcknowledgedAt: Double?
 
-    public init(state: State, broker: String, topic: String, through: Int64, backlog: Int64, error: String? = nil,
-                lastAcknowledgedAt: Double? = nil) {
+    public init(
+        state: State, broker: String, topic: String, through: Int64, backlog: Int64, error: String? = nil,
+        lastAcknowledgedAt: Double? = nil
+    ) {
         self.state = state
         self.broker = broker
         self.topic = topic

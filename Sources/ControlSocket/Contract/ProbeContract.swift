@@ -73,9 +73,11 @@ public struct ProbeAnswer: Codable, Sendable, Hashable {
     /// With 5 advertisements or more.
     public var calibration: ProbeCalibration?
 
-    public init(reader: String, name: String?, seconds: Double, advertisements: Int, dropped: Int, intervalMs: ProbeFigures?,
-                rssi: ProbeFigures?, rawPathLoss: ProbeFigures?, pathLoss: ProbeFigures?, histogram: [ProbeBin], txPower: Int?,
-                autoConnectPathLoss: Int?, manualConnectPathLoss: Int?, range: String, calibration: ProbeCalibration?) {
+    public init(
+        reader: String, name: String?, seconds: Double, advertisements: Int, dropped: Int, intervalMs: ProbeFigures?,
+        rssi: ProbeFigures?, rawPathLoss: ProbeFigures?, pathLoss: ProbeFigures?, histogram: [ProbeBin], txPower: Int?,
+        autoConnectPathLoss: Int?, manualConnectPathLoss: Int?, range: String, calibration: ProbeCalibration?
+    ) {
         self.reader = reader
         self.name = name
         self.seconds = seconds

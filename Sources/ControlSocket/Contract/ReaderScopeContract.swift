@@ -13,8 +13,10 @@ public struct ReaderRuleInfo: Codable, Sendable, Hashable {
     public var manual: Bool?
     public var from: String?
 
-    public init(reader: String, list: String? = nil, pathLossOffset: Double? = nil, automatic: Bool? = nil,
-                manual: Bool? = nil, from: String? = nil) {
+    public init(
+        reader: String, list: String? = nil, pathLossOffset: Double? = nil, automatic: Bool? = nil,
+        manual: Bool? = nil, from: String? = nil
+    ) {
         self.reader = reader
         self.list = list
         self.pathLossOffset = pathLossOffset
@@ -55,8 +57,10 @@ public struct ReaderScopeInfo: Codable, Sendable, Hashable {
     /// `configuration` or `operator` when a rule names the reader.
     public var ruleFrom: String?
 
-    public init(automatic: Bool, automaticBecause: String, manual: Bool, manualBecause: String, pathLossOffset: Double,
-                ruleFrom: String?) {
+    public init(
+        automatic: Bool, automaticBecause: String, manual: Bool, manualBecause: String, pathLossOffset: Double,
+        ruleFrom: String?
+    ) {
         self.automatic = automatic
         self.automaticBecause = automaticBecause
         self.manual = manual

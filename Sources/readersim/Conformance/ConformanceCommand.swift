@@ -29,7 +29,9 @@ struct ConformanceCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per check instead of text.") var json = false
 
     func run() async throws {
-        guard let readerID = ReaderID(reader) else { throw ValidationError("--reader must be 1 to 8 hex digits, not 0") }
+        guard let readerID = ReaderID(reader) else {
+            throw ValidationError("--reader must be 1 to 8 hex digits, not 0")
+        }
         let credential = try await register(for: readerID)
         let connection: DBusConnection
         do {
@@ -43,7 +45,8 @@ struct ConformanceCommand: AsyncParsableCommand {
         do throws(BlueZError) {
             try await central.start()
             await Self.forgetReaders(central, connection: connection, adapter: adapterPath)
-            try await central.setDiscoveryFilter(adapter: adapterPath, DiscoveryFilter(transport: "le", duplicateData: true))
+            try await central.setDiscoveryFilter(
+                adapter: adapterPath, DiscoveryFilter(transport: "le", duplicateData: true))
             try await central.startDiscovery(adapter: adapterPath)
         } catch {
             throw unavailable("cannot scan on \(adapter): \(error)")
@@ -65,8 +68,9 @@ struct ConformanceCommand: AsyncParsableCommand {
     private static func forgetReaders(_ central: BlueZClient, connection: DBusConnection, adapter: String) async {
         for device in await central.devices.values
         where device.adapterPath == adapter && device.serviceData[ReaderAdvertisement.serviceDataUUIDString] != nil {
-            _ = try? await connection.call(destination: BlueZClient.service, path: adapter, interface: Adapter1.interface,
-                                           method: "RemoveDevice", arguments: [.objectPath(device.path)])
+            _ = try? await connection.call(
+                destination: BlueZClient.service, path: adapter, interface: Adapter1.interface,
+                method: "RemoveDevice", arguments: [.objectPath(device.path)])
         }
     }
 
@@ -82,15 +86,17 @@ struct ConformanceCommand: AsyncParsableCommand {
         let key = P256.Signing.PrivateKey()
         let registration: SiteClient.Registration
         do {
-            registration = try await client.register(site: site, code: code, deviceName: "readersim conformance",
-                                                     credentialKey: key.publicKey, secondFactorKey: nil)
+            registration = try await client.register(
+                site: site, code: code, deviceName: "readersim conformance",
+                credentialKey: key.publicKey, secondFactorKey: nil)
         } catch {
             await client.shutdown()
             throw unavailable("the site refused the registration: \(error)")
         }
         await client.shutdown()
-        return ConformanceCredential(readerID: readerID, siteTag: registration.siteTag, siteKey: registration.sitePublicKey,
-                                     id: registration.credentialID, key: key)
+        return ConformanceCredential(
+            readerID: readerID, siteTag: registration.siteTag, siteKey: registration.sitePublicKey,
+            id: registration.credentialID, key: key)
     }
 
     private func unavailable(_ message: String) -> Error {
@@ -102,12 +108,19 @@ struct ConformanceCommand: AsyncParsableCommand {
         let width = results.map(\.check.count).max() ?? 0
         var text = ""
         for result in results {
-            let verdict = switch result.verdict { case .pass: "PASS"; case .fail: "FAIL"; case .skipped: "SKIP" }
+            let verdict =
+                switch result.verdict {
+                case .pass: "PASS"
+                case .fail: "FAIL"
+                case .skipped: "SKIP"
+                }
             let check = result.check + String(repeating: " ", count: width - result.check.count)
             text += "\(verdict)  \(result.section)  \(check)  \(result.detail)\n"
         }
         let failed = results.filter { $0.verdict == .fail }.count
-        text += failed == 0 ? "conformance: all \(results.count) checks passed\n"
+        text +=
+            failed == 0
+            ? "conformance: all \(results.count) checks passed\n"
             : "conformance: \(failed) of \(results.count) checks failed\n"
         return text
     }
@@ -115,6 +128,7 @@ struct ConformanceCommand: AsyncParsableCommand {
     static func jsonLines(_ results: [ConformanceResult]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return results.compactMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
+        return results.compactMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }
+            .joined()
     }
 }

@@ -10,12 +10,15 @@ struct ConformanceExchange {
 
     /// Runs `operation` with `presentation`, fragmenting what the holder sends for `mtu`.
     /// The reader's fragments go to the session as they came: it reassembles and judges them.
-    static func run(on link: ConformanceLink, credential: ConformanceCredential, presentation: CredentialSession.Presentation,
-                    operation: ExchangeOperation, mtu: Int, standing: StandingChallenge.Handover? = nil,
-                    replayGuard: inout ChallengeReplayGuard) async -> ConformanceExchange {
-        var session = CredentialSession(readerID: credential.readerID, siteTag: credential.siteTag,
-                                        sitePublicKey: credential.siteKey, presentation: presentation,
-                                        operation: operation, mtu: mtu)
+    static func run(
+        on link: ConformanceLink, credential: ConformanceCredential, presentation: CredentialSession.Presentation,
+        operation: ExchangeOperation, mtu: Int, standing: StandingChallenge.Handover? = nil,
+        replayGuard: inout ChallengeReplayGuard
+    ) async -> ConformanceExchange {
+        var session = CredentialSession(
+            readerID: credential.readerID, siteTag: credential.siteTag,
+            sitePublicKey: credential.siteKey, presentation: presentation,
+            operation: operation, mtu: mtu)
         if let standing { session.takeOver(standing) }
         var written: [[UInt8]] = []
         var deadline: ContinuousClock.Instant?
@@ -24,7 +27,7 @@ struct ConformanceExchange {
             while !pending.isEmpty {
                 let action = pending.removeFirst()
                 switch action {
-                case let .send(fragments):
+                case .send(let fragments):
                     for fragment in fragments {
                         written.append(fragment)
                         do throws(ConformanceFailure) {
@@ -33,19 +36,20 @@ struct ConformanceExchange {
                             return ConformanceExchange(outcome: .failed(.remoteClose), written: written)
                         }
                     }
-                case let .startTimer(after):
+                case .startTimer(let after):
                     deadline = ContinuousClock.now + after
                 case .cancelTimer:
                     deadline = nil
                 case .requestSecondFactor:
                     // The conformance credential has no second-factor key.
-                    pending += session.handle(.secondFactorUnavailable(.secondFactorRequired), replayGuard: &replayGuard)
-                case let .finish(outcome):
+                    pending += session.handle(
+                        .secondFactorUnavailable(.secondFactorRequired), replayGuard: &replayGuard)
+                case .finish(let outcome):
                     return ConformanceExchange(outcome: outcome, written: written)
                 }
             }
             switch await link.nextFragment(by: deadline ?? ContinuousClock.now + .seconds(30)) {
-            case let .fragment(fragment):
+            case .fragment(let fragment):
                 pending = session.handle(.fragmentReceived(fragment), replayGuard: &replayGuard)
             case .dropped:
                 pending = session.handle(.disconnected, replayGuard: &replayGuard)

@@ -33,8 +33,10 @@ final class ConformanceLink: Sendable {
         var largest = 0
     }
 
-    private init(central: BlueZClient, device: String, controlPoint: GattCharacteristicState, isStanding: Bool,
-                 notifications: AsyncStream<[UInt8]>) {
+    private init(
+        central: BlueZClient, device: String, controlPoint: GattCharacteristicState, isStanding: Bool,
+        notifications: AsyncStream<[UInt8]>
+    ) {
         self.central = central
         self.device = device
         self.controlPoint = controlPoint
@@ -55,27 +57,35 @@ final class ConformanceLink: Sendable {
     /// Connects to `device`, resolves its services and subscribes to the control point.
     /// `standing`: first asks for a standing challenge through the hold point when the reader
     /// has one (version 2, §6; `isStanding` says whether it had).
-    static func open(_ central: BlueZClient, device: String,
-                     standing: Bool = false) async throws(ConformanceFailure) -> ConformanceLink {
+    static func open(
+        _ central: BlueZClient, device: String,
+        standing: Bool = false
+    ) async throws(ConformanceFailure) -> ConformanceLink {
         let found: GattCharacteristicState?
         do throws(BlueZError) {
             try await central.connect(device: device, timeout: .seconds(10))
-            found = try await central.resolvedCharacteristic(device: device, service: ReaderGATT.serviceUUID,
-                                                             characteristic: ReaderGATT.controlPointUUID,
-                                                             timeout: .seconds(10))
+            found = try await central.resolvedCharacteristic(
+                device: device, service: ReaderGATT.serviceUUID,
+                characteristic: ReaderGATT.controlPointUUID,
+                timeout: .seconds(10))
         } catch {
             throw ConformanceFailure("cannot connect and resolve its services: \(error)")
         }
         guard let point = found else {
             await close(central, device: device)
-            throw ConformanceFailure("no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
+            throw ConformanceFailure(
+                "no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
         }
-        let hold = standing ? await central.characteristic(device: device, service: ReaderGATT.serviceUUID,
-                                                            characteristic: ReaderGATT.holdPointUUID) : nil
+        let hold =
+            standing
+            ? await central.characteristic(
+                device: device, service: ReaderGATT.serviceUUID,
+                characteristic: ReaderGATT.holdPointUUID) : nil
         if let hold {
             do throws(BlueZError) {
-                try await central.writeValue(characteristic: hold.path, [ReaderGATT.standingVersion], type: .withResponse,
-                                             timeout: .seconds(5))
+                try await central.writeValue(
+                    characteristic: hold.path, [ReaderGATT.standingVersion], type: .withResponse,
+                    timeout: .seconds(5))
             } catch {
                 await close(central, device: device)
                 throw ConformanceFailure("a write to the hold point failed: \(error)")
@@ -88,8 +98,9 @@ final class ConformanceLink: Sendable {
             await close(central, device: device)
             throw ConformanceFailure("cannot subscribe to the control point: \(error)")
         }
-        return ConformanceLink(central: central, device: device, controlPoint: point, isStanding: hold != nil,
-                               notifications: notifications)
+        return ConformanceLink(
+            central: central, device: device, controlPoint: point, isStanding: hold != nil,
+            notifications: notifications)
     }
 
     /// The largest fragment the reader sent so far.
@@ -126,7 +137,7 @@ final class ConformanceLink: Sendable {
         var reassembler = FrameReassembler()
         while true {
             switch await nextFragment(by: deadline) {
-            case let .fragment(fragment):
+            case .fragment(let fragment):
                 do throws(ProtocolError) {
                     guard let bytes = try reassembler.feed(fragment) else { continue }
                     return .message(try ProtocolMessage(decoding: bytes))
@@ -142,8 +153,9 @@ final class ConformanceLink: Sendable {
     /// Writes one fragment as it is, well formed or not.
     func write(_ fragment: [UInt8]) async throws(ConformanceFailure) {
         do throws(BlueZError) {
-            try await central.writeValue(characteristic: controlPoint.path, fragment, type: .withResponse,
-                                         timeout: .seconds(5))
+            try await central.writeValue(
+                characteristic: controlPoint.path, fragment, type: .withResponse,
+                timeout: .seconds(5))
         } catch {
             throw ConformanceFailure("a write to the control point failed: \(error)")
         }

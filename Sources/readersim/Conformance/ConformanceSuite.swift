@@ -55,7 +55,9 @@ struct ConformanceSuite {
         return results.sorted { (order[$0.check] ?? 0) < (order[$1.check] ?? 0) }
     }
 
-    private mutating func record(_ section: String, _ check: String, _ verdict: ConformanceResult.Verdict, _ detail: String) {
+    private mutating func record(
+        _ section: String, _ check: String, _ verdict: ConformanceResult.Verdict, _ detail: String
+    ) {
         results.append(ConformanceResult(section: section, check: check, verdict: verdict, detail: detail))
     }
 
@@ -74,7 +76,9 @@ struct ConformanceSuite {
                     if parsed.readerID == credential.readerID { heard = (device, parsed) }
                 } catch {
                     // Bytes 3…6 are the reader id (§2): say why its advertisement was refused.
-                    if payload.count >= 7, payload[3..<7].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == credential.readerID.rawValue {
+                    if payload.count >= 7,
+                        payload[3..<7].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == credential.readerID.rawValue
+                    {
                         refused = "\(error)"
                     }
                 }
@@ -82,19 +86,23 @@ struct ConformanceSuite {
             if heard == nil { try? await Task.sleep(for: .milliseconds(100)) }
         }
         guard let (device, advertisement) = heard else {
-            record("§2", "advertisement", .fail, refused.map { "refused: \($0)" }
-                   ?? "reader \(credential.readerID) not heard in \(listen.components.seconds) s")
+            record(
+                "§2", "advertisement", .fail,
+                refused.map { "refused: \($0)" }
+                    ?? "reader \(credential.readerID) not heard in \(listen.components.seconds) s")
             return nil
         }
         let name = device.name.map { "name \"\($0)\"" } ?? "no name"
-        record("§2", "advertisement", advertisement.version == 1 ? .pass : .fail,
-               "version \(advertisement.version), \(advertisement.kind), reader \(advertisement.readerID), "
-                   + "tx \(advertisement.txPower) dBm, auto \(advertisement.autoConnectPathLoss) dB, "
-                   + "manual \(advertisement.manualConnectPathLoss) dB, \(name)")
-        record("§2", "site tag", advertisement.siteTag == credential.siteTag ? .pass : .fail,
-               advertisement.siteTag == credential.siteTag
-                   ? "\(advertisement.siteTag), the credential's site"
-                   : "advertises \(advertisement.siteTag), but the credential's site is \(credential.siteTag)")
+        record(
+            "§2", "advertisement", advertisement.version == 1 ? .pass : .fail,
+            "version \(advertisement.version), \(advertisement.kind), reader \(advertisement.readerID), "
+                + "tx \(advertisement.txPower) dBm, auto \(advertisement.autoConnectPathLoss) dB, "
+                + "manual \(advertisement.manualConnectPathLoss) dB, \(name)")
+        record(
+            "§2", "site tag", advertisement.siteTag == credential.siteTag ? .pass : .fail,
+            advertisement.siteTag == credential.siteTag
+                ? "\(advertisement.siteTag), the credential's site"
+                : "advertises \(advertisement.siteTag), but the credential's site is \(credential.siteTag)")
         return device.path
     }
 
@@ -111,20 +119,24 @@ struct ConformanceSuite {
         }
         let flags = Set(link.controlPoint.flags)
         let writable = flags.contains("write") || flags.contains("write-without-response")
-        record("§4", "GATT layout", writable && flags.contains("notify") ? .pass : .fail,
-               "control point \(link.controlPoint.flags.joined(separator: ", ")); link MTU \(link.mtu)")
+        record(
+            "§4", "GATT layout", writable && flags.contains("notify") ? .pass : .fail,
+            "control point \(link.controlPoint.flags.joined(separator: ", ")); link MTU \(link.mtu)")
         let received = await link.receive(within: ProtocolTimeouts().step)
         await link.close()
-        guard case let .message(.challenge(challenge)) = received else {
+        guard case .message(.challenge(let challenge)) = received else {
             record("§6", "challenge", .fail, "no challenge within 5 s of subscribing: \(describe(received))")
             return false
         }
         var faults: [String] = []
         if challenge.readerID != credential.readerID { faults.append("names reader \(challenge.readerID)") }
         if challenge.siteTag != credential.siteTag { faults.append("names site \(challenge.siteTag)") }
-        if !challenge.isSigned(by: credential.siteKey) { faults.append("its signature does not verify with the site key") }
-        record("§6", "challenge", faults.isEmpty ? .pass : .fail,
-               faults.isEmpty ? "reader and site named, signed by the site key" : faults.joined(separator: "; "))
+        if !challenge.isSigned(by: credential.siteKey) {
+            faults.append("its signature does not verify with the site key")
+        }
+        record(
+            "§6", "challenge", faults.isEmpty ? .pass : .fail,
+            faults.isEmpty ? "reader and site named, signed by the site key" : faults.joined(separator: "; "))
         return faults.isEmpty
     }
 
@@ -137,12 +149,14 @@ struct ConformanceSuite {
         for (label, small) in [("MTU 23", true), ("the link's MTU", false)] {
             guard let link = await open(device, "§5", "access at \(label)") else { continue }
             let mtu = small ? ReaderGATT.minimumMTU : link.mtu
-            let exchange = await ConformanceExchange.run(on: link, credential: credential,
-                                                         presentation: credential.presentation, operation: .access,
-                                                         mtu: mtu, replayGuard: &replayGuard)
+            let exchange = await ConformanceExchange.run(
+                on: link, credential: credential,
+                presentation: credential.presentation, operation: .access,
+                mtu: mtu, replayGuard: &replayGuard)
             let largest = link.largestFragment
             await link.close()
-            var detail = "\(describe(exchange.outcome)); holder sent \(exchange.written.count) fragment(s) at MTU \(mtu)"
+            var detail =
+                "\(describe(exchange.outcome)); holder sent \(exchange.written.count) fragment(s) at MTU \(mtu)"
             var passed = if case .decided = exchange.outcome { true } else { false }
             if largest > link.mtu - 3 {
                 passed = false
@@ -176,11 +190,12 @@ struct ConformanceSuite {
     /// Enumerate: an action list the site signed, or error `unsupportedOperation`.
     private mutating func actions(_ device: String) async {
         guard let link = await open(device, "§6", "actions") else { return }
-        let exchange = await ConformanceExchange.run(on: link, credential: credential, presentation: credential.presentation,
-                                                     operation: .enumerateActions, mtu: link.mtu, replayGuard: &replayGuard)
+        let exchange = await ConformanceExchange.run(
+            on: link, credential: credential, presentation: credential.presentation,
+            operation: .enumerateActions, mtu: link.mtu, replayGuard: &replayGuard)
         await link.close()
         switch exchange.outcome {
-        case let .actionsListed(list):
+        case .actionsListed(let list):
             record("§6", "actions", .pass, "\(list.count) action(s) listed, signed by the site key")
         case .failed(.operationNotOffered):
             record("§6", "actions", .pass, "no actions: error unsupportedOperation")
@@ -201,15 +216,16 @@ struct ConformanceSuite {
             record("§6", check, .pass, "no hold point: a version 1 reader, no standing challenges to check")
             return
         }
-        var standing = StandingChallenge(readerID: credential.readerID, siteTag: credential.siteTag,
-                                         sitePublicKey: credential.siteKey)
+        var standing = StandingChallenge(
+            readerID: credential.readerID, siteTag: credential.siteTag,
+            sitePublicKey: credential.siteKey)
         var nonces: [[UInt8]] = []
         var lastAt = ContinuousClock.now
         var refreshedAfter: Duration?
         while nonces.count < 2 {
             let wait = nonces.isEmpty ? ProtocolTimeouts().step : StandingTimings.refresh + .seconds(2)
             switch await link.nextFragment(by: ContinuousClock.now + wait) {
-            case let .fragment(fragment):
+            case .fragment(let fragment):
                 do throws(ProtocolError) {
                     try standing.receive(fragment, at: .zero, replayGuard: &replayGuard)
                 } catch {
@@ -224,12 +240,18 @@ struct ConformanceSuite {
                 }
             case .dropped:
                 await link.close()
-                record("§6", check, .fail, nonces.isEmpty ? "the link dropped before a challenge" : "the link dropped before a refresh")
+                record(
+                    "§6", check, .fail,
+                    nonces.isEmpty ? "the link dropped before a challenge" : "the link dropped before a refresh")
                 return
             case .nothingBy:
                 await link.close()
-                record("§6", check, .fail, nonces.isEmpty ? "no challenge within 5 s"
-                       : "no refresh within \((StandingTimings.refresh + .seconds(2)).components.seconds) s of the challenge")
+                record(
+                    "§6", check, .fail,
+                    nonces.isEmpty
+                        ? "no challenge within 5 s"
+                        : "no refresh within \((StandingTimings.refresh + .seconds(2)).components.seconds) s of the challenge"
+                )
                 return
             }
         }
@@ -240,9 +262,13 @@ struct ConformanceSuite {
         await link.close()
         let after = refreshedAfter.map { String(format: "%.1f s", $0.secondsValue) } ?? "?"
         if case .decided = exchange.outcome {
-            record("§6", check, .pass, "refreshed after \(after); a response over the challenge before it: \(describe(exchange.outcome))")
+            record(
+                "§6", check, .pass,
+                "refreshed after \(after); a response over the challenge before it: \(describe(exchange.outcome))")
         } else {
-            record("§6", check, .fail, "refreshed after \(after); a response over the challenge before it got \(describe(exchange.outcome))")
+            record(
+                "§6", check, .fail,
+                "refreshed after \(after); a response over the challenge before it got \(describe(exchange.outcome))")
         }
     }
 
@@ -257,8 +283,9 @@ struct ConformanceSuite {
         if case .message(.error(.malformed)) = answer {
             record("§5", "malformed fragment refused", .pass, "first fragment with index 1: error malformed")
         } else {
-            record("§5", "malformed fragment refused", .fail,
-                   "first fragment with index 1\(sent ? "" : " (write failed)"): \(describe(answer)), not error malformed")
+            record(
+                "§5", "malformed fragment refused", .fail,
+                "first fragment with index 1\(sent ? "" : " (write failed)"): \(describe(answer)), not error malformed")
         }
     }
 
@@ -268,13 +295,15 @@ struct ConformanceSuite {
         let bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
         guard let id = CredentialID(bytes: bytes) else { return }
         let stranger = CredentialSession.Presentation.mobile(id, P256.Signing.PrivateKey())
-        let exchange = await ConformanceExchange.run(on: link, credential: credential, presentation: stranger,
-                                                     operation: .access, mtu: link.mtu, replayGuard: &replayGuard)
+        let exchange = await ConformanceExchange.run(
+            on: link, credential: credential, presentation: stranger,
+            operation: .access, mtu: link.mtu, replayGuard: &replayGuard)
         await link.close()
         if case .failed(.invalidatedCredential) = exchange.outcome {
             record("§7", "unknown credential refused", .pass, "error unknownCredential")
         } else {
-            record("§7", "unknown credential refused", .fail, "\(describe(exchange.outcome)), not error unknownCredential")
+            record(
+                "§7", "unknown credential refused", .fail, "\(describe(exchange.outcome)), not error unknownCredential")
         }
     }
 
@@ -297,8 +326,10 @@ struct ConformanceSuite {
 
     // MARK: Helpers
 
-    private mutating func open(_ device: String, _ section: String, _ check: String,
-                               standing: Bool = false) async -> ConformanceLink? {
+    private mutating func open(
+        _ device: String, _ section: String, _ check: String,
+        standing: Bool = false
+    ) async -> ConformanceLink? {
         do throws(ConformanceFailure) {
             return try await ConformanceLink.open(central, device: device, standing: standing)
         } catch {
@@ -309,7 +340,9 @@ struct ConformanceSuite {
 
     /// A new connection and the reader's challenge on it; nil, with the check recorded as
     /// failed (no link) or skipped (no challenge: the challenge check says why), otherwise.
-    private mutating func openAtChallenge(_ device: String, _ section: String, _ check: String) async -> ConformanceLink? {
+    private mutating func openAtChallenge(_ device: String, _ section: String, _ check: String) async
+        -> ConformanceLink?
+    {
         guard let link = await open(device, section, check) else { return nil }
         let received = await link.receive(within: ProtocolTimeouts().step)
         guard case .message(.challenge) = received else {
@@ -322,24 +355,24 @@ struct ConformanceSuite {
 
     private func describe(_ received: ConformanceLink.Received) -> String {
         switch received {
-        case let .message(.error(code)): "error \(code)"
-        case let .message(.decision(decision)): "decision \(decision.result.decision)"
-        case let .message(message): "message type 0x\(String(message.typeCode, radix: 16))"
-        case let .broken(error): "a frame that breaks §5/§6 (\(error))"
+        case .message(.error(let code)): "error \(code)"
+        case .message(.decision(let decision)): "decision \(decision.result.decision)"
+        case .message(let message): "message type 0x\(String(message.typeCode, radix: 16))"
+        case .broken(let error): "a frame that breaks §5/§6 (\(error))"
         case .dropped: "the link dropped"
-        case let .nothingWithin(timeout): "nothing within \(timeout.components.seconds) s"
+        case .nothingWithin(let timeout): "nothing within \(timeout.components.seconds) s"
         }
     }
 
     private func describe(_ outcome: ExchangeOutcome) -> String {
         switch outcome {
-        case let .decided(result): "decision \(result.decision) (\(result.mode))"
-        case let .actionsListed(list): "\(list.count) action(s) listed"
-        case let .actionPerformed(id, result): "action \(id): \(result.decision)"
+        case .decided(let result): "decision \(result.decision) (\(result.mode))"
+        case .actionsListed(let list): "\(list.count) action(s) listed"
+        case .actionPerformed(let id, let result): "action \(id): \(result.decision)"
         case .failed(.badReaderSignature):
             "the holder refused the reader (a signature that does not verify, another reader or site named, or a nonce seen before)"
         case .failed(.remoteClose): "the reader dropped the link"
-        case let .failed(failure): "failed: \(failure)"
+        case .failed(let failure): "failed: \(failure)"
         }
     }
 }

@@ -21,16 +21,21 @@ struct ReaderKeyCommand: ParsableCommand {
         } else {
             key = P256.Signing.PrivateKey()
             let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-            guard descriptor >= 0 else { throw ValidationError("cannot create \(file): \(String(cString: strerror(errno)))") }
+            guard descriptor >= 0 else {
+                throw ValidationError("cannot create \(file): \(String(cString: strerror(errno)))")
+            }
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             try handle.write(contentsOf: Data((key.pemRepresentation + "\n").utf8))
         }
-        SiteOutput.line(["file": file, "keyID": ReaderKeyID(publicKey: key.publicKey).description,
-                         "publicKey": SiteText.base64(key.publicKey)])
+        SiteOutput.line([
+            "file": file, "keyID": ReaderKeyID(publicKey: key.publicKey).description,
+            "publicKey": SiteText.base64(key.publicKey),
+        ])
     }
 
     static func load(_ path: String) throws -> P256.Signing.PrivateKey {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else {
             throw ValidationError("cannot read the reader key \(path): \(String(cString: strerror(errno)))")
         }
         do {

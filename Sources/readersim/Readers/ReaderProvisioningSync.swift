@@ -18,8 +18,10 @@ final class ReaderProvisioningSync: Sendable {
     private let state = NIOLockedValueBox(ReaderProvisioningState())
     private let report: @Sendable (String, [String: Any]) -> Void
 
-    init(client: SiteClient, site: SiteAddress, key: P256.Signing.PrivateKey,
-         report: @escaping @Sendable (String, [String: Any]) -> Void) {
+    init(
+        client: SiteClient, site: SiteAddress, key: P256.Signing.PrivateKey,
+        report: @escaping @Sendable (String, [String: Any]) -> Void
+    ) {
         self.client = client
         self.site = site
         self.key = key
@@ -47,13 +49,15 @@ final class ReaderProvisioningSync: Sendable {
         var backoff = Duration.seconds(1)
         while !Task.isCancelled {
             do {
-                let page = try await client.provisioning(site: site, readerKey: key, cursor: current.cursor,
-                                                         wait: .seconds(25))
+                let page = try await client.provisioning(
+                    site: site, readerKey: key, cursor: current.cursor,
+                    wait: .seconds(25))
                 apply(page)
                 backoff = .seconds(1)
             } catch {
                 if Task.isCancelled { return }
-                report("provisioningError", ["detail": error.description, "retryInSeconds": backoff.components.seconds])
+                report(
+                    "provisioningError", ["detail": error.description, "retryInSeconds": backoff.components.seconds])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(30))
             }
@@ -68,7 +72,11 @@ final class ReaderProvisioningSync: Sendable {
         }
         // An empty held call changes nothing: no line for it.
         guard after.cursor != before || before == "0" else { return }
-        report("provisioned", ["cursor": after.cursor, "credentials": after.credentials.count,
-                               "aperio": after.aperio.count, "site": page.site.tag.description])
+        report(
+            "provisioned",
+            [
+                "cursor": after.cursor, "credentials": after.credentials.count,
+                "aperio": after.aperio.count, "site": page.site.tag.description,
+            ])
     }
 }

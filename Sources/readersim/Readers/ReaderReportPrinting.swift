@@ -7,29 +7,30 @@ extension ReaderSession.Report {
     func printed(by reader: isolated SimulatedReader) {
         var fields: [String: Any] = ["credential": credential ?? NSNull()]
         if let operation {
-            fields["operation"] = switch operation {
-            case .access: "access"
-            case .enumerateActions: "actions.list"
-            case let .performAction(id): "actions.perform \(id)"
-            }
+            fields["operation"] =
+                switch operation {
+                case .access: "access"
+                case .enumerateActions: "actions.list"
+                case .performAction(let id): "actions.perform \(id)"
+                }
         }
         switch outcome {
-        case let .decided(result):
+        case .decided(let result):
             fields["outcome"] = "decided"
             fields["decision"] = result.decision.description
             fields["granted"] = result.decision.isGranted
-        case let .actionsListed(actions):
+        case .actionsListed(let actions):
             fields["outcome"] = "actionsListed"
             fields["actions"] = actions.map { ["id": Int($0.id), "name": $0.name] }
-        case let .actionPerformed(id, result):
+        case .actionPerformed(let id, let result):
             fields["outcome"] = "actionPerformed"
             fields["action"] = Int(id)
             fields["decision"] = result.decision.description
             fields["granted"] = result.decision.isGranted
-        case let .refused(code):
+        case .refused(let code):
             fields["outcome"] = "refused"
             fields["error"] = "\(code)"
-        case let .failed(error):
+        case .failed(let error):
             fields["outcome"] = "failed"
             fields["error"] = "\(error)"
         case .disconnected:

@@ -37,7 +37,8 @@ struct ReadersCommand: AsyncParsableCommand {
         for reader in file.readers {
             let chosen = reader.adapter ?? adapter
             if let other = perAdapter[chosen] {
-                throw ValidationError("readers \(other) and \(reader.name) are both on \(chosen): one reader per adapter (see --help)")
+                throw ValidationError(
+                    "readers \(other) and \(reader.name) are both on \(chosen): one reader per adapter (see --help)")
             }
             perAdapter[chosen] = reader.name
         }
@@ -80,8 +81,9 @@ struct ReadersCommand: AsyncParsableCommand {
         }
         let connection = try DBusConnection(address: bus == "system" ? nil : bus)
         let readers = file.readers.map {
-            SimulatedReader(configuration: $0, adapter: $0.adapter ?? adapter, provisioning: provisioning,
-                            connection: connection)
+            SimulatedReader(
+                configuration: $0, adapter: $0.adapter ?? adapter, provisioning: provisioning,
+                connection: connection)
         }
         // SIGTERM/SIGINT: unregister cleanly, so bluetoothd stops advertising at once.
         let stop = await UnixSignalsSequence(trapping: .sigterm, .sigint)

@@ -12,11 +12,12 @@ extension SimulatedReader {
         let provisioned = provisioning.current
         guard let site = provisioned.site else { return nil }
         let key = configuration.fault == .wrongKey ? P256.Signing.PrivateKey() : site.signingKey
-        let policy: ReaderSession.DecisionPolicy = switch configuration.decision {
-        case .site: .fromSite
-        case .grant: .grant
-        case let .deny(decision): .deny(decision)
-        }
+        let policy: ReaderSession.DecisionPolicy =
+            switch configuration.decision {
+            case .site: .fromSite
+            case .grant: .grant
+            case .deny(let decision): .deny(decision)
+            }
         return ReaderSession.Configuration(
             readerID: configuration.id, siteTag: site.tag, kind: configuration.kind, siteKey: key, policy: policy,
             mode: configuration.mode, secondFactorRequired: configuration.secondFactorRequired,

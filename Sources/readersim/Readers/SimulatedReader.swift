@@ -40,8 +40,10 @@ actor SimulatedReader {
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
 
-    init(configuration: SimulatedReaderConfiguration, adapter: String, provisioning: ReaderProvisioningSync,
-         connection: DBusConnection) {
+    init(
+        configuration: SimulatedReaderConfiguration, adapter: String, provisioning: ReaderProvisioningSync,
+        connection: DBusConnection
+    ) {
         self.configuration = configuration
         self.adapter = adapter
         self.provisioning = provisioning
@@ -67,9 +69,10 @@ actor SimulatedReader {
         let peripheral = BlueZPeripheral(
             connection: connection, adapter: "/org/bluez/" + adapter,
             root: "/org/accessd/readersim/r\(configuration.id.description.lowercased())",
-            advertisement: .init(serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData],
-                                 localName: configuration.displayName,
-                                 intervalMilliseconds: configuration.intervalMilliseconds),
+            advertisement: .init(
+                serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData],
+                localName: configuration.displayName,
+                intervalMilliseconds: configuration.intervalMilliseconds),
             serviceUUID: ReaderGATT.serviceUUID, characteristicUUID: ReaderGATT.controlPointUUID,
             holdPointUUID: configuration.protocolVersion >= 2 ? ReaderGATT.holdPointUUID : nil,
             onNotifyingChanged: { feed.yield(.notifying($0)) },
@@ -105,8 +108,12 @@ actor SimulatedReader {
 
     private func announceAdvertising() {
         guard let announced else { return }
-        line("advertising", ["adapter": adapter, "kind": configuration.kind.description,
-                             "site": announced.siteTag.description, "serviceData": announced.serviceData.hexString])
+        line(
+            "advertising",
+            [
+                "adapter": adapter, "kind": configuration.kind.description,
+                "site": announced.siteTag.description, "serviceData": announced.serviceData.hexString,
+            ])
     }
 
     /// Follows bluetoothd's name and this reader's adapter, so the reader registers again by
@@ -114,18 +121,21 @@ actor SimulatedReader {
     private func watchBlueZ() async throws -> Task<Void, Never> {
         let adapterPath = "/org/bluez/" + adapter
         let signals = try await connection.signals(matching: [
-            DBusMatchRule(sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
-                          arg0: BlueZClient.service),
-            DBusMatchRule(sender: BlueZClient.service, interface: DBusObjectManager.interface,
-                          member: "InterfacesAdded"),
-            DBusMatchRule(sender: BlueZClient.service, interface: DBusProperties.interface,
-                          member: "PropertiesChanged", pathNamespace: adapterPath, arg0: Device1.interface),
+            DBusMatchRule(
+                sender: DBusDaemon.service, interface: DBusDaemon.interface, member: "NameOwnerChanged",
+                arg0: BlueZClient.service),
+            DBusMatchRule(
+                sender: BlueZClient.service, interface: DBusObjectManager.interface,
+                member: "InterfacesAdded"),
+            DBusMatchRule(
+                sender: BlueZClient.service, interface: DBusProperties.interface,
+                member: "PropertiesChanged", pathNamespace: adapterPath, arg0: Device1.interface),
         ])
         let feed = self.feed
         return Task {
             for await signal in signals {
-                guard case let .message(message) = signal else {
-                    if case let .overflow(dropped) = signal { feed.yield(.signalsLost(dropped)) }
+                guard case .message(let message) = signal else {
+                    if case .overflow(let dropped) = signal { feed.yield(.signalsLost(dropped)) }
                     continue
                 }
                 switch message.member {
@@ -135,19 +145,22 @@ actor SimulatedReader {
                     }
                 case "PropertiesChanged":
                     if let path = message.path, message.arguments.count >= 2,
-                       let connected = message.arguments[1].stringKeyed?["Connected"]?.bool {
+                        let connected = message.arguments[1].stringKeyed?["Connected"]?.bool
+                    {
                         feed.yield(.central(path, connected: connected))
                     }
                 case "InterfacesAdded":
                     guard message.arguments.count == 2, let path = message.arguments[0].string,
-                          let interfaces = message.arguments[1].stringKeyed else { break }
+                        let interfaces = message.arguments[1].stringKeyed
+                    else { break }
                     if path == adapterPath, interfaces[Adapter1.interface] != nil {
                         feed.yield(.adapterAppeared)
                     }
                     // A central never seen before gets its device object as it connects, and
                     // bluetoothd then says Connected only here, not in a PropertiesChanged.
                     if path.hasPrefix(adapterPath + "/"),
-                       interfaces[Device1.interface]?.stringKeyed?["Connected"]?.bool == true {
+                        interfaces[Device1.interface]?.stringKeyed?["Connected"]?.bool == true
+                    {
                         feed.yield(.central(path, connected: true))
                     }
                 default:
@@ -184,10 +197,15 @@ actor SimulatedReader {
         switch input {
         case .adapterAppeared:
             await registerAgain()
-        case let .central(path, connected):
+        case .central(let path, let connected):
             await centralChanged(path, connected: connected)
-        case let .signalsLost(dropped):
-            line("error", ["detail": "\(dropped) BlueZ signals lost for a full buffer: a central's connection change may be missed"])
+        case .signalsLost(let dropped):
+            line(
+                "error",
+                [
+                    "detail":
+                        "\(dropped) BlueZ signals lost for a full buffer: a central's connection change may be missed"
+                ])
         case .bluetoothdLeft:
             connectedCentrals.removeAll()
             line("bluetoothd", ["detail": "bluetoothd left the bus; registering again when it is back"])
@@ -197,20 +215,25 @@ actor SimulatedReader {
         case .notifying(false):
             standingRequested = false
             if session != nil { await sessionInput(.disconnected) }
-        case let .holdPointWritten(write):
+        case .holdPointWritten(let write):
             // Any other value asks for nothing: the connection stays version 1.
             standingRequested = write.value == [ReaderGATT.standingVersion]
             if let from = write.central { central = from }
-            line("hold", ["central": write.central ?? NSNull(), "value": write.value.hexString,
-                          "standing": standingRequested])
-        case let .write(write):
+            line(
+                "hold",
+                [
+                    "central": write.central ?? NSNull(), "value": write.value.hexString,
+                    "standing": standingRequested,
+                ])
+        case .write(let write):
             if let from = write.central { central = from }
             if let mtu = write.mtu { await sessionInput(.mtuChanged(mtu)) }
             if configuration.fault == .drop, session != nil, let central {
                 // Drop the link as soon as the credential answers the challenge.
                 line("fault", ["fault": "drop", "detail": "disconnecting \(central)"])
-                _ = try? await connection.call(destination: BlueZClient.service, path: central,
-                                               interface: Device1.interface, method: "Disconnect")
+                _ = try? await connection.call(
+                    destination: BlueZClient.service, path: central,
+                    interface: Device1.interface, method: "Disconnect")
                 await sessionInput(.disconnected)
                 return
             }
@@ -225,13 +248,15 @@ actor SimulatedReader {
         let wasConnected = !connectedCentrals.isEmpty
         if connected { connectedCentrals.insert(path) } else { connectedCentrals.remove(path) }
         guard configuration.presence, configuration.fault != .silent, let peripheral, let announced,
-              wasConnected != !connectedCentrals.isEmpty else { return }
+            wasConnected != !connectedCentrals.isEmpty
+        else { return }
         if connected {
             let presence = configuration.advertisement(siteTag: announced.siteTag, presence: true)
             do {
                 try await peripheral.startPresence(
-                    .init(serviceData: [ReaderAdvertisement.serviceDataUUIDString: presence.serviceData],
-                          intervalMilliseconds: configuration.intervalMilliseconds))
+                    .init(
+                        serviceData: [ReaderAdvertisement.serviceDataUUIDString: presence.serviceData],
+                        intervalMilliseconds: configuration.intervalMilliseconds))
                 line("presence", ["advertising": true, "central": path])
             } catch {
                 line("error", ["detail": "cannot advertise presence: \(error)"])
@@ -257,7 +282,8 @@ actor SimulatedReader {
             return
         }
         var generator = SystemRandomNumberGenerator()
-        let nonce = configuration.fault == .sameNonce
+        let nonce =
+            configuration.fault == .sameNonce
             ? Array(repeating: 0x5A, count: 16) : (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let secondNonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let standing = standingRequested
@@ -277,7 +303,7 @@ actor SimulatedReader {
         session = current
         for action in actions {
             switch action {
-            case let .send(fragments):
+            case .send(let fragments):
                 if configuration.fault == .late {
                     try? await Task.sleep(for: configuration.faultDelay)
                 }
@@ -290,7 +316,7 @@ actor SimulatedReader {
                 }
             case .startTimer where configuration.fault == .noTimeout:
                 continue
-            case let .startTimer(delay):
+            case .startTimer(let delay):
                 timer?.cancel()
                 timer = Task {
                     try? await Task.sleep(for: delay)
@@ -302,9 +328,11 @@ actor SimulatedReader {
                 timer = nil
             case .refreshChallenge:
                 line("refresh", ["central": central ?? NSNull()])
-                await sessionInput(.freshNonce(configuration.fault == .sameNonce
-                    ? Array(repeating: 0x5A, count: 16) : Self.freshNonce()))
-            case let .finish(report):
+                await sessionInput(
+                    .freshNonce(
+                        configuration.fault == .sameNonce
+                            ? Array(repeating: 0x5A, count: 16) : Self.freshNonce()))
+            case .finish(let report):
                 session = nil
                 if report.outcome == .disconnected, report.operation == nil, wasStanding {
                     // A held link let go before the door: a challenge stood, nothing was asked.

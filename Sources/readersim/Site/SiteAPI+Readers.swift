@@ -7,55 +7,70 @@ import SiteContract
 extension SiteAPI {
     func provisioning(_ request: SiteRequest, now: Double) throws -> SiteResponse {
         guard let header = request.headers["authorization"],
-              let authorization = SiteRequestAuthorization(headerValue: header) else {
+            let authorization = SiteRequestAuthorization(headerValue: header)
+        else {
             return .error(401, "auth.missing", "an ACR1 Authorization header is required")
         }
         guard let keyID = authorization.readerKeyID, let reader = try database.reader(keyID), !reader.removed,
-              authorization.verifies(method: request.method, pathAndQuery: request.target, body: request.body,
-                                     key: reader.publicKey)
+            authorization.verifies(
+                method: request.method, pathAndQuery: request.target, body: request.body,
+                key: reader.publicKey)
         else { return .error(401, "auth.invalid", "unknown reader key or bad signature") }
         if let refusal = try freshness(authorization, now: now) { return refusal }
 
         let query = SiteQuery(request.target)
-        let cursor: Int64, wait: Double
+        let cursor: Int64
+        let wait: Double
         switch (query.cursor(), query.wait(default: 0)) {
-        case let (.ok(c), .ok(w)): (cursor, wait) = (c, w)
-        case let (.refused(refusal), _), let (_, .refused(refusal)): return refusal
+        case (.ok(let c), .ok(let w)): (cursor, wait) = (c, w)
+        case (.refused(let refusal), _), (_, .refused(let refusal)): return refusal
         }
-        let database = self.database, pageSize = self.pageSize, after = cursor, holds = wait > 0
+        let database = self.database
+        let pageSize = self.pageSize
+        let after = cursor
+        let holds = wait > 0
         let site = try database.site()
-        let siteFields = ProvisionedSite(name: site.name, tag: site.tag.description,
-                                         publicKey: SiteText.base64(site.key.publicKey),
-                                         signingKey: Base64.encode(Array(site.key.rawRepresentation)))
+        let siteFields = ProvisionedSite(
+            name: site.name, tag: site.tag.description,
+            publicKey: SiteText.base64(site.key.publicKey),
+            signingKey: Base64.encode(Array(site.key.rawRepresentation)))
         @Sendable func page() throws -> SiteResponse? {
             let changes = try database.readerChanges(after: after, limit: pageSize + 1)
             let taken = changes.prefix(pageSize)
-            var answer = ProvisioningPage(site: siteFields, cursor: String(taken.last?.sequence ?? after), credentials: [],
-                                          aperio: [], removed: ProvisioningRemovals(), more: changes.count > pageSize)
+            var answer = ProvisioningPage(
+                site: siteFields, cursor: String(taken.last?.sequence ?? after), credentials: [],
+                aperio: [], removed: ProvisioningRemovals(), more: changes.count > pageSize)
             for change in taken {
                 switch change {
-                case let .credential(row, _) where row.deleted:
+                case .credential(let row, _) where row.deleted:
                     answer.removed.credentials.append(row.id.description)
-                case let .credential(row, _):
-                    answer.credentials.append(ProvisionedCredential(
-                        id: row.id.description, publicKey: SiteText.base64(row.publicKey),
-                        secondFactorKey: row.secondFactorKey.map(SiteText.base64), state: row.state))
-                case let .aperio(item) where item.removed:
+                case .credential(let row, _):
+                    answer.credentials.append(
+                        ProvisionedCredential(
+                            id: row.id.description, publicKey: SiteText.base64(row.publicKey),
+                            secondFactorKey: row.secondFactorKey.map(SiteText.base64), state: row.state))
+                case .aperio(let item) where item.removed:
                     answer.removed.aperio.append(item.id)
-                case let .aperio(item):
+                case .aperio(let item):
                     guard let content = try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8)),
-                          let fields = content.aperio else { continue }
-                    answer.aperio.append(ProvisionedAperio(id: item.id, credential: item.credentialID.description,
-                                                           state: item.state, identifier: fields.identifier,
-                                                           key: fields.key))
+                        let fields = content.aperio
+                    else { continue }
+                    answer.aperio.append(
+                        ProvisionedAperio(
+                            id: item.id, credential: item.credentialID.description,
+                            state: item.state, identifier: fields.identifier,
+                            key: fields.key))
                 }
             }
             return taken.isEmpty && holds ? nil : .json(200, answer)
         }
         if let answer = try page() { return answer }
         // Nothing new: hold the call (like §4.4) until a change or the end of the wait.
-        var response = SiteResponse.json(200, ProvisioningPage(site: siteFields, cursor: String(cursor), credentials: [],
-                                                               aperio: [], removed: ProvisioningRemovals(), more: false))
+        var response = SiteResponse.json(
+            200,
+            ProvisioningPage(
+                site: siteFields, cursor: String(cursor), credentials: [],
+                aperio: [], removed: ProvisioningRemovals(), more: false))
         response.waitUntil = now + wait
         response.recheck = { (try? page()) ?? nil }
         return response

@@ -62,26 +62,31 @@ struct SiteAPI: Sendable {
         case ("GET", 3) where parts[0] == "v1" && parts[1] == "readers" && parts[2] == "provisioning":
             return try provisioning(request, now: now)
         case (_, 3) where parts[0] == "v1" && parts[1] == "credentials",
-             (_, 4) where parts[0] == "v1" && parts[1] == "credentials" && (parts[3] == "items" || parts[3] == "changes" && servesChanges
-                                                                                  || parts[3] == "events" && servesEvents):
+            (_, 4)
+        where parts[0] == "v1" && parts[1] == "credentials"
+            && (parts[3] == "items" || parts[3] == "changes" && servesChanges
+                || parts[3] == "events" && servesEvents):
             let credential: SiteDatabase.CredentialRow
             switch try authenticate(request, id: parts[2], now: now) {
-            case let .success(row): credential = row
-            case let .failure(response): return response
+            case .success(let row): credential = row
+            case .failure(let response): return response
             }
             switch (request.method, parts.count) {
             case ("GET", 3): return status(credential)
             case ("DELETE", 3):
                 try database.markDeleted(credential.id)
                 return SiteResponse(status: 204, body: [])
-            case ("GET", 4) where parts[3] == "changes": return try changes(credential, target: request.target, now: now)
+            case ("GET", 4) where parts[3] == "changes":
+                return try changes(credential, target: request.target, now: now)
             case ("POST", 4) where parts[3] == "events": return try events(credential, body: request.body, now: now)
             case ("GET", 4): return try items(credential, target: request.target)
             default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
         default:
-            if parts.first == "v1" && (parts.count == 3 || parts.count == 4) && ["invitations", "credentials"].contains(parts[1])
-                || parts == ["v1", "readers", "provisioning"] {
+            if parts.first == "v1" && (parts.count == 3 || parts.count == 4)
+                && ["invitations", "credentials"].contains(parts[1])
+                || parts == ["v1", "readers", "provisioning"]
+            {
                 return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
             return .error(404, "route.unknown", "no such resource: \(pathOnly)")
@@ -115,20 +120,26 @@ struct SiteAPI: Sendable {
             secondKey = parsed
         }
         let site = try database.site()
-        switch try database.register(code: code, deviceName: deviceName, publicKey: key, secondFactorKey: secondKey, now: now) {
+        switch try database.register(
+            code: code, deviceName: deviceName, publicKey: key, secondFactorKey: secondKey, now: now)
+        {
         case .failure(.unknown):
             return .error(404, "invitation.unknown", "no such invitation")
         case .failure(.used):
             return .error(409, "invitation.used", "the invitation was already used")
-        case let .failure(.expired(at)):
+        case .failure(.expired(let at)):
             return .error(410, "invitation.expired", "the invitation expired at \(Self.iso(at))")
-        case let .success(credential):
-            return .json(201, RegistrationAnswer(
-                credential: CredentialStatusAnswer(id: credential.id.description, state: credential.state,
-                                                   cardholderName: credential.cardholder,
-                                                   secondFactor: credential.secondFactor),
-                site: SiteDescription(name: site.name, tag: site.tag.description,
-                                      publicKey: SiteText.base64(site.key.publicKey))))
+        case .success(let credential):
+            return .json(
+                201,
+                RegistrationAnswer(
+                    credential: CredentialStatusAnswer(
+                        id: credential.id.description, state: credential.state,
+                        cardholderName: credential.cardholder,
+                        secondFactor: credential.secondFactor),
+                    site: SiteDescription(
+                        name: site.name, tag: site.tag.description,
+                        publicKey: SiteText.base64(site.key.publicKey))))
         }
     }
 
@@ -141,13 +152,15 @@ struct SiteAPI: Sendable {
 
     private func authenticate(_ request: SiteRequest, id: String, now: Double) throws -> Authentication {
         guard let header = request.headers["authorization"],
-              let authorization = SiteRequestAuthorization(headerValue: header) else {
+            let authorization = SiteRequestAuthorization(headerValue: header)
+        else {
             return .failure(.error(401, "auth.missing", "an ACR1 Authorization header is required"))
         }
         guard let signer = authorization.credentialID, signer.description == id.lowercased(),
-              let credential = try database.credential(signer), !credential.deleted,
-              authorization.verifies(method: request.method, pathAndQuery: request.target, body: request.body,
-                                     key: credential.publicKey)
+            let credential = try database.credential(signer), !credential.deleted,
+            authorization.verifies(
+                method: request.method, pathAndQuery: request.target, body: request.body,
+                key: credential.publicKey)
         else {
             if let known = try CredentialID(id).flatMap(database.credential), known.deleted {
                 return .failure(.error(404, "credential.unknown", "the credential was deleted"))
@@ -161,7 +174,8 @@ struct SiteAPI: Sendable {
     /// The time window and the nonce, the same for every signer (§4).
     func freshness(_ authorization: SiteRequestAuthorization, now: Double) throws -> SiteResponse? {
         guard abs(Double(authorization.time) - now) <= Double(SiteRequestAuthorization.allowedSkew) else {
-            return .error(401, "auth.expired", "the request time is too far from the site's clock", serverTime: Int64(now))
+            return .error(
+                401, "auth.expired", "the request time is too far from the site's clock", serverTime: Int64(now))
         }
         guard try database.admitNonce(authorization.nonce, now: now) else {
             return .error(401, "auth.replayed", "the request was already made")
@@ -170,18 +184,22 @@ struct SiteAPI: Sendable {
     }
 
     private func status(_ credential: SiteDatabase.CredentialRow) -> SiteResponse {
-        .json(200, CredentialStatusAnswer(id: credential.id.description, state: credential.state,
-                                          secondFactor: credential.secondFactor))
+        .json(
+            200,
+            CredentialStatusAnswer(
+                id: credential.id.description, state: credential.state,
+                secondFactor: credential.secondFactor))
     }
 
     private func items(_ credential: SiteDatabase.CredentialRow, target: String) throws -> SiteResponse {
         guard credential.state == .active else {
-            return .error(403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
+            return .error(
+                403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
         }
         let cursor: Int64
         switch SiteQuery(target).cursor() {
-        case let .ok(value): cursor = value
-        case let .refused(refusal): return refusal
+        case .ok(let value): cursor = value
+        case .refused(let refusal): return refusal
         }
         let changes = try database.items(for: credential.id, after: cursor, limit: pageSize + 1)
         let page = changes.prefix(pageSize)
@@ -192,11 +210,13 @@ struct SiteAPI: Sendable {
                 removed.append(item.id)
                 continue
             }
-            let content = (try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8))) ?? SiteItemContent()
+            let content =
+                (try? JSONDecoder().decode(SiteItemContent.self, from: Data(item.payload.utf8))) ?? SiteItemContent()
             items.append(SiteItem(id: item.id, type: item.type, name: item.name, state: item.state, content: content))
         }
         let next = page.last?.sequence ?? cursor
-        return .json(200, ItemPageAnswer(cursor: String(next), items: items, removed: removed, more: changes.count > pageSize))
+        return .json(
+            200, ItemPageAnswer(cursor: String(next), items: items, removed: removed, more: changes.count > pageSize))
     }
 
     /// §4.4: the version at once when it differs from `since` (or without `since`), else
@@ -206,11 +226,14 @@ struct SiteAPI: Sendable {
         let since = query.value("since").flatMap { String($0).removingPercentEncoding }
         let wait: Double
         switch query.wait(default: 25) {
-        case let .ok(value): wait = value
-        case let .refused(refusal): return refusal
+        case .ok(let value): wait = value
+        case .refused(let refusal): return refusal
         }
-        let id = credential.id, database = self.database
-        guard let current = try database.version(of: id) else { return .error(404, "credential.unknown", "no such credential") }
+        let id = credential.id
+        let database = self.database
+        guard let current = try database.version(of: id) else {
+            return .error(404, "credential.unknown", "no such credential")
+        }
         var response = SiteResponse.json(200, ChangesAnswer(version: current))
         guard let since, since == current, wait > 0 else { return response }
         response.waitUntil = now + wait
@@ -242,8 +265,8 @@ struct SiteAPI: Sendable {
     /// What was wrong with a request body, in words a site's client can act on.
     static func reason(_ error: any Error) -> String {
         switch error {
-        case let DecodingError.keyNotFound(key, _): "\(key.stringValue) is missing"
-        case let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context):
+        case DecodingError.keyNotFound(let key, _): "\(key.stringValue) is missing"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
             "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
         default: "not JSON"
         }

@@ -1,7 +1,7 @@
 import AccessCore
+import AccessJSON
 import ArgumentParser
 import Crypto
-import AccessJSON
 import Foundation
 import NIOSSL
 import SiteContract
@@ -12,9 +12,11 @@ struct SiteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "site",
         abstract: "Run a simulated site: invitations, credentials, items (docs/site-api.md).",
-        subcommands: [SiteInitCommand.self, SiteServeCommand.self, SiteInviteCommand.self, SiteCredentialsCommand.self,
-                      SiteSuspendCommand.self, SiteResumeCommand.self, SiteRevokeCommand.self, SiteItemCommand.self,
-                      SiteEventsCommand.self, SiteReaderCommand.self]
+        subcommands: [
+            SiteInitCommand.self, SiteServeCommand.self, SiteInviteCommand.self, SiteCredentialsCommand.self,
+            SiteSuspendCommand.self, SiteResumeCommand.self, SiteRevokeCommand.self, SiteItemCommand.self,
+            SiteEventsCommand.self, SiteReaderCommand.self,
+        ]
     )
 }
 
@@ -38,10 +40,14 @@ struct SiteInitCommand: ParsableCommand {
     @Option(help: "The site tag readers advertise, up to eight hex digits.") var tag = "1"
 
     func run() throws {
-        guard let value = UInt32(tag, radix: 16), value != 0 else { throw ValidationError("--tag must be 1 to 8 hex digits, not 0") }
+        guard let value = UInt32(tag, radix: 16), value != 0 else {
+            throw ValidationError("--tag must be 1 to 8 hex digits, not 0")
+        }
         let site = try database.open().site(creatingWithName: name, tag: SiteTag(value))
-        SiteOutput.line(["name": site.name, "tag": site.tag.description,
-                         "publicKey": Base64.encode(Array(site.key.publicKey.x963Representation))])
+        SiteOutput.line([
+            "name": site.name, "tag": site.tag.description,
+            "publicKey": Base64.encode(Array(site.key.publicKey.x963Representation)),
+        ])
     }
 }
 
@@ -58,32 +64,39 @@ struct SiteServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-              (0...65535).contains(port) else { throw ValidationError("--listen must be HOST:PORT") }
+            (0...65535).contains(port)
+        else { throw ValidationError("--listen must be HOST:PORT") }
         var host = String(listen[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var faultMode: SiteHTTPServer.Fault?
         if let fault {
-            guard let mode = SiteHTTPServer.Fault(rawValue: fault) else { throw ValidationError("--fault must be garbage or hang") }
+            guard let mode = SiteHTTPServer.Fault(rawValue: fault) else {
+                throw ValidationError("--fault must be garbage or hang")
+            }
             faultMode = mode
         }
         var tls: NIOSSLContext?
         switch (tlsCert, tlsKey) {
         case (nil, nil): break
-        case let (cert?, key?):
+        case (let cert?, let key?):
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
-            let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain,
-                                                                         privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            let configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain,
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
             tls = try NIOSSLContext(configuration: configuration)
         default: throw ValidationError("--tls-cert and --tls-key go together")
         }
         let store = try database.open()
         _ = try store.site()
-        try await SiteHTTPServer(api: SiteAPI(database: store, servesChanges: !noChanges, servesEvents: !noEvents), fault: faultMode).run(host: host, port: port, tls: tls)
+        try await SiteHTTPServer(
+            api: SiteAPI(database: store, servesChanges: !noChanges, servesEvents: !noEvents), fault: faultMode
+        ).run(host: host, port: port, tls: tls)
     }
 }
 
 struct SiteInviteCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "invite", abstract: "Issue an invitation; print its code and URL.")
+    static let configuration = CommandConfiguration(
+        commandName: "invite", abstract: "Issue an invitation; print its code and URL.")
 
     @OptionGroup var database: SiteDatabaseOptions
     @Option(help: "The cardholder's name.") var name: String
@@ -103,7 +116,8 @@ struct SiteInviteCommand: ParsableCommand {
         let store = try database.open()
         _ = try store.site()
         let now = Date().timeIntervalSince1970
-        let code = try store.addInvitation(cardholder: name, secondFactor: secondFactor, expiresAt: now + expiresIn, now: now)
+        let code = try store.addInvitation(
+            cardholder: name, secondFactor: secondFactor, expiresAt: now + expiresIn, now: now)
         let invitationURL = base.url("/v1/invitations/\(code.canonical)")
         if json {
             SiteOutput.line(["code": code.description, "url": invitationURL])
@@ -115,14 +129,17 @@ struct SiteInviteCommand: ParsableCommand {
 }
 
 struct SiteCredentialsCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "credentials", abstract: "List registered credentials.")
+    static let configuration = CommandConfiguration(
+        commandName: "credentials", abstract: "List registered credentials.")
 
     @OptionGroup var database: SiteDatabaseOptions
 
     func run() throws {
         for credential in try database.open().credentials() {
-            var object: [String: Any] = ["id": credential.id.description, "state": credential.state.rawValue,
-                                         "cardholderName": credential.cardholder, "secondFactor": credential.secondFactor]
+            var object: [String: Any] = [
+                "id": credential.id.description, "state": credential.state.rawValue,
+                "cardholderName": credential.cardholder, "secondFactor": credential.secondFactor,
+            ]
             object["deviceName"] = credential.deviceName
             object["deleted"] = credential.deleted
             object["secondFactorKeySet"] = credential.secondFactorKey != nil
@@ -141,20 +158,24 @@ struct SiteStateChange: ParsableArguments {
         guard let row = try store.resolveCredential(credential) else {
             throw ValidationError("no credential (or more than one) matches \(credential)")
         }
-        guard row.state != .revoked || state == .revoked else { throw ValidationError("a revoked credential stays revoked") }
+        guard row.state != .revoked || state == .revoked else {
+            throw ValidationError("a revoked credential stays revoked")
+        }
         try store.setState(row.id, state)
         SiteOutput.line(["id": row.id.description, "state": state.rawValue])
     }
 }
 
 struct SiteSuspendCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "suspend", abstract: "Suspend a credential (until resumed).")
+    static let configuration = CommandConfiguration(
+        commandName: "suspend", abstract: "Suspend a credential (until resumed).")
     @OptionGroup var change: SiteStateChange
     func run() throws { try change.apply(.suspended) }
 }
 
 struct SiteResumeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Make a suspended credential active again.")
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Make a suspended credential active again.")
     @OptionGroup var change: SiteStateChange
     func run() throws { try change.apply(.active) }
 }
@@ -179,13 +200,17 @@ struct SiteItemCommand: ParsableCommand {
         @Option(help: "aperio, salto or digitalId.") var type: String
         @Option(help: "A name people recognise (\"Store room lock\").") var name: String
         @Option(help: "Item id; generated when absent.") var id: String?
-        @Option(parsing: .unconditional, help: "Valid from this time (Unix seconds, or +N/-N seconds from now).") var validFrom: String?
-        @Option(parsing: .unconditional, help: "Valid until this time (Unix seconds, or +N/-N seconds from now).") var validUntil: String?
+        @Option(parsing: .unconditional, help: "Valid from this time (Unix seconds, or +N/-N seconds from now).")
+        var validFrom: String?
+        @Option(parsing: .unconditional, help: "Valid until this time (Unix seconds, or +N/-N seconds from now).")
+        var validUntil: String?
 
         /// Unix seconds, or seconds from now with a sign.
         static func time(_ text: String?) throws -> Int64? {
             guard let text else { return nil }
-            guard let value = Int64(text) else { throw ValidationError("a time is Unix seconds, or +N/-N seconds from now") }
+            guard let value = Int64(text) else {
+                throw ValidationError("a time is Unix seconds, or +N/-N seconds from now")
+            }
             return text.hasPrefix("+") || text.hasPrefix("-") ? Int64(Date().timeIntervalSince1970) + value : value
         }
 
@@ -197,15 +222,20 @@ struct SiteItemCommand: ParsableCommand {
             let site = try store.site()
             var payload: SiteItemContent
             var generator = SystemRandomNumberGenerator()
-            func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+            func random(_ count: Int) -> [UInt8] {
+                (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            }
             switch type {
             case "aperio":
-                payload = SiteItemContent(siteTag: site.tag.description,
-                                          aperio: AperioFields(identifier: random(8).hexString, key: Base64.encode(random(32))))
+                payload = SiteItemContent(
+                    siteTag: site.tag.description,
+                    aperio: AperioFields(identifier: random(8).hexString, key: Base64.encode(random(32))))
             case "salto":
                 payload = SiteItemContent(data: ["keyId": .string(random(4).hexString)])
             case "digitalId":
-                payload = SiteItemContent(data: ["cardholder": .string(row.cardholder), "number": .string(random(4).hexString)])
+                payload = SiteItemContent(data: [
+                    "cardholder": .string(row.cardholder), "number": .string(random(4).hexString),
+                ])
             default:
                 throw ValidationError("--type must be aperio, salto or digitalId")
             }
@@ -215,8 +245,9 @@ struct SiteItemCommand: ParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(payload)
-            try store.addItem(id: itemID, credential: row.id, type: type, name: name,
-                              payload: String(decoding: data, as: UTF8.self))
+            try store.addItem(
+                id: itemID, credential: row.id, type: type, name: name,
+                payload: String(decoding: data, as: UTF8.self))
             SiteOutput.line(["id": itemID, "credential": row.id.description, "type": type, "name": name])
         }
     }
@@ -232,7 +263,9 @@ struct SiteItemCommand: ParsableCommand {
         func run() throws {
             var newState: CredentialState?
             if let state {
-                guard let parsed = CredentialState(rawValue: state) else { throw ValidationError("--state must be active, suspended or revoked") }
+                guard let parsed = CredentialState(rawValue: state) else {
+                    throw ValidationError("--state must be active, suspended or revoked")
+                }
                 newState = parsed
             }
             guard try database.open().updateItem(id: id, name: name, state: newState) else {
@@ -261,8 +294,10 @@ struct SiteItemCommand: ParsableCommand {
 
         func run() throws {
             for item in try database.open().allItems() {
-                SiteOutput.line(["id": item.id, "credential": item.credentialID.description, "type": item.type,
-                                 "name": item.name, "state": item.state.rawValue])
+                SiteOutput.line([
+                    "id": item.id, "credential": item.credentialID.description, "type": item.type,
+                    "name": item.name, "state": item.state.rawValue,
+                ])
             }
         }
     }

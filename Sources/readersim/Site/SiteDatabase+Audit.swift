@@ -48,21 +48,26 @@ extension SiteDatabase {
         let id = credential.description
         return try database.write { db in
             for event in request.events {
-                let data = String(decoding: (try? JSONEncoder.sorted.encode(event.data)) ?? Data("null".utf8), as: UTF8.self)
-                try db.execute(sql: """
-                    INSERT INTO audit_event(credentialID, seq, time, kind, data, receivedAt) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(credentialID, seq) DO UPDATE SET copies = copies + 1
-                    """, arguments: [id, event.seq, event.time, event.kind, data, now])
+                let data = String(
+                    decoding: (try? JSONEncoder.sorted.encode(event.data)) ?? Data("null".utf8), as: UTF8.self)
+                try db.execute(
+                    sql: """
+                        INSERT INTO audit_event(credentialID, seq, time, kind, data, receivedAt) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(credentialID, seq) DO UPDATE SET copies = copies + 1
+                        """, arguments: [id, event.seq, event.time, event.kind, data, now])
             }
             if let gap = request.gap {
-                try db.execute(sql: "INSERT OR IGNORE INTO audit_gap(credentialID, fromSeq, toSeq) VALUES (?, ?, ?)",
-                               arguments: [id, gap.from, gap.to])
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO audit_gap(credentialID, fromSeq, toSeq) VALUES (?, ?, ?)",
+                    arguments: [id, gap.from, gap.to])
             }
-            try db.execute(sql: """
-                INSERT INTO audit_cursor(credentialID, through) VALUES (?, ?)
-                ON CONFLICT(credentialID) DO UPDATE SET through = MAX(through, excluded.through)
-                """, arguments: [id, request.through])
-            return try Int64.fetchOne(db, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [id])
+            try db.execute(
+                sql: """
+                    INSERT INTO audit_cursor(credentialID, through) VALUES (?, ?)
+                    ON CONFLICT(credentialID) DO UPDATE SET through = MAX(through, excluded.through)
+                    """, arguments: [id, request.through])
+            return try Int64.fetchOne(
+                db, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [id])
                 ?? request.through
         }
     }
@@ -72,14 +77,16 @@ extension SiteDatabase {
         try database.read { db in
             let rows: [Row]
             if let credential {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit_event WHERE credentialID = ? ORDER BY seq",
-                                        arguments: [credential.description])
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT * FROM audit_event WHERE credentialID = ? ORDER BY seq",
+                    arguments: [credential.description])
             } else {
                 rows = try Row.fetchAll(db, sql: "SELECT * FROM audit_event ORDER BY credentialID, seq")
             }
             return rows.map { row in
-                AuditRow(credential: row["credentialID"], seq: row["seq"], time: row["time"], kind: row["kind"],
-                         data: row["data"], copies: row["copies"], receivedAt: row["receivedAt"])
+                AuditRow(
+                    credential: row["credentialID"], seq: row["seq"], time: row["time"], kind: row["kind"],
+                    data: row["data"], copies: row["copies"], receivedAt: row["receivedAt"])
             }
         }
     }

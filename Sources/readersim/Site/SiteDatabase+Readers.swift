@@ -22,8 +22,8 @@ extension SiteDatabase {
 
         var sequence: Int64 {
             switch self {
-            case let .credential(_, sequence): sequence
-            case let .aperio(item): item.sequence
+            case .credential(_, let sequence): sequence
+            case .aperio(let item): item.sequence
             }
         }
     }
@@ -42,7 +42,8 @@ extension SiteDatabase {
             }
             // Credentials from before: each its own place in the change order.
             for id in try String.fetchAll(db, sql: "SELECT id FROM credential ORDER BY createdAt") {
-                try db.execute(sql: "UPDATE credential SET sequence = ? WHERE id = ?", arguments: [try nextSequence(db), id])
+                try db.execute(
+                    sql: "UPDATE credential SET sequence = ? WHERE id = ?", arguments: [try nextSequence(db), id])
             }
         }
     }
@@ -51,12 +52,17 @@ extension SiteDatabase {
     func addReader(name: String, publicKey: P256.Signing.PublicKey, now: Double) throws -> Bool {
         let id = ReaderKeyID(publicKey: publicKey)
         return try database.write { db in
-            if try Row.fetchOne(db, sql: "SELECT 1 FROM reader WHERE keyID = ? AND removed = 0",
-                                arguments: [id.description]) != nil { return false }
-            try db.execute(sql: """
-                INSERT INTO reader(keyID, name, publicKey, createdAt) VALUES (?, ?, ?, ?)
-                ON CONFLICT(keyID) DO UPDATE SET name = excluded.name, createdAt = excluded.createdAt, removed = 0
-                """, arguments: [id.description, name, publicKey.x963Representation, now])
+            if try Row.fetchOne(
+                db, sql: "SELECT 1 FROM reader WHERE keyID = ? AND removed = 0",
+                arguments: [id.description]) != nil
+            {
+                return false
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO reader(keyID, name, publicKey, createdAt) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(keyID) DO UPDATE SET name = excluded.name, createdAt = excluded.createdAt, removed = 0
+                    """, arguments: [id.description, name, publicKey.x963Representation, now])
             return true
         }
     }
@@ -64,7 +70,8 @@ extension SiteDatabase {
     /// Withdraws a controller's key: its next call is refused. False when it was not enrolled.
     func removeReader(_ id: ReaderKeyID) throws -> Bool {
         try database.write { db in
-            try db.execute(sql: "UPDATE reader SET removed = 1 WHERE keyID = ? AND removed = 0", arguments: [id.description])
+            try db.execute(
+                sql: "UPDATE reader SET removed = 1 WHERE keyID = ? AND removed = 0", arguments: [id.description])
             return db.changesCount > 0
         }
     }
@@ -84,21 +91,29 @@ extension SiteDatabase {
 
     private static func reader(from row: Row) -> ReaderRow? {
         guard let id = ReaderKeyID(row["keyID"] as String),
-              let key = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data) else { return nil }
-        return ReaderRow(keyID: id, name: row["name"], publicKey: key, createdAt: row["createdAt"], removed: row["removed"])
+            let key = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data)
+        else { return nil }
+        return ReaderRow(
+            keyID: id, name: row["name"], publicKey: key, createdAt: row["createdAt"], removed: row["removed"])
     }
 
     /// Credential and Aperio changes after `cursor`, oldest first, at most `limit`.
     func readerChanges(after cursor: Int64, limit: Int) throws -> [ReaderChange] {
         try database.read { db in
-            let credentials = try Row.fetchAll(db, sql: """
-                SELECT * FROM credential WHERE sequence > ? ORDER BY sequence LIMIT ?
-                """, arguments: [cursor, limit]).compactMap { row in
-                    Self.credential(from: row).map { ReaderChange.credential($0, sequence: row["sequence"]) }
-                }
-            let aperio = try Row.fetchAll(db, sql: """
-                SELECT * FROM item WHERE type = 'aperio' AND sequence > ? ORDER BY sequence LIMIT ?
-                """, arguments: [cursor, limit]).compactMap(Self.item(from:)).map(ReaderChange.aperio)
+            let credentials = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM credential WHERE sequence > ? ORDER BY sequence LIMIT ?
+                    """, arguments: [cursor, limit]
+            ).compactMap { row in
+                Self.credential(from: row).map { ReaderChange.credential($0, sequence: row["sequence"]) }
+            }
+            let aperio = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM item WHERE type = 'aperio' AND sequence > ? ORDER BY sequence LIMIT ?
+                    """, arguments: [cursor, limit]
+            ).compactMap(Self.item(from:)).map(ReaderChange.aperio)
             return Array((credentials + aperio).sorted { $0.sequence < $1.sequence }.prefix(limit))
         }
     }

@@ -115,40 +115,51 @@ final class SiteDatabase: Sendable {
         try database.write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT name, tag, privateKey FROM site WHERE id = 1") {
                 let keyBytes: Data = row["privateKey"]
-                return Site(name: row["name"], tag: SiteTag(UInt32(truncatingIfNeeded: row["tag"] as Int64)),
-                            key: try P256.Signing.PrivateKey(rawRepresentation: keyBytes))
+                return Site(
+                    name: row["name"], tag: SiteTag(UInt32(truncatingIfNeeded: row["tag"] as Int64)),
+                    key: try P256.Signing.PrivateKey(rawRepresentation: keyBytes))
             }
             let key = P256.Signing.PrivateKey()
             let site = Site(name: name ?? "Simulated site", tag: tag ?? SiteTag(1), key: key)
-            try db.execute(sql: "INSERT INTO site(id, name, tag, privateKey) VALUES (1, ?, ?, ?)",
-                           arguments: [site.name, Int64(site.tag.rawValue), key.rawRepresentation])
+            try db.execute(
+                sql: "INSERT INTO site(id, name, tag, privateKey) VALUES (1, ?, ?, ?)",
+                arguments: [site.name, Int64(site.tag.rawValue), key.rawRepresentation])
             return site
         }
     }
 
     // MARK: Invitations
 
-    func addInvitation(cardholder: String, secondFactor: Bool, expiresAt: Double, now: Double) throws -> InvitationCode {
+    func addInvitation(cardholder: String, secondFactor: Bool, expiresAt: Double, now: Double) throws -> InvitationCode
+    {
         var generator = SystemRandomNumberGenerator()
         let code = InvitationCode.random(using: &generator)
         try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO invitation(code, cardholder, secondFactor, createdAt, expiresAt) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [code.canonical, cardholder, secondFactor, now, expiresAt])
+            try db.execute(
+                sql: """
+                    INSERT INTO invitation(code, cardholder, secondFactor, createdAt, expiresAt) VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [code.canonical, cardholder, secondFactor, now, expiresAt])
         }
         return code
     }
 
     enum RegistrationRefusal: Error {
-        case unknown, expired(Double), used
+        case unknown
+        case expired(Double)
+        case used
     }
 
     /// Uses an invitation and records the credential in one transaction: both or neither.
-    func register(code: InvitationCode, deviceName: String, publicKey: P256.Signing.PublicKey,
-                  secondFactorKey: P256.Signing.PublicKey?, now: Double) throws -> Result<CredentialRow, RegistrationRefusal> {
+    func register(
+        code: InvitationCode, deviceName: String, publicKey: P256.Signing.PublicKey,
+        secondFactorKey: P256.Signing.PublicKey?, now: Double
+    ) throws -> Result<CredentialRow, RegistrationRefusal> {
         try database.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM invitation WHERE code = ?",
-                                             arguments: [code.canonical]) else { return .failure(.unknown) }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM invitation WHERE code = ?",
+                    arguments: [code.canonical])
+            else { return .failure(.unknown) }
             if (row["usedAt"] as Double?) != nil { return .failure(.used) }
             let expiresAt: Double = row["expiresAt"]
             if expiresAt <= now { return .failure(.expired(expiresAt)) }
@@ -156,18 +167,24 @@ final class SiteDatabase: Sendable {
             var generator = SystemRandomNumberGenerator()
             for index in idBytes.indices { idBytes[index] = UInt8.random(in: 0...255, using: &generator) }
             guard let id = CredentialID(bytes: idBytes) else { return .failure(.unknown) }
-            let credential = CredentialRow(id: id, cardholder: row["cardholder"], deviceName: deviceName,
-                                           publicKey: publicKey, secondFactorKey: secondFactorKey,
-                                           secondFactor: row["secondFactor"], state: .active, deleted: false)
-            try db.execute(sql: """
-                INSERT INTO credential(id, cardholder, deviceName, publicKey, secondFactorKey, secondFactor, state, createdAt,
-                                       sequence)
-                VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)
-                """, arguments: [id.description, credential.cardholder, deviceName, publicKey.x963Representation,
-                                 secondFactorKey?.x963Representation, credential.secondFactor, now,
-                                 try Self.nextSequence(db)])
-            try db.execute(sql: "UPDATE invitation SET usedAt = ?, credentialID = ? WHERE code = ?",
-                           arguments: [now, id.description, code.canonical])
+            let credential = CredentialRow(
+                id: id, cardholder: row["cardholder"], deviceName: deviceName,
+                publicKey: publicKey, secondFactorKey: secondFactorKey,
+                secondFactor: row["secondFactor"], state: .active, deleted: false)
+            try db.execute(
+                sql: """
+                    INSERT INTO credential(id, cardholder, deviceName, publicKey, secondFactorKey, secondFactor, state, createdAt,
+                                           sequence)
+                    VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)
+                    """,
+                arguments: [
+                    id.description, credential.cardholder, deviceName, publicKey.x963Representation,
+                    secondFactorKey?.x963Representation, credential.secondFactor, now,
+                    try Self.nextSequence(db),
+                ])
+            try db.execute(
+                sql: "UPDATE invitation SET usedAt = ?, credentialID = ? WHERE code = ?",
+                arguments: [now, id.description, code.canonical])
             return .success(credential)
         }
     }
@@ -196,27 +213,32 @@ final class SiteDatabase: Sendable {
 
     static func credential(from row: Row) -> CredentialRow? {
         guard let id = CredentialID(row["id"] as String),
-              let publicKey = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data),
-              let state = CredentialState(rawValue: row["state"])
+            let publicKey = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data),
+            let state = CredentialState(rawValue: row["state"])
         else { return nil }
-        let secondKey = (row["secondFactorKey"] as Data?).flatMap { try? P256.Signing.PublicKey(x963Representation: $0) }
-        return CredentialRow(id: id, cardholder: row["cardholder"], deviceName: row["deviceName"], publicKey: publicKey,
-                             secondFactorKey: secondKey, secondFactor: row["secondFactor"], state: state,
-                             deleted: row["deleted"])
+        let secondKey = (row["secondFactorKey"] as Data?).flatMap {
+            try? P256.Signing.PublicKey(x963Representation: $0)
+        }
+        return CredentialRow(
+            id: id, cardholder: row["cardholder"], deviceName: row["deviceName"], publicKey: publicKey,
+            secondFactorKey: secondKey, secondFactor: row["secondFactor"], state: state,
+            deleted: row["deleted"])
     }
 
     func setState(_ id: CredentialID, _ state: CredentialState) throws {
         try database.write { db in
             // A new sequence: readers learn the change from their next provisioning call (§7).
-            try db.execute(sql: "UPDATE credential SET state = ?, sequence = ? WHERE id = ?",
-                           arguments: [state.rawValue, try Self.nextSequence(db), id.description])
+            try db.execute(
+                sql: "UPDATE credential SET state = ?, sequence = ? WHERE id = ?",
+                arguments: [state.rawValue, try Self.nextSequence(db), id.description])
         }
     }
 
     func markDeleted(_ id: CredentialID) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE credential SET deleted = 1, state = 'revoked', sequence = ? WHERE id = ?",
-                           arguments: [try Self.nextSequence(db), id.description])
+            try db.execute(
+                sql: "UPDATE credential SET deleted = 1, state = 'revoked', sequence = ? WHERE id = ?",
+                arguments: [try Self.nextSequence(db), id.description])
         }
     }
 
@@ -224,17 +246,19 @@ final class SiteDatabase: Sendable {
 
     /// The change counter that orders item changes and, for readers (§7), credential changes.
     static func nextSequence(_ db: Database) throws -> Int64 {
-        try db.execute(sql: """
-            INSERT INTO counter(name, value) VALUES ('item', 1) ON CONFLICT(name) DO UPDATE SET value = value + 1
-            """)
+        try db.execute(
+            sql: """
+                INSERT INTO counter(name, value) VALUES ('item', 1) ON CONFLICT(name) DO UPDATE SET value = value + 1
+                """)
         return try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'item'") ?? 1
     }
 
     func addItem(id: String, credential: CredentialID, type: String, name: String, payload: String) throws {
         try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO item(id, credentialID, type, name, state, payload, sequence) VALUES (?, ?, ?, ?, 'active', ?, ?)
-                """, arguments: [id, credential.description, type, name, payload, try Self.nextSequence(db)])
+            try db.execute(
+                sql: """
+                    INSERT INTO item(id, credentialID, type, name, state, payload, sequence) VALUES (?, ?, ?, ?, 'active', ?, ?)
+                    """, arguments: [id, credential.description, type, name, payload, try Self.nextSequence(db)])
         }
     }
 
@@ -243,8 +267,9 @@ final class SiteDatabase: Sendable {
         try database.write { db in
             guard try Row.fetchOne(db, sql: "SELECT 1 FROM item WHERE id = ? AND removed = 0", arguments: [id]) != nil
             else { return false }
-            try db.execute(sql: "UPDATE item SET name = coalesce(?, name), state = coalesce(?, state), sequence = ? WHERE id = ?",
-                           arguments: [name, state?.rawValue, try Self.nextSequence(db), id])
+            try db.execute(
+                sql: "UPDATE item SET name = coalesce(?, name), state = coalesce(?, state), sequence = ? WHERE id = ?",
+                arguments: [name, state?.rawValue, try Self.nextSequence(db), id])
             return true
         }
     }
@@ -253,8 +278,9 @@ final class SiteDatabase: Sendable {
         try database.write { db in
             guard try Row.fetchOne(db, sql: "SELECT 1 FROM item WHERE id = ? AND removed = 0", arguments: [id]) != nil
             else { return false }
-            try db.execute(sql: "UPDATE item SET removed = 1, sequence = ? WHERE id = ?",
-                           arguments: [try Self.nextSequence(db), id])
+            try db.execute(
+                sql: "UPDATE item SET removed = 1, sequence = ? WHERE id = ?",
+                arguments: [try Self.nextSequence(db), id])
             return true
         }
     }
@@ -263,10 +289,15 @@ final class SiteDatabase: Sendable {
     /// items' last change (the `changes` long poll compares it).
     func version(of credential: CredentialID) throws -> String? {
         try database.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT state, deleted FROM credential WHERE id = ?",
-                                             arguments: [credential.description]) else { return nil }
-            let items = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM item WHERE credentialID = ?",
-                                           arguments: [credential.description]) ?? 0
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT state, deleted FROM credential WHERE id = ?",
+                    arguments: [credential.description])
+            else { return nil }
+            let items =
+                try Int64.fetchOne(
+                    db, sql: "SELECT MAX(sequence) FROM item WHERE credentialID = ?",
+                    arguments: [credential.description]) ?? 0
             return "\(row["state"] as String)-\(row["deleted"] as Bool ? 1 : 0)-\(items)"
         }
     }
@@ -274,23 +305,28 @@ final class SiteDatabase: Sendable {
     /// Changes for a credential after `cursor`, oldest first.
     func items(for credential: CredentialID, after cursor: Int64, limit: Int) throws -> [Item] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM item WHERE credentialID = ? AND sequence > ? ORDER BY sequence LIMIT ?
-                """, arguments: [credential.description, cursor, limit]).compactMap(Self.item(from:))
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM item WHERE credentialID = ? AND sequence > ? ORDER BY sequence LIMIT ?
+                    """, arguments: [credential.description, cursor, limit]
+            ).compactMap(Self.item(from:))
         }
     }
 
     func allItems() throws -> [Item] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM item WHERE removed = 0 ORDER BY sequence").compactMap(Self.item(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM item WHERE removed = 0 ORDER BY sequence").compactMap(
+                Self.item(from:))
         }
     }
 
     static func item(from row: Row) -> Item? {
         guard let credential = CredentialID(row["credentialID"] as String) else { return nil }
-        return Item(id: row["id"], credentialID: credential,
-             type: row["type"], name: row["name"], state: CredentialState(rawValue: row["state"]) ?? .revoked,
-             payload: row["payload"], sequence: row["sequence"], removed: row["removed"])
+        return Item(
+            id: row["id"], credentialID: credential,
+            type: row["type"], name: row["name"], state: CredentialState(rawValue: row["state"]) ?? .revoked,
+            payload: row["payload"], sequence: row["sequence"], removed: row["removed"])
     }
 
     // MARK: Nonces
@@ -298,8 +334,9 @@ final class SiteDatabase: Sendable {
     /// Records a request nonce; false when it was seen within the replay window.
     func admitNonce(_ nonce: [UInt8], now: Double) throws -> Bool {
         try database.write { db in
-            try db.execute(sql: "DELETE FROM nonce WHERE seenAt < ?",
-                           arguments: [now - Double(SiteRequestAuthorization.nonceMemory)])
+            try db.execute(
+                sql: "DELETE FROM nonce WHERE seenAt < ?",
+                arguments: [now - Double(SiteRequestAuthorization.nonceMemory)])
             if try Row.fetchOne(db, sql: "SELECT 1 FROM nonce WHERE nonce = ?", arguments: [nonce.hexString]) != nil {
                 return false
             }

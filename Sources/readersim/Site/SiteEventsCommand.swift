@@ -19,9 +19,12 @@ struct SiteEventsCommand: ParsableCommand {
             only = row
         }
         for row in try store.auditEvents(of: only?.id) {
-            let data = (try? JSONSerialization.jsonObject(with: Data(row.data.utf8), options: [.fragmentsAllowed])) ?? NSNull()
-            SiteOutput.line(["credential": row.credential, "seq": row.seq, "time": row.time, "kind": row.kind,
-                             "data": data, "copies": row.copies])
+            let data =
+                (try? JSONSerialization.jsonObject(with: Data(row.data.utf8), options: [.fragmentsAllowed])) ?? NSNull()
+            SiteOutput.line([
+                "credential": row.credential, "seq": row.seq, "time": row.time, "kind": row.kind,
+                "data": data, "copies": row.copies,
+            ])
         }
     }
 }

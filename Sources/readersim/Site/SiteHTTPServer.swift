@@ -69,11 +69,11 @@ private final class SiteHTTPHandler: ChannelInboundHandler, @unchecked Sendable 
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case let .head(requestHead):
+        case .head(let requestHead):
             head = requestHead
             body = []
             tooLarge = false
-        case var .body(buffer):
+        case .body(var buffer):
             if body.count + buffer.readableBytes > SiteHTTPServer.maximumBody {
                 tooLarge = true
             } else if let bytes = buffer.readBytes(length: buffer.readableBytes) {
@@ -105,20 +105,24 @@ private final class SiteHTTPHandler: ChannelInboundHandler, @unchecked Sendable 
 
     /// A long poll's response waits, re-checked on the thread pool every 250 ms (no thread is
     /// held meanwhile), until it changes or its time is up.
-    private func answerWhenReady(_ response: SiteResponse, request: SiteRequest, loop: any EventLoop,
-                                 context: NIOLoopBound<ChannelHandlerContext>, keepAlive: Bool) {
+    private func answerWhenReady(
+        _ response: SiteResponse, request: SiteRequest, loop: any EventLoop,
+        context: NIOLoopBound<ChannelHandlerContext>, keepAlive: Bool
+    ) {
         if let recheck = response.recheck, let until = response.waitUntil, Date().timeIntervalSince1970 < until {
             loop.scheduleTask(in: .milliseconds(250)) {
                 NIOThreadPool.singleton.runIfActive(eventLoop: loop) { recheck() }.whenComplete { result in
                     var next = response
-                    if case let .success(changed?) = result { next = changed }
+                    if case .success(let changed?) = result { next = changed }
                     self.answerWhenReady(next, request: request, loop: loop, context: context, keepAlive: keepAlive)
                 }
             }
             return
         }
-        SiteOutput.line(["event": "request", "method": request.method,
-                         "path": String(request.target.split(separator: "?").first ?? ""), "status": response.status])
+        SiteOutput.line([
+            "event": "request", "method": request.method,
+            "path": String(request.target.split(separator: "?").first ?? ""), "status": response.status,
+        ])
         respond(context: context.value, response, keepAlive: keepAlive)
     }
 
@@ -127,8 +131,9 @@ private final class SiteHTTPHandler: ChannelInboundHandler, @unchecked Sendable 
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(response.body.count))
         if !keepAlive { headers.add(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status),
-                                    headers: headers)
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: response.status),
+            headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if !response.body.isEmpty {
             var buffer = context.channel.allocator.buffer(capacity: response.body.count)
@@ -161,7 +166,10 @@ enum SiteOutput {
     private static let lock = NSLock()
 
     static func line(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
         lock.withLock {
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }

@@ -1,4 +1,5 @@
 import Crypto
+
 @testable import AccessCore
 
 /// Runs both sides of the reader protocol against each other in memory, the way the BlueZ
@@ -35,9 +36,10 @@ struct ExchangeHarness {
         mtu: Int = 23
     ) -> ExchangeHarness {
         ExchangeHarness(
-            credential: CredentialSession(readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
-                                          sitePublicKey: sitePublicKey, presentation: presentation,
-                                          operation: operation, mtu: mtu),
+            credential: CredentialSession(
+                readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
+                sitePublicKey: sitePublicKey, presentation: presentation,
+                operation: operation, mtu: mtu),
             reader: ReaderSession(configuration: readerConfiguration, mtu: mtu))
     }
 
@@ -51,8 +53,11 @@ struct ExchangeHarness {
             readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, kind: kind, siteKey: siteKey, policy: policy,
             secondFactorRequired: secondFactorRequired, actions: actions, actionOutcomes: actionOutcomes,
             credentials: includeCredential
-                ? [.init(id: Fixtures.credentialID, publicKey: Fixtures.credentialKey.publicKey,
-                         secondFactorPublicKey: Fixtures.secondFactorKey.publicKey, state: state)]
+                ? [
+                    .init(
+                        id: Fixtures.credentialID, publicKey: Fixtures.credentialKey.publicKey,
+                        secondFactorPublicKey: Fixtures.secondFactorKey.publicKey, state: state)
+                ]
                 : [],
             aperioCredentials: [.init(secret: Fixtures.aperio, state: state)])
     }
@@ -90,7 +95,8 @@ struct ExchangeHarness {
     }
 
     mutating func fireCredentialTimer() {
-        var toReader: [[UInt8]] = [], toCredential: [[UInt8]] = []
+        var toReader: [[UInt8]] = []
+        var toCredential: [[UInt8]] = []
         apply(credential.handle(.timerFired, replayGuard: &replayGuard), outbox: &toReader)
         pump(&toReader, &toCredential)
     }
@@ -98,11 +104,11 @@ struct ExchangeHarness {
     private mutating func apply(_ actions: [CredentialSession.Action], outbox: inout [[UInt8]]) {
         for action in actions {
             switch action {
-            case let .send(fragments): outbox += fragments
+            case .send(let fragments): outbox += fragments
             case .startTimer: credentialTimerArmed = true
             case .cancelTimer: credentialTimerArmed = false
             case .requestSecondFactor: secondFactorRequested = true
-            case let .finish(outcome): credentialOutcome = outcome
+            case .finish(let outcome): credentialOutcome = outcome
             }
         }
     }
@@ -110,11 +116,11 @@ struct ExchangeHarness {
     private mutating func apply(_ actions: [ReaderSession.Action], outbox: inout [[UInt8]]) {
         for action in actions {
             switch action {
-            case let .send(fragments): outbox += fragments
+            case .send(let fragments): outbox += fragments
             case .startTimer: readerTimerArmed = true
             case .cancelTimer: readerTimerArmed = false
             case .refreshChallenge: refreshRequested = true
-            case let .finish(report): readerReport = report
+            case .finish(let report): readerReport = report
             }
         }
     }

@@ -1,4 +1,5 @@
 import Crypto
+
 @testable import AccessCore
 
 /// Fixed keys and ids shared by the tests and the documented test vectors.
@@ -12,8 +13,9 @@ enum Fixtures {
     static let secondFactorKey = privateKey("a8ea150cb80125d7381c4c1f1da8e9de2711f9917060406a73d7904519e51388")
     static let spoofKey = privateKey("0f56db78ca460b055c500064824bed999a25aaf48ebb519ac201537b85479813")
 
-    static let aperio = AperioSecret(identifier: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7],
-                                     key: (0..<32).map { UInt8($0) })!
+    static let aperio = AperioSecret(
+        identifier: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7],
+        key: (0..<32).map { UInt8($0) })!
 
     static func privateKey(_ hex: String) -> P256.Signing.PrivateKey {
         // Fixed, valid scalars: a failure here is a broken fixture, not a test result.
@@ -25,8 +27,9 @@ enum Fixtures {
         flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled], txPower: Int8 = -59,
         auto: UInt8 = 20, manual: UInt8 = 40, site: SiteTag = siteTag
     ) -> ReaderAdvertisement {
-        ReaderAdvertisement(kind: kind, flags: flags, readerID: ReaderID(id), txPower: txPower,
-                            autoConnectPathLoss: auto, manualConnectPathLoss: manual, siteTag: site)
+        ReaderAdvertisement(
+            kind: kind, flags: flags, readerID: ReaderID(id), txPower: txPower,
+            autoConnectPathLoss: auto, manualConnectPathLoss: manual, siteTag: site)
     }
 
     static let address = DeviceAddress("00:BB:01:00:00:00")!

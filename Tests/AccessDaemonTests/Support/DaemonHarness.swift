@@ -5,7 +5,7 @@ import ControlSocket
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real accessd binary against a private dbus-daemon with dbusmock's bluez5 template,
@@ -51,14 +51,19 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Starts accessd (through `wrapper`, a command that execs its arguments, when given)
     /// and waits until its socket answers.
-    func start(extraArguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) async throws {
+    func start(extraArguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) async throws
+    {
         let process = try ChildProcess(
-            wrapper + [Self.accessdPath, "--config", configPath, "--socket", socketPath, "--state-dir", stateDirectory,
-                       "--bus", bus.address] + extraArguments,
+            wrapper + [
+                Self.accessdPath, "--config", configPath, "--socket", socketPath, "--state-dir", stateDirectory,
+                "--bus", bus.address,
+            ] + extraArguments,
             environment: environment, output: directory + "/accessd.log")
         daemon = process
         for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
-            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
+            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil {
+                return
+            }
             guard process.isRunning else { throw TestEnvironmentError("accessd exited: \(log)") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -88,7 +93,7 @@ final class DaemonHarness: @unchecked Sendable {
         let connection = try connect()
         var last: JSONValue = .null
         for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
-            if case let .success(status) = try connection.call("status.get") {
+            if case .success(let status) = try connection.call("status.get") {
                 last = status
                 if condition(status) { return status }
             }
@@ -100,9 +105,11 @@ final class DaemonHarness: @unchecked Sendable {
     /// A reader advertising through the mock: ServiceData and RSSI as bluetoothd sets them.
     func advertise(payload: [UInt8], rssi: Int16, path: String = readerPath) async throws {
         try await mock.set(path, "org.bluez.Device1", "RSSI", .int16(rssi))
-        try await mock.set(path, "org.bluez.Device1", "ServiceData",
-                           .dictionary(keySignature: "s", valueSignature: "v",
-                                       [.init(.string(Self.serviceDataUUID), .variant(.bytes(payload)))]))
+        try await mock.set(
+            path, "org.bluez.Device1", "ServiceData",
+            .dictionary(
+                keySignature: "s", valueSignature: "v",
+                [.init(.string(Self.serviceDataUUID), .variant(.bytes(payload)))]))
     }
 
     /// Waits until the mock recorded `method` on `path`.
@@ -121,7 +128,9 @@ final class DaemonHarness: @unchecked Sendable {
 
 /// Reads `count` notifications (a replay whose size the subscription answer gave); fewer
 /// when none comes for `timeout`.
-func readNotifications(_ connection: ControlConnection, count: Int64, timeout: Duration = .seconds(20)) throws -> [JSONValue] {
+func readNotifications(_ connection: ControlConnection, count: Int64, timeout: Duration = .seconds(20)) throws
+    -> [JSONValue]
+{
     var notifications: [JSONValue] = []
     while notifications.count < count, connection.waitReadable(timeout: timeout) {
         notifications.append(try connection.nextNotification())
@@ -130,8 +139,10 @@ func readNotifications(_ connection: ControlConnection, count: Int64, timeout: D
 }
 
 /// Reads notifications until `predicate` matches one (or the deadline passes).
-func waitForEvent(_ connection: ControlConnection, timeout: Duration = .seconds(30),
-                  _ predicate: (JSONValue) -> Bool) throws -> JSONValue? {
+func waitForEvent(
+    _ connection: ControlConnection, timeout: Duration = .seconds(30),
+    _ predicate: (JSONValue) -> Bool
+) throws -> JSONValue? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         guard connection.waitReadable(timeout: .milliseconds(100)) else { continue }

@@ -34,7 +34,9 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
     }
 
     func written(_ value: [UInt8], to characteristic: String) {
-        lock.withLock { standingRequested = characteristic == ReaderGATT.holdPointUUID && value == [ReaderGATT.standingVersion] }
+        lock.withLock {
+            standingRequested = characteristic == ReaderGATT.holdPointUUID && value == [ReaderGATT.standingVersion]
+        }
     }
 
     /// How many subscriptions got a standing challenge.
@@ -77,8 +79,8 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
         var sent: [[UInt8]] = []
         for action in current.handle(input) {
             switch action {
-            case let .send(fragments): sent += fragments
-            case let .finish(report): finished.append(report)
+            case .send(let fragments): sent += fragments
+            case .finish(let report): finished.append(report)
             case .startTimer, .cancelTimer, .refreshChallenge: break  // the fake reader never times out
             }
         }

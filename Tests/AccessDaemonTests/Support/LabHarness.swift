@@ -3,8 +3,9 @@ import AccessJSON
 import BlueZTestSupport
 import ControlSocket
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Inside the bluez-lab VM (Bumble backend): the real accessd on the system bus's
@@ -23,8 +24,12 @@ enum Lab {
     /// same address, otherwise made StartNotify fail ("Failed to register notify session")
     /// on the stale cache in the next scenario (seen after `theNearerOfTwoReadersIsChosen`).
     static func forgetDevices(on adapter: String) {
-        guard let listing = try? runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/",
-                                             "org.freedesktop.DBus.ObjectManager.GetManagedObjects"]).output else { return }
+        guard
+            let listing = try? runCommand([
+                "/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/",
+                "org.freedesktop.DBus.ObjectManager.GetManagedObjects",
+            ]).output
+        else { return }
         let prefix = "/org/bluez/\(adapter)/dev_"
         var devices = Set<String>()
         for line in listing.split(separator: "\n") {
@@ -33,8 +38,10 @@ enum Lab {
             if !path.dropFirst(prefix.count).contains("/") { devices.insert(String(path)) }
         }
         for device in devices {
-            _ = try? runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
-                                 "org.bluez.Adapter1.RemoveDevice", "objpath:" + device])
+            _ = try? runCommand([
+                "/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
+                "org.bluez.Adapter1.RemoveDevice", "objpath:" + device,
+            ])
         }
     }
 
@@ -42,10 +49,14 @@ enum Lab {
         guard !isRunning("bluetoothd") else { return }
         let kernel = (try? runCommand(["/bin/dmesg"]).output) ?? ""
         let lines = kernel.split(separator: "\n")
-        let bug = lines.firstIndex { $0.contains("kernel BUG") || $0.contains("list_del corruption") || $0.contains("Oops") }
-        throw TestEnvironmentError("the lab's bluetoothd is not running" + (bug.map {
-            "; the kernel reported:\n" + lines[$0..<min(lines.count, $0 + 12)].joined(separator: "\n")
-        } ?? ""))
+        let bug = lines.firstIndex {
+            $0.contains("kernel BUG") || $0.contains("list_del corruption") || $0.contains("Oops")
+        }
+        throw TestEnvironmentError(
+            "the lab's bluetoothd is not running"
+                + (bug.map {
+                    "; the kernel reported:\n" + lines[$0..<min(lines.count, $0 + 12)].joined(separator: "\n")
+                } ?? ""))
     }
 
     /// The command line arguments (without the program) of the process called `name`.
@@ -53,8 +64,9 @@ enum Lab {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
         for entry in entries where entry.allSatisfy(\.isNumber) {
             guard let comm = try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8),
-                  comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
-                  let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+                comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+                let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { continue }
             return raw.split(separator: 0).dropFirst().map { String(decoding: $0, as: UTF8.self) }
         }
         return nil
@@ -72,10 +84,13 @@ enum Lab {
         // The new one can own org.bluez only once the old one is gone ("Name already in use"
         // seen when a loaded machine made the old one take over a second to exit).
         let deadline = Date().addingTimeInterval(20)
-        while runningArguments("bluetoothd")?.isEmpty == false, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }  // a zombie has no cmdline
+        // A zombie has no cmdline: empty arguments are a bluetoothd that has exited.
+        while runningArguments("bluetoothd")?.isEmpty == false, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         Thread.sleep(forTimeInterval: 0.5)
-        try ChildProcess(["/usr/libexec/bluetooth/bluetoothd"] + arguments,
-                         output: directory + "/bluetoothd.restarted.log").detach()
+        try ChildProcess(
+            ["/usr/libexec/bluetooth/bluetoothd"] + arguments,
+            output: directory + "/bluetoothd.restarted.log"
+        ).detach()
     }
 }
 
@@ -102,9 +117,12 @@ final class RemovableControllers: @unchecked Sendable {
         let (python, script) = try Self.bumble()
         let ready = directory + "/removable.ready"
         try? FileManager.default.removeItem(atPath: ready)
-        let process = try ChildProcess([python, script, "--count", String(count), "--ctl", directory + "/removable.sock",
-                                        "--ready-file", ready, "--address-format", "00:BB:02:{i:02X}:00:{i:02X}"],
-                                       output: directory + "/removable.log")
+        let process = try ChildProcess(
+            [
+                python, script, "--count", String(count), "--ctl", directory + "/removable.sock",
+                "--ready-file", ready, "--address-format", "00:BB:02:{i:02X}:00:{i:02X}",
+            ],
+            output: directory + "/removable.log")
         self.process = process
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
@@ -130,7 +148,9 @@ final class RemovableControllers: @unchecked Sendable {
         var values: [String: String] = [:]
         for line in config.split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'\"")) }
+            if parts.count == 2 {
+                values[String(parts[0])] = String(parts[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
+            }
         }
         guard let python = values["LAB_BUMBLE_PYTHON"], let script = values["LAB_BUMBLE_SCRIPT"] else {
             throw TestEnvironmentError("no LAB_BUMBLE_PYTHON/LAB_BUMBLE_SCRIPT in \(out)/config.sh")
@@ -139,9 +159,11 @@ final class RemovableControllers: @unchecked Sendable {
     }
 
     private static func isPowered(_ adapter: String) throws -> Bool {
-        try runCommand(["/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
-                        "org.freedesktop.DBus.Properties.Get", "string:org.bluez.Adapter1", "string:Powered"])
-            .output.contains("boolean true")
+        try runCommand([
+            "/usr/bin/dbus-send", "--system", "--print-reply", "--dest=org.bluez", "/org/bluez/" + adapter,
+            "org.freedesktop.DBus.Properties.Get", "string:org.bluez.Adapter1", "string:Powered",
+        ])
+        .output.contains("boolean true")
     }
 }
 
@@ -158,11 +180,16 @@ final class LabDaemon: @unchecked Sendable {
     }
 
     func start() async throws {
-        let process = try ChildProcess([DaemonHarness.accessdPath, "--config", directory + "/accessd.toml", "--socket", socketPath,
-                                        "--state-dir", directory + "/state"], output: directory + "/accessd.log")
+        let process = try ChildProcess(
+            [
+                DaemonHarness.accessdPath, "--config", directory + "/accessd.toml", "--socket", socketPath,
+                "--state-dir", directory + "/state",
+            ], output: directory + "/accessd.log")
         self.process = process
         for _ in 0..<1500 {
-            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil { return }
+            if let connection = try? ControlConnection(path: socketPath), (try? connection.call("status.get")) != nil {
+                return
+            }
             guard process.isRunning else { throw TestEnvironmentError("accessd exited: \(log)") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -181,7 +208,8 @@ final class LabDaemon: @unchecked Sendable {
     func accessctl(_ arguments: [String], input: String? = nil) throws -> (Int32, String) {
         let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
             .appendingPathComponent("accessctl").path
-        let result = try runCommand([accessctl] + arguments + ["--socket", socketPath], input: input ?? "", mergingErrors: true)
+        let result = try runCommand(
+            [accessctl] + arguments + ["--socket", socketPath], input: input ?? "", mergingErrors: true)
         return (result.status, result.output)
     }
 
@@ -215,7 +243,7 @@ final class LabReaders: @unchecked Sendable {
             do {
                 try await start(site: site, readers: readers)
                 return
-            } catch where attempt < 3 {
+            } catch  where attempt < 3 {
                 print("readersim did not come up (attempt \(attempt)): \(error)")
                 try await Task.sleep(for: .seconds(2))
             }
@@ -233,8 +261,9 @@ final class LabReaders: @unchecked Sendable {
         try "[site]\nurl = \"\(site.url)\"\nkey = \"\(keyFile)\"\n\n\(readers)"
             .write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: outputPath)
-        let process = try ChildProcess([SiteHarness.readersimPath, "readers", "--config", directory + "/readers.toml"],
-                                       output: outputPath)
+        let process = try ChildProcess(
+            [SiteHarness.readersimPath, "readers", "--config", directory + "/readers.toml"],
+            output: outputPath)
         self.process = process
         let expected = readers.components(separatedBy: "\n").filter { $0.hasPrefix("[") }.count
         _ = try await waitForLines(timeout: .seconds(20)) { lines in
@@ -268,17 +297,20 @@ final class LabReaders: @unchecked Sendable {
 
     /// Waits until `condition` holds over all lines so far.
     @discardableResult
-    func waitForLines(timeout: Duration = .seconds(30), _ condition: ([JSONValue]) -> Bool) async throws -> [JSONValue] {
+    func waitForLines(timeout: Duration = .seconds(30), _ condition: ([JSONValue]) -> Bool) async throws -> [JSONValue]
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let current = lines
             if condition(current) { return current }
             guard process?.isRunning ?? false else {
-                throw TestEnvironmentError("readersim readers exited: \((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")")
+                throw TestEnvironmentError(
+                    "readersim readers exited: \((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")")
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw TestEnvironmentError("readersim never printed what was expected; it printed: \(lines.map(\.jsonText).joined(separator: "\n"))")
+        throw TestEnvironmentError(
+            "readersim never printed what was expected; it printed: \(lines.map(\.jsonText).joined(separator: "\n"))")
     }
 }
 
@@ -291,7 +323,8 @@ final class LabScenario: @unchecked Sendable {
     let radio = LabRadio()
     let events: ControlConnection
 
-    init(name: String, adapter: String = "hci1", accessdConfig: String = "", readers readerConfig: String) async throws {
+    init(name: String, adapter: String = "hci1", accessdConfig: String = "", readers readerConfig: String) async throws
+    {
         try Lab.requireBluetoothd()
         directory = "/tmp/lab-\(name)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -301,8 +334,9 @@ final class LabScenario: @unchecked Sendable {
         Lab.forgetDevices(on: adapter)
         site = try SiteHarness(directory: directory)
         try await site.serve()
-        daemon = try LabDaemon(directory: directory + "/accessd",
-                               config: "[bluetooth]\nadapter = \"\(adapter)\"\n" + accessdConfig)
+        daemon = try LabDaemon(
+            directory: directory + "/accessd",
+            config: "[bluetooth]\nadapter = \"\(adapter)\"\n" + accessdConfig)
         try await daemon.start()
         events = try daemon.connect()
         _ = try events.call("events.subscribe", [:])
@@ -328,15 +362,18 @@ final class LabScenario: @unchecked Sendable {
     /// would try again. A wrong decision is never retried.
     func manual(_ method: String, _ params: JSONValue) throws -> Result<JSONValue, RPCError> {
         let first = try daemon.call(method, params)
-        guard case let .failure(error) = first,
-              ["timeout", "readerUnavailable"].contains(error.data?["error"]?.string ?? "") else { return first }
+        guard case .failure(let error) = first,
+            ["timeout", "readerUnavailable"].contains(error.data?["error"]?.string ?? "")
+        else { return first }
         print("\(method): \(error.data?["error"]?.string ?? "?") on the first try; trying again")
         return try daemon.call(method, params)
     }
 
     /// The next event of `kind` (matching `where`), waiting up to `timeout`.
-    func event(_ kind: String, timeout: Duration = .seconds(30),
-               where predicate: (JSONValue) -> Bool = { _ in true }) throws -> JSONValue? {
+    func event(
+        _ kind: String, timeout: Duration = .seconds(30),
+        where predicate: (JSONValue) -> Bool = { _ in true }
+    ) throws -> JSONValue? {
         try waitForEvent(events, timeout: timeout) {
             $0["params"]?["kind"]?.string == kind && predicate($0["params"]?["data"] ?? .null)
         }?["params"]?["data"]
@@ -373,8 +410,9 @@ final class LabScenario: @unchecked Sendable {
         try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         let files = FileManager.default.enumerator(atPath: directory)?.compactMap { $0 as? String } ?? []
         for file in files where file.hasSuffix(".log") || file.hasSuffix(".out") || file.hasSuffix(".toml") {
-            try? FileManager.default.copyItem(atPath: directory + "/" + file,
-                                              toPath: target + "/" + file.replacingOccurrences(of: "/", with: "-"))
+            try? FileManager.default.copyItem(
+                atPath: directory + "/" + file,
+                toPath: target + "/" + file.replacingOccurrences(of: "/", with: "-"))
         }
     }
 }

@@ -38,7 +38,8 @@ final class MosquittoBroker: @unchecked Sendable {
             let passwords = directory + "/passwords"
             _ = FileManager.default.createFile(atPath: passwords, contents: Data())
             for (name, password) in users {
-                let result = try runCommand(["/usr/bin/mosquitto_passwd", "-b", passwords, name, password], mergingErrors: true)
+                let result = try runCommand(
+                    ["/usr/bin/mosquitto_passwd", "-b", passwords, name, password], mergingErrors: true)
                 guard result.status == 0 else { throw TestEnvironmentError("mosquitto_passwd: \(result.output)") }
             }
             config += "allow_anonymous false\npassword_file \(passwords)\n"
@@ -47,13 +48,16 @@ final class MosquittoBroker: @unchecked Sendable {
     }
 
     func start() async throws {
-        let process = try ChildProcess(["/usr/sbin/mosquitto", "-c", directory + "/mosquitto.conf"],
-                                       output: directory + "/mosquitto.out")
+        let process = try ChildProcess(
+            ["/usr/sbin/mosquitto", "-c", directory + "/mosquitto.conf"],
+            output: directory + "/mosquitto.out")
         self.process = process
         for _ in 0..<250 {
             if Self.accepts(port) { return }
             guard process.isRunning else {
-                throw TestEnvironmentError("mosquitto exited: \((try? String(contentsOfFile: directory + "/mosquitto.out", encoding: .utf8)) ?? "")")
+                throw TestEnvironmentError(
+                    "mosquitto exited: \((try? String(contentsOfFile: directory + "/mosquitto.out", encoding: .utf8)) ?? "")"
+                )
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -71,21 +75,30 @@ final class MosquittoBroker: @unchecked Sendable {
     /// A subscriber with a durable session (`-c -i`): what it missed while away it gets on
     /// return. Prints `topic payload` per message.
     func subscribe(_ filter: String, id: String, output: String, format: String = "%t %p") throws -> ChildProcess {
-        try ChildProcess(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-t", filter,
-                          "-F", format] + tlsArguments, output: output)
+        try ChildProcess(
+            [
+                "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-t", filter,
+                "-F", format,
+            ] + tlsArguments, output: output)
     }
 
     /// Publishes one message with `mosquitto_pub` (as the broker's user, over its TLS).
     func publish(_ topic: String, _ payload: String) throws {
-        let result = try runCommand(["/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
-                                     "-m", payload] + tlsArguments, mergingErrors: true, timeout: .seconds(10))
+        let result = try runCommand(
+            [
+                "/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
+                "-m", payload,
+            ] + tlsArguments, mergingErrors: true, timeout: .seconds(10))
         guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub: \(result.output)") }
     }
 
     /// The retained message on `topic`, read by a one-shot subscriber.
     func retained(_ topic: String) throws -> String {
-        let result = try runCommand(["/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "3",
-                                     "--retained-only"] + tlsArguments, timeout: .seconds(10))
+        let result = try runCommand(
+            [
+                "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "3",
+                "--retained-only",
+            ] + tlsArguments, timeout: .seconds(10))
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -103,7 +116,9 @@ final class MosquittoBroker: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

@@ -29,11 +29,13 @@ struct ProcessMaps {
         regions = text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
             guard fields.count >= 5, let dash = fields[0].firstIndex(of: "-"),
-                  let start = UInt64(fields[0][..<dash], radix: 16),
-                  let end = UInt64(fields[0][fields[0].index(after: dash)...], radix: 16),
-                  let offset = UInt64(fields[2], radix: 16) else { return nil }
+                let start = UInt64(fields[0][..<dash], radix: 16),
+                let end = UInt64(fields[0][fields[0].index(after: dash)...], radix: 16),
+                let offset = UInt64(fields[2], radix: 16)
+            else { return nil }
             let path = fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : ""
-            return Region(start: start, end: end, permissions: fields[1], offset: offset, path: path.isEmpty ? nil : path)
+            return Region(
+                start: start, end: end, permissions: fields[1], offset: offset, path: path.isEmpty ? nil : path)
         }
     }
 

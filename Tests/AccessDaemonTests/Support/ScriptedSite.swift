@@ -63,7 +63,8 @@ final class ScriptedSite: Sendable {
                 return
             }
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
-            let nanoseconds = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
+            let nanoseconds =
+                interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
                 let (handler, context) = loopBound.value
@@ -87,14 +88,15 @@ final class ScriptedSite: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
-            case let .head(head):
+            case .head(let head):
                 self.head = head
                 body.clear()
-            case var .body(part):
+            case .body(var part):
                 body.writeBuffer(&part)
             case .end:
-                let request = Request(method: head?.method.rawValue ?? "", target: head?.uri ?? "",
-                                      body: String(buffer: body))
+                let request = Request(
+                    method: head?.method.rawValue ?? "", target: head?.uri ?? "",
+                    body: String(buffer: body))
                 let (answer, index) = state.withLockedValue { state in
                     state.requests.append(request)
                     if route != nil { return (Answer(status: 0, body: ""), state.requests.count - 1) }
@@ -104,8 +106,12 @@ final class ScriptedSite: Sendable {
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Type", value: "application/json")
                 headers.add(name: "Content-Length", value: String(routed.body.utf8.count))
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(
-                    version: .http1_1, status: HTTPResponseStatus(statusCode: routed.status), headers: headers))),
+                context.write(
+                    wrapOutboundOut(
+                        .head(
+                            HTTPResponseHead(
+                                version: .http1_1, status: HTTPResponseStatus(statusCode: routed.status),
+                                headers: headers))),
                     promise: nil)
                 if let interval = routed.dribble {
                     context.flush()

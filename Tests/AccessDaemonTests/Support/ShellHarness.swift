@@ -6,6 +6,7 @@ import BlueZTestSupport
 import Crypto
 import Foundation
 import Logging
+
 @testable import AccessDaemon
 @testable import ControlSocket
 
@@ -33,8 +34,11 @@ final class ShellHarness: @unchecked Sendable {
     private var nextClient: UInt64 = 0
 
     /// `secondFactor`: the credential's second factor is sealed under `pin`.
-    init(secondFactor: Bool = false, credentialState: CredentialState = .active, clock: any Clock<Duration> = ContinuousClock(),
-         siteURL: String = "http://127.0.0.1:9", configure: (inout AccessdConfiguration) -> Void = { _ in }) throws {
+    init(
+        secondFactor: Bool = false, credentialState: CredentialState = .active,
+        clock: any Clock<Duration> = ContinuousClock(),
+        siteURL: String = "http://127.0.0.1:9", configure: (inout AccessdConfiguration) -> Void = { _ in }
+    ) throws {
         directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try AccessStore(directory: directory + "/state")
@@ -48,30 +52,39 @@ final class ShellHarness: @unchecked Sendable {
             // parameters it was sealed with, and at the standard cost (unoptimized in a debug
             // build) sealing and PIN attempts were a fifth of the host suite's CPU, enough to
             // starve other tests past their waits on a 2-core machine.
-            sealed = try SealedSecondFactorKey.seal(secondFactorKey, pin: Self.pin, credential: Self.credentialID,
-                                                    parameters: .init(log2N: 10, r: 8, p: 1), using: &generator)
+            sealed = try SealedSecondFactorKey.seal(
+                secondFactorKey, pin: Self.pin, credential: Self.credentialID,
+                parameters: .init(log2N: 10, r: 8, p: 1), using: &generator)
         }
-        let credential = Credential(id: Self.credentialID, siteTag: Self.siteTag, cardholderName: "Ada Lovelace",
-                                    kind: .mobile, state: credentialState, sitePublicKey: siteKey.publicKey,
-                                    signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: secondFactor)
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "Head office",
-                                                    siteURL: siteURL, deviceName: "kiosk", registeredAt: 0))
+        let credential = Credential(
+            id: Self.credentialID, siteTag: Self.siteTag, cardholderName: "Ada Lovelace",
+            kind: .mobile, state: credentialState, sitePublicKey: siteKey.publicKey,
+            signingKey: credentialKey, sealedSecondFactor: sealed, secondFactorEnabled: secondFactor)
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "Head office",
+                siteURL: siteURL, deviceName: "kiosk", registeredAt: 0))
         site = try SiteClient(caFile: nil, timeout: .seconds(5))
         var logger = Logger(label: "shell-test")
         logger.logLevel = .critical
-        daemon = try AccessDaemonServices(configuration: configuration, store: store, central: central, site: site,
-                                          logLevel: LogLevelSetting(.critical), logger: logger, clock: clock)
+        daemon = try AccessDaemonServices(
+            configuration: configuration, store: store, central: central, site: site,
+            logLevel: LogLevelSetting(.critical), logger: logger, clock: clock)
     }
 
     /// The reader the credential above is for.
-    func readerConfiguration(secondFactor: Bool = false, policy: ReaderSession.DecisionPolicy = .fromSite,
-                             readerID: ReaderID = readerID) -> ReaderSession.Configuration
-    {
+    func readerConfiguration(
+        secondFactor: Bool = false, policy: ReaderSession.DecisionPolicy = .fromSite,
+        readerID: ReaderID = readerID
+    ) -> ReaderSession.Configuration {
         ReaderSession.Configuration(
             readerID: readerID, siteTag: Self.siteTag, siteKey: siteKey, policy: policy,
             secondFactorRequired: secondFactor,
-            credentials: [.init(id: Self.credentialID, publicKey: credentialKey.publicKey,
-                                secondFactorPublicKey: secondFactorKey.publicKey)])
+            credentials: [
+                .init(
+                    id: Self.credentialID, publicKey: credentialKey.publicKey,
+                    secondFactorPublicKey: secondFactorKey.publicKey)
+            ])
     }
 
     /// Starts the services with one powered adapter, and waits until discovery runs.
@@ -92,8 +105,9 @@ final class ShellHarness: @unchecked Sendable {
         let path = directory + "/control.sock"
         var logger = Logger(label: "shell-socket")
         logger.logLevel = .critical
-        let server = ControlServer(path: path, group: nil, eventLimit: 1024, logger: logger, handler: daemon.control,
-                                   roleOf: { _ in .admin })
+        let server = ControlServer(
+            path: path, group: nil, eventLimit: 1024, logger: logger, handler: daemon.control,
+            roleOf: { _ in .admin })
         socket = Task { try? await server.run() }
         try await waitUntil("the socket listens") { FileManager.default.fileExists(atPath: path) }
         return path
@@ -111,15 +125,18 @@ final class ShellHarness: @unchecked Sendable {
     /// The reader advertising at `rssi` (tx power −59 dBm: −70 is 11 dB of path loss, within
     /// auto range 20), attached behind the fake central.
     /// Another reader (`id`, `address`) is heard the same way.
-    func readerAdvertises(_ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag,
-                          id: ReaderID = readerID, address: String = readerAddress,
-                          flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled]) async throws {
+    func readerAdvertises(
+        _ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag,
+        id: ReaderID = readerID, address: String = readerAddress,
+        flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled]
+    ) async throws {
         let advertisement = ReaderAdvertisement(
             kind: .gallagherStyle, flags: flags, readerID: id,
             txPower: -59, autoConnectPathLoss: 20, manualConnectPathLoss: 40, siteTag: siteTag)
         for _ in 0..<times {
-            let path = await central.advertise(address: address, rssi: rssi,
-                                               serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
+            let path = await central.advertise(
+                address: address, rssi: rssi,
+                serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
             if let reader { await central.attach(reader, to: path) }
         }
         try await waitUntil("reader heard") {
@@ -134,11 +151,15 @@ final class ShellHarness: @unchecked Sendable {
         try await readerAdvertises(FakeReader(readerConfiguration(secondFactor: true)))
         let answer = Task { await self.call("access.request", ["reader": "2A01"]) }
         let prompt = try await waitForEvent("secondFactor.required")
-        guard let request = prompt["request"]?.string else { throw TestEnvironmentError("prompt without request: \(prompt)") }
+        guard let request = prompt["request"]?.string else {
+            throw TestEnvironmentError("prompt without request: \(prompt)")
+        }
         return (answer, request)
     }
 
-    func call(_ method: String, _ params: JSONValue = .object([:]), role: Role = .admin) async -> Result<JSONValue, RPCError> {
+    func call(_ method: String, _ params: JSONValue = .object([:]), role: Role = .admin) async -> Result<
+        JSONValue, RPCError
+    > {
         nextClient += 1
         let client = ControlClient(id: nextClient, role: role, uid: 0, pid: 0, eventLimit: 1024)
         return await daemon.control.handle(RPCRequest(id: .int(1), method: method, params: params), from: client)
@@ -149,8 +170,10 @@ final class ShellHarness: @unchecked Sendable {
         try store.events(after: 0, kinds: [kind]).map { try JSONValue.parse($0.data) }
     }
 
-    func waitForEvent(_ kind: String, timeout: Duration = .seconds(30),
-                      where predicate: (JSONValue) -> Bool = { _ in true }) async throws -> JSONValue {
+    func waitForEvent(
+        _ kind: String, timeout: Duration = .seconds(30),
+        where predicate: (JSONValue) -> Bool = { _ in true }
+    ) async throws -> JSONValue {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let match = try events(kind).first(where: predicate) { return match }
@@ -159,7 +182,8 @@ final class ShellHarness: @unchecked Sendable {
         throw TestEnvironmentError("no \(kind) event within \(timeout): \(try events(kind))")
     }
 
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try await condition() { return }
@@ -178,11 +202,14 @@ extension ShellHarness {
         let directory = NSTemporaryDirectory() + "accessd-book-" + UUID().uuidString
         let store = try AccessStore(directory: directory)
         let key = P256.Signing.PrivateKey()
-        let credential = Credential(id: credentialID, siteTag: siteTag, cardholderName: "Ada", kind: .mobile, state: .active,
-                                    sitePublicKey: key.publicKey, signingKey: key, sealedSecondFactor: nil,
-                                    secondFactorEnabled: false)
-        try store.insertCredential(StoredCredential(credential: credential, siteName: "S", siteURL: "http://127.0.0.1:9",
-                                                    deviceName: "k", registeredAt: registeredAt, lastSyncAt: lastSyncAt))
+        let credential = Credential(
+            id: credentialID, siteTag: siteTag, cardholderName: "Ada", kind: .mobile, state: .active,
+            sitePublicKey: key.publicKey, signingKey: key, sealedSecondFactor: nil,
+            secondFactorEnabled: false)
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "S", siteURL: "http://127.0.0.1:9",
+                deviceName: "k", registeredAt: registeredAt, lastSyncAt: lastSyncAt))
         return (store, directory)
     }
 }

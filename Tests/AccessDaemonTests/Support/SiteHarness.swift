@@ -14,7 +14,8 @@ final class SiteHarness: @unchecked Sendable {
     private var outputPath: String { directory + "/site.out" }
 
     static var readersimPath: String {
-        URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent().appendingPathComponent("readersim").path
+        URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent().appendingPathComponent("readersim")
+            .path
     }
 
     init(directory: String, name: String = "Test site", tag: String = "5117e001") throws {
@@ -39,7 +40,8 @@ final class SiteHarness: @unchecked Sendable {
         for _ in 0..<1500 {
             let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first, let object = try? JSONValue.parse(String(line)),
-               let listening = object["url"]?.string {
+                let listening = object["url"]?.string
+            {
                 url = listening
                 return
             }
@@ -69,8 +71,10 @@ final class SiteHarness: @unchecked Sendable {
     @discardableResult
     func run(_ arguments: [String]) throws -> String {
         let (command, rest) = (arguments[0], Array(arguments.dropFirst()))
-        let result = try runCommand([Self.readersimPath, "site"]
-            + (["item", "reader"].contains(command) ? [command, rest[0], "--db", database] + rest.dropFirst() : [command, "--db", database] + rest))
+        let result = try runCommand(
+            [Self.readersimPath, "site"]
+                + (["item", "reader"].contains(command)
+                    ? [command, rest[0], "--db", database] + rest.dropFirst() : [command, "--db", database] + rest))
         guard result.status == 0 else {
             throw TestEnvironmentError("readersim site \(arguments.joined(separator: " ")) failed: \(result.errors)")
         }
@@ -79,11 +83,15 @@ final class SiteHarness: @unchecked Sendable {
 
     /// A fresh invitation's URL and code. `byName` puts `localhost` for the address in the
     /// site URL the invitation carries, so that the holder resolves a host name.
-    func invite(_ name: String, secondFactor: Bool = false, expiresIn: Double? = nil,
-                byName: Bool = false) throws -> (url: String, code: String) {
+    func invite(
+        _ name: String, secondFactor: Bool = false, expiresIn: Double? = nil,
+        byName: Bool = false
+    ) throws -> (url: String, code: String) {
         let siteURL = url.isEmpty ? "http://127.0.0.1:1" : url
-        var arguments = ["invite", "--name", name, "--json", "--url",
-                         byName ? siteURL.replacingOccurrences(of: "://127.0.0.1:", with: "://localhost:") : siteURL]
+        var arguments = [
+            "invite", "--name", name, "--json", "--url",
+            byName ? siteURL.replacingOccurrences(of: "://127.0.0.1:", with: "://localhost:") : siteURL,
+        ]
         if secondFactor { arguments.append("--second-factor") }
         if let expiresIn { arguments.append("--expires-in=\(expiresIn)") }
         let object = try JSONValue.parse(try run(arguments).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -103,10 +111,14 @@ extension DaemonHarness {
     /// Key material as stored: credential keys and Aperio keys, in the forms they could leak in.
     func secretsInStore() throws -> [Secret] {
         let database = stateDirectory + "/accessd.sqlite"
-        let output = try sqlite(database, "SELECT hex(signingKey) FROM credential UNION ALL SELECT hex(aperioKey) FROM item WHERE aperioKey IS NOT NULL")
+        let output = try sqlite(
+            database,
+            "SELECT hex(signingKey) FROM credential UNION ALL SELECT hex(aperioKey) FROM item WHERE aperioKey IS NOT NULL"
+        )
         return output.split(separator: "\n").compactMap { line in
             guard let bytes = [UInt8](hexString: String(line)), !bytes.isEmpty else { return nil }
-            return Secret(hex: bytes.map { String(format: "%02x", $0) }.joined(), base64: Data(bytes).base64EncodedString())
+            return Secret(
+                hex: bytes.map { String(format: "%02x", $0) }.joined(), base64: Data(bytes).base64EncodedString())
         }
     }
 
@@ -121,7 +133,10 @@ extension DaemonHarness {
     }
 
     private func sqlite(_ database: String, _ query: String) throws -> String {
-        try runCommand(["/usr/bin/python3", "-c", "import sqlite3,sys\nfor r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(r[0])",
-                        database, query]).output
+        try runCommand([
+            "/usr/bin/python3", "-c",
+            "import sqlite3,sys\nfor r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(r[0])",
+            database, query,
+        ]).output
     }
 }

@@ -5,7 +5,7 @@ import ControlSocket
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The packaged accessd under the real systemd of the lab VM (`lab --init systemd`):
@@ -27,8 +27,9 @@ enum SystemdLab {
     /// A shell command's status and output (stdout and stderr together).
     @discardableResult
     static func sh(_ script: String, timeout: Duration = .seconds(120)) throws -> CommandResult {
-        try runCommand(["/bin/sh", "-c", script], mergingErrors: true,
-                       environment: ["DEBIAN_FRONTEND": "noninteractive"], timeout: timeout)
+        try runCommand(
+            ["/bin/sh", "-c", script], mergingErrors: true,
+            environment: ["DEBIAN_FRONTEND": "noninteractive"], timeout: timeout)
     }
 
     /// Like `sh`, failing the check with the output unless the command succeeds.
@@ -46,15 +47,18 @@ enum SystemdLab {
     /// Returns the file, for the caller to remove.
     static func installDropIn(fromDoc page: String, after opening: String, as name: String) throws -> String {
         // This file is Tests/AccessDaemonTests/Support/SystemdLab.swift.
-        let docs = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("docs/\(page)").path, encoding: .utf8)
+        let docs = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("docs/\(page)").path, encoding: .utf8)
         guard let start = docs.range(of: opening + "\n\n```ini\n")?.upperBound else {
             throw TestEnvironmentError("the drop-in is no longer in docs/\(page)")
         }
         let dropIn = String(docs[start..<(docs[start...].range(of: "```")?.lowerBound ?? docs.endIndex)])
         let file = "/etc/systemd/system/accessd.service.d/\(name).conf"
-        try must("mkdir -p /etc/systemd/system/accessd.service.d && cat > \(file) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload")
+        try must(
+            "mkdir -p /etc/systemd/system/accessd.service.d && cat > \(file) <<'EOF'\n\(dropIn)EOF\nsystemctl daemon-reload"
+        )
         return file
     }
 
@@ -90,12 +94,15 @@ enum SystemdLab {
     static func install(_ deb: String) async throws {
         try prepareMachine()
         let started = ContinuousClock.now
-        let output = try must("apt-get install -y -q -o Dpkg::Options::=--force-confold '\(deb)'", timeout: .seconds(300))
+        let output = try must(
+            "apt-get install -y -q -o Dpkg::Options::=--force-confold '\(deb)'", timeout: .seconds(300))
         print("apt-get install took \(ContinuousClock.now - started):\n\(output)")
         do {
             try await waitFor("accessd active after install") { try isRunning() }
         } catch {
-            let state = try sh("systemctl is-enabled accessd; systemctl status accessd --no-pager; ls -l /usr/sbin/policy-rc.d").output
+            let state = try sh(
+                "systemctl is-enabled accessd; systemctl status accessd --no-pager; ls -l /usr/sbin/policy-rc.d"
+            ).output
             throw TestEnvironmentError("\(error)\n\(state)")
         }
     }

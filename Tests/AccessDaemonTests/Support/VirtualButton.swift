@@ -2,7 +2,7 @@ import BlueZTestSupport
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real input device made with the kernel's uinput (lab only: the host has no /dev/uinput):

@@ -23,7 +23,8 @@ final class EventRecorder: @unchecked Sendable {
     /// Waits until an event matching `predicate` has been recorded after position `from`;
     /// returns it, or nil after `timeout`. 60 s (the whole suite shares two cores with dozens of daemons): only reached when the event never comes; a
     /// loaded CI machine running the whole suite in parallel took more than 5 s to deliver one.
-    func wait(from: Int = 0, timeout: Duration = .seconds(60), for predicate: (BlueZEvent) -> Bool) async -> BlueZEvent? {
+    func wait(from: Int = 0, timeout: Duration = .seconds(60), for predicate: (BlueZEvent) -> Bool) async -> BlueZEvent?
+    {
         let deadline = ContinuousClock.now + timeout
         while true {
             // Looked at once more after the deadline: a sleep that overran it may have
