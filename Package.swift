@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "ControlSocket",
             dependencies: [
-                "AccessCore", "AccessJSON",
+                "AccessJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -172,22 +172,11 @@ public struct AutoConnectMachine: Sendable {
         self.credentials = credentials
     }
 
-    /// Readers waiting for an automatic exchange, for diagnostics.
-    public var armedReaders: [ReaderID] {
-        tracked.filter { if case .armed = $0.value.phase { true } else { false } }.keys.sorted()
-    }
-
     /// The reader whose link is prepared for an exchange to come, for diagnostics.
     public var preparedReader: ReaderID? { early.held?.candidate.id }
 
     /// Readers that went silent over a prepared link: never connected to early again.
     public var withoutPresence: Set<ReaderID> { early.silent }
-
-    /// Whether this reader is blocked from auto-connect until it leaves range or the cooldown ends.
-    public func isSpent(_ reader: ReaderID) -> Bool {
-        if case .spent = tracked[reader]?.phase { return true }
-        return false
-    }
 
     public mutating func handle(_ input: Input, at now: Timestamp, slots: ExchangeSlots) -> [Action] {
         switch input {

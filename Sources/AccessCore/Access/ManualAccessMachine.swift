@@ -35,8 +35,6 @@ public struct ManualAccessMachine: Sendable {
         self.configuration = configuration
     }
 
-    public var pendingRequests: Int { inFlight.count }
-
     public mutating func handle(_ input: Input, slots: ExchangeSlots, credentials: CredentialAvailability) -> [Action] {
         switch input {
         case .request(let request, let readerID, let operation, let reader):

@@ -18,16 +18,6 @@ struct ByteReader {
         return bytes[offset]
     }
 
-    mutating func readInt8() -> Int8? {
-        readUInt8().map { Int8(bitPattern: $0) }
-    }
-
-    mutating func readUInt16() -> UInt16? {
-        guard remaining >= 2 else { return nil }
-        defer { offset += 2 }
-        return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
-    }
-
     mutating func readUInt32() -> UInt32? {
         guard remaining >= 4 else { return nil }
         var value: UInt32 = 0
@@ -42,11 +32,6 @@ struct ByteReader {
         guard count >= 0, remaining >= count else { return nil }
         defer { offset += count }
         return Array(bytes[offset..<(offset + count)])
-    }
-
-    mutating func readRest() -> [UInt8] {
-        defer { offset = bytes.count }
-        return Array(bytes[offset...])
     }
 }
 

@@ -60,7 +60,4 @@ extension AccessDaemonServices {
         snapshot.uptimeSeconds = Double(Int64((Clocks.monotonic() - startedAt).components.seconds))
         return snapshot
     }
-
-    /// Calls `wake` after every journalled event, until the returned token is unwatched.
-    func watchJournal(_ wake: @escaping @Sendable () -> Void) -> Int { journal.watch(kinds: nil, wake) }
 }

@@ -77,9 +77,4 @@ extension BlueZClient {
             adapter, DBusProperties.interface, "Set",
             [.string(Adapter1.interface), .string("Powered"), .variant(.bool(powered))])
     }
-
-    /// Forgets a device (bluetoothd drops its object and cache).
-    public nonisolated func removeDevice(adapter: String, device: String) async throws(BlueZError) {
-        _ = try await call(adapter, Adapter1.interface, "RemoveDevice", [.objectPath(device)])
-    }
 }
