@@ -117,6 +117,13 @@ public actor FakeCentral: BluetoothCentral {
         wakeResolution(device, resolved: false)
     }
 
+    /// bluetoothd forgets a device (a temporary one not heard for `TemporaryTimeout`, a phone
+    /// that changed its address): `deviceRemoved`.
+    public func forget(_ device: String) {
+        guard devices.removeValue(forKey: device) != nil else { return }
+        continuation.yield(.deviceRemoved(path: device))
+    }
+
     /// bluetoothd leaves the bus: everything it reported is gone, calls under way fail.
     public func vanish() {
         present = false

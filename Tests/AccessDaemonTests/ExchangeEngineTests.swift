@@ -38,6 +38,30 @@ struct ExchangeEngineTests {
         await shell.stop()
     }
 
+    /// Every device BlueZ forgets (phones, beacons: thousands a day in a lobby) passed through
+    /// the exchange engine's disconnection count and kept a key there for good (issue #31):
+    /// 200 forgotten phones were 200 keys. Only devices with a link are counted now.
+    @Test func forgottenDevicesLeaveNothingBehindInTheExchangeEngine() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        try await shell.readerAdvertises(FakeReader(shell.readerConfiguration()))
+        _ = try await shell.call("access.request", ["reader": "2A01"]).get()
+        for index in 0..<200 {
+            let phone = await shell.central.advertise(
+                address: String(format: "4C:00:00:00:%02X:%02X", index / 256, index % 256), rssi: -60,
+                serviceData: [:])
+            await shell.central.forget(phone)
+        }
+        // The reader's own device last: its drop is counted (its link is being disconnected),
+        // and the phones' were handled before it, in order.
+        await shell.central.forget(ShellHarness.readerPath)
+        try await shell.waitUntil("the reader's drop counted") {
+            await shell.daemon.exchanges.dropsReported[ShellHarness.readerPath] != nil
+        }
+        #expect(await shell.daemon.exchanges.dropsReported.count == 1)
+        await shell.stop()
+    }
+
     /// Requests one after another at one reader, as an operator or a script repeats them:
     /// each is granted. The previous exchange's own Disconnect was reported after the next
     /// link was up and ended it as a remote close (2 to 6 of 20 failed before the engine

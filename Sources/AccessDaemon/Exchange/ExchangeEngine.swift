@@ -203,7 +203,14 @@ actor ExchangeEngine {
     }
 
     /// BlueZ says the device is gone or disconnected: exchanges whose link was up hear it.
+    /// Counted only for devices this engine has a link with or is disconnecting: every phone
+    /// and beacon BlueZ forgets passes here, and each kept a key for the life of the process
+    /// (issue #31).
     private func linkDropped(_ devicePath: String) {
+        let linked =
+            disconnects[devicePath] != nil || held?.devicePath == devicePath
+            || runs.values.contains { $0.devicePath == devicePath }
+        guard linked else { return }
         dropsReported[devicePath, default: 0] += 1
         for (reader, run) in runs where run.devicePath == devicePath && run.writes != nil {
             logger.info("reader dropped the link", metadata: ["reader": "\(reader)"])
