@@ -100,6 +100,7 @@ actor SiteSync {
     }
 
     private func serve(_ request: Request) async {
+        schedule.started()
         let answer = await syncAll(reason: request.reason)
         waiting.answer(request.id, .success(answer))
     }

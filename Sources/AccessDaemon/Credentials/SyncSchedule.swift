@@ -9,9 +9,22 @@ struct SyncSchedule: Sendable {
     private(set) var nextAt: Timestamp?
     private(set) var consecutiveFailures = 0
     var inProgress = false
+    /// A sync was asked for while one ran, which may have read the credentials before the
+    /// change that asked: the next one follows it at once (issue #31).
+    private var forcedWhileRunning = false
 
     /// The next check runs a sync (after a registration, so items arrive at once).
-    mutating func forceDue() { nextAt = nil }
+    mutating func forceDue() {
+        if inProgress { forcedWhileRunning = true }
+        nextAt = nil
+    }
+
+    /// A sync starts: it reads the credentials as they are now, so what was asked for until
+    /// now is served by it.
+    mutating func started() {
+        inProgress = true
+        forcedWhileRunning = false
+    }
 
     func isDue(at now: Timestamp) -> Bool { !inProgress && (nextAt.map { now >= $0 } ?? true) }
 
@@ -27,7 +40,8 @@ struct SyncSchedule: Sendable {
             let doubled = Self.firstRetry * (1 << min(consecutiveFailures - 1, 20))
             delay = min(doubled, interval)
         }
-        nextAt = now + delay
+        nextAt = forcedWhileRunning ? nil : now + delay
+        forcedWhileRunning = false
         return delay
     }
 }
