@@ -12,8 +12,12 @@ import Testing
 /// The journal's replay and fan-out, against a real SQLite store.
 @Suite("Event journal", .threadOfItsOwn)
 struct EventJournalTests {
-    /// An event told apart by its number.
-    static func numbered(_ index: Int) -> EventsLostEvent { EventsLostEvent(count: index, from: 0, to: 0) }
+    /// An event told apart by its number: a sighting, which the journal logs at debug.
+    static func numbered(_ index: Int) -> ReaderInfo {
+        var reader = EventSamples.reader
+        reader.rssi = index
+        return reader
+    }
     static let a = ReaderUnavailableEvent(reader: "00002A01")
     static let b = FeatureStateEvent(feature: "cloudConnection", state: .ok)
 
