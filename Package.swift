@@ -113,7 +113,8 @@ let package = Package(
         .executableTarget(
             name: "accessd",
             dependencies: [
-                "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "CProcessMemory", "ControlSocket",
+                "AccessCore", "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "CProcessMemory",
+                "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

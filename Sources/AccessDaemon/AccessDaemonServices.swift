@@ -39,6 +39,8 @@ public final class AccessDaemonServices: Sendable {
     let configuredAdapter: String?
     let logger: Logger
     let startedAt = Clocks.monotonic()
+    /// The engines' doors, for their counts (metrics).
+    let doors: (access: AccessEngine.Door, exchanges: ExchangeEngine.Door)
     private let runners: [ClosureService]
     /// Hands a reloaded configuration to the engines, in order with their other inputs.
     private let reconfigureEngines: @Sendable (AccessdConfiguration) -> Void
@@ -69,8 +71,9 @@ public final class AccessDaemonServices: Sendable {
         inputs.scanningEnabled = scanning
         book.applyCounts(to: &inputs)
         let sdk = SdkStatePublisher(inputs, journal: journal)
-        let (accessInputs, accessDoor) = AsyncStream<AccessEngine.Input>.makeStream()
-        let (commands, commandDoor) = AsyncStream<ExchangeCommand>.makeStream()
+        let accessDoor = AccessEngine.Door(capacity: AccessEngine.doorCapacity)
+        let commandDoor = ExchangeEngine.Door(capacity: ExchangeEngine.doorCapacity)
+        self.doors = (accessDoor, commandDoor)
         let access = AccessEngine(
             configuration: configuration, automaticAccessEnabled: automatic,
             scope: ReaderScope(configuration: configuration.readerRules, operatorRules: operatorRules),
@@ -141,8 +144,8 @@ public final class AccessDaemonServices: Sendable {
             untilGracefulShutdown {
                 await SiteWatch(site: site, book: book, sync: sync, clock: clock, logger: logger).run()
             },
-            untilGracefulShutdown { await exchanges.run(commands: commands) },
-            untilGracefulShutdown { await access.run(inputs: accessInputs) },
+            untilGracefulShutdown { await exchanges.run(commands: commandDoor) },
+            untilGracefulShutdown { await access.run(inputs: accessDoor) },
             untilGracefulShutdown { try await discovery.run() },
         ]
         if configuration.auditUpload {

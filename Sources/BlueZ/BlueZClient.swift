@@ -16,9 +16,15 @@ public actor BlueZClient: BluetoothCentral {
     public static let service = "org.bluez"
 
     public nonisolated let connection: DBusConnection
-    /// Events in the order BlueZ produced them. One consumer (the daemon).
-    public nonisolated let events: AsyncStream<BlueZEvent>
-    let continuation: AsyncStream<BlueZEvent>.Continuation
+    /// Events in the order BlueZ produced them, a device's advertisements merged while they
+    /// wait (`CoalescingQueue`). One consumer (the daemon).
+    public nonisolated let events: CoalescingQueue<BlueZEvent>
+    /// Service data UUIDs whose devices are reported advertising; nil: every device.
+    let advertisementsOf: Set<String>?
+    /// Devices whose advertisements were reported: only their removal is reported.
+    var announced: Set<String> = []
+    /// Times the event queue filled and the consumer was started over (diagnostics, tests).
+    public internal(set) var eventResets = 0
     private let signalBufferLimit: Int
     private nonisolated let failures = NIOLockedValueBox<[String: Int]>([:])
 
@@ -39,10 +45,18 @@ public actor BlueZClient: BluetoothCentral {
 
     /// `signalBufferLimit`: signals that may wait for this client before some are dropped
     /// and the tree is read again (small in tests, to provoke it).
-    public init(connection: DBusConnection, signalBufferLimit: Int = 4096) {
+    /// `eventCapacity`: events that may wait for the consumer (a device's advertisements
+    /// count once) before it is started over (`startOver`). `advertisementsOf`: only devices
+    /// carrying service data under one of these UUIDs are reported advertising (and removed);
+    /// any other advertisement is one `othersHeard`, however many came (a lobby's phones).
+    public init(
+        connection: DBusConnection, signalBufferLimit: Int = 4096, eventCapacity: Int = 16_384,
+        advertisementsOf: Set<String>? = nil
+    ) {
         self.connection = connection
         self.signalBufferLimit = signalBufferLimit
-        (events, continuation) = AsyncStream<BlueZEvent>.makeStream()
+        self.advertisementsOf = advertisementsOf
+        events = CoalescingQueue(capacity: eventCapacity)
     }
 
     /// Whether bluetoothd is on the bus (as last seen).
@@ -86,7 +100,7 @@ public actor BlueZClient: BluetoothCentral {
     public func stop() {
         signalTask?.cancel()
         signalTask = nil
-        continuation.finish()
+        events.finish()
     }
 
     private func currentOwner() async -> String? {
@@ -145,16 +159,16 @@ public actor BlueZClient: BluetoothCentral {
             let adapter = AdapterState(path: path, properties: properties)
             let known = adapters[path] != nil
             adapters[path] = adapter
-            continuation.yield(known ? .adapterChanged(adapter) : .adapterAdded(adapter))
+            post(known ? .adapterChanged(adapter) : .adapterAdded(adapter))
         }
         if let properties = interfaces[Device1.interface]?.stringKeyed {
             let device = DeviceState(path: path, properties: properties)
             let before = devices[path]
             devices[path] = device
-            continuation.yield(.deviceAdvertised(device))
+            advertised(device)
             // Read again after lost signals: a link that changed meanwhile is reported.
             if let before, before.connected != device.connected || before.servicesResolved != device.servicesResolved {
-                continuation.yield(.deviceConnectionChanged(device))
+                connectionChanged(device)
                 if !device.connected { wakeResolvedWaiters(device: path, .disconnected) }
             }
             if device.servicesResolved { wakeResolvedWaiters(device: path, .resolved) }
@@ -181,7 +195,7 @@ public actor BlueZClient: BluetoothCentral {
         if interfaces.contains(Device1.interface), devices.removeValue(forKey: path) != nil {
             forgetGatt(below: path)
             wakeResolvedWaiters(device: path, .vanished)
-            continuation.yield(.deviceRemoved(path: path))
+            removed(path)
         }
         if interfaces.contains(Adapter1.interface), adapters.removeValue(forKey: path) != nil {
             // bluetoothd does not always remove an adapter's devices first (dbusmock's
@@ -190,9 +204,9 @@ public actor BlueZClient: BluetoothCentral {
                 devices[devicePath] = nil
                 forgetGatt(below: devicePath)
                 wakeResolvedWaiters(device: devicePath, .vanished)
-                continuation.yield(.deviceRemoved(path: devicePath))
+                removed(devicePath)
             }
-            continuation.yield(.adapterRemoved(path: path))
+            post(.adapterRemoved(path: path))
         }
     }
 
@@ -203,13 +217,13 @@ public actor BlueZClient: BluetoothCentral {
             guard var adapter = adapters[path] else { return }
             adapter.apply(changed)
             adapters[path] = adapter
-            continuation.yield(.adapterChanged(adapter))
+            post(.adapterChanged(adapter))
         case Device1.interface:
             guard var device = devices[path] else { return }
             let before = device
             let advertised = device.apply(changed, invalidated: invalidated)
             devices[path] = device
-            if advertised { continuation.yield(.deviceAdvertised(device)) }
+            if advertised { self.advertised(device) }
             // Only a Connected=false that bluetoothd sent is a disconnection: BlueZ 5.66 can
             // connect without ever signalling Connected=true (see DeviceState.apply), so a
             // device still marked disconnected here may well be connected.
@@ -217,7 +231,7 @@ public actor BlueZClient: BluetoothCentral {
             if before.connected != device.connected || before.servicesResolved != device.servicesResolved
                 || disconnected
             {
-                continuation.yield(.deviceConnectionChanged(device))
+                connectionChanged(device)
             }
             // A disconnection first: a ServicesResolved left true beside it is no resolution.
             if disconnected {
@@ -244,11 +258,11 @@ public actor BlueZClient: BluetoothCentral {
         for path in Array(resolvedWaiters.keys) { wakeResolvedWaiters(device: path, .vanished) }
         gattServices.removeAll()
         gattCharacteristics.removeAll()
-        for path in devices.keys.sorted() { continuation.yield(.deviceRemoved(path: path)) }
-        for path in adapters.keys.sorted() { continuation.yield(.adapterRemoved(path: path)) }
+        for path in devices.keys.sorted() { removed(path) }
+        for path in adapters.keys.sorted() { post(.adapterRemoved(path: path)) }
         devices.removeAll()
         adapters.removeAll()
-        continuation.yield(.serviceVanished)
+        post(.serviceVanished)
     }
 
     /// Reads the whole tree and reports it. Objects that disappeared meanwhile (while
@@ -286,7 +300,7 @@ public actor BlueZClient: BluetoothCentral {
         for path in ordered {
             if let interfaces = objects[path]?.stringKeyed { add(path: path, interfaces: interfaces) }
         }
-        if announce { continuation.yield(.serviceAppeared) }
+        if announce { post(.serviceAppeared) }
     }
 
     // MARK: Calls

@@ -12,4 +12,7 @@ public enum BlueZEvent: Hashable, Sendable {
     /// Connection state of a device changed (`Connected`, `ServicesResolved`).
     case deviceConnectionChanged(DeviceState)
     case deviceRemoved(path: String)
+    /// Devices that are not of interest advertised (`BlueZClient(advertisementsOf:)`): one
+    /// event however many did, for a watchdog that only needs to know the radio hears.
+    case othersHeard
 }

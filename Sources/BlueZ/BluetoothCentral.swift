@@ -6,8 +6,9 @@
 /// Every call honours task cancellation (it ends with `.cancelled`), and every failure is a
 /// `BlueZError` whatever the implementation.
 public protocol BluetoothCentral: Sendable {
-    /// Events in the order they happened. One consumer.
-    var events: AsyncStream<BlueZEvent> { get }
+    /// Events in the order they happened, a device's advertisements merged while they wait.
+    /// One consumer.
+    var events: CoalescingQueue<BlueZEvent> { get }
 
     /// Starts following the Bluetooth service; what exists already is reported as events.
     func start() async throws(BlueZError)

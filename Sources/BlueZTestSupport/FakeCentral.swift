@@ -29,8 +29,8 @@ extension FakePeripheral {
 /// events as BlueZClient does, in the same order and with the same quirks it promises
 /// (services resolved only on a link; a disconnection reported as `Connected` false).
 public actor FakeCentral: BluetoothCentral {
-    public nonisolated let events: AsyncStream<BlueZEvent>
-    private let continuation: AsyncStream<BlueZEvent>.Continuation
+    /// Every event, unmerged (tests count advertisements), in a queue as large as a test needs.
+    public nonisolated let events = CoalescingQueue<BlueZEvent>(capacity: 1 << 20)
 
     /// How the next connection attempts to a device behave.
     public enum ConnectBehaviour: Sendable {
@@ -52,7 +52,6 @@ public actor FakeCentral: BluetoothCentral {
     public private(set) var calls: [String] = []
 
     public init() {
-        (events, continuation) = AsyncStream<BlueZEvent>.makeStream()
     }
 
     // MARK: What the test does
@@ -65,7 +64,7 @@ public actor FakeCentral: BluetoothCentral {
                 "Address": .string("00:AA:00:00:00:01"),
             ])
         adapters[adapter.path] = adapter
-        continuation.yield(.adapterAdded(adapter))
+        events.post(.adapterAdded(adapter))
     }
 
     /// The adapter powered on or off (off: BlueZ ends discovery).
@@ -74,7 +73,7 @@ public actor FakeCentral: BluetoothCentral {
         adapter.powered = powered
         if !powered { adapter.discovering = false }
         adapters[adapter.path] = adapter
-        continuation.yield(.adapterChanged(adapter))
+        events.post(.adapterChanged(adapter))
     }
 
     /// A device heard advertising; again with new values to advertise again. Returns its path.
@@ -95,7 +94,7 @@ public actor FakeCentral: BluetoothCentral {
             device.servicesResolved = known.servicesResolved
         }
         devices[path] = device
-        continuation.yield(.deviceAdvertised(device))
+        events.post(.deviceAdvertised(device))
         return path
     }
 
@@ -113,7 +112,7 @@ public actor FakeCentral: BluetoothCentral {
         state.servicesResolved = false
         devices[device] = state
         peripherals[device]?.disconnected()
-        continuation.yield(.deviceConnectionChanged(state))
+        events.post(.deviceConnectionChanged(state))
         wakeResolution(device, resolved: false)
     }
 
@@ -121,7 +120,7 @@ public actor FakeCentral: BluetoothCentral {
     /// that changed its address): `deviceRemoved`.
     public func forget(_ device: String) {
         guard devices.removeValue(forKey: device) != nil else { return }
-        continuation.yield(.deviceRemoved(path: device))
+        events.post(.deviceRemoved(path: device))
     }
 
     /// bluetoothd leaves the bus: everything it reported is gone, calls under way fail.
@@ -134,18 +133,18 @@ public actor FakeCentral: BluetoothCentral {
         for device in resolutionWaiters.keys { wakeResolution(device, resolved: false) }
         for (_, stream) in notifications { stream.finish() }
         notifications.removeAll()
-        for path in devices.keys.sorted() { continuation.yield(.deviceRemoved(path: path)) }
-        for path in adapters.keys.sorted() { continuation.yield(.adapterRemoved(path: path)) }
+        for path in devices.keys.sorted() { events.post(.deviceRemoved(path: path)) }
+        for path in adapters.keys.sorted() { events.post(.adapterRemoved(path: path)) }
         devices.removeAll()
         adapters.removeAll()
-        continuation.yield(.serviceVanished)
+        events.post(.serviceVanished)
     }
 
     /// bluetoothd is back with one powered adapter.
     public func reappear(adapter: String = "hci0") {
         present = true
         addAdapter(adapter)
-        continuation.yield(.serviceAppeared)
+        events.post(.serviceAppeared)
     }
 
     public func device(_ path: String) -> DeviceState? { devices[path] }
@@ -155,7 +154,7 @@ public actor FakeCentral: BluetoothCentral {
     // MARK: BluetoothCentral
 
     public func start() async throws(BlueZError) {
-        continuation.yield(.serviceAppeared)
+        events.post(.serviceAppeared)
     }
 
     public var isServicePresent: Bool { present }
@@ -180,7 +179,7 @@ public actor FakeCentral: BluetoothCentral {
         guard state.powered else { throw .notReady }
         state.discovering = on
         adapters[adapter] = state
-        continuation.yield(.adapterChanged(state))
+        events.post(.adapterChanged(state))
     }
 
     public func connect(device: String, timeout: Duration) async throws(BlueZError) {
@@ -201,10 +200,10 @@ public actor FakeCentral: BluetoothCentral {
             guard var state = devices[device], !state.connected else { return }
             state.connected = true
             devices[device] = state
-            continuation.yield(.deviceConnectionChanged(state))
+            events.post(.deviceConnectionChanged(state))
             state.servicesResolved = true
             devices[device] = state
-            continuation.yield(.deviceConnectionChanged(state))
+            events.post(.deviceConnectionChanged(state))
             wakeResolution(device, resolved: true)
         }
     }

@@ -1,3 +1,4 @@
+import AccessCore
 import AccessDaemon
 import AccessStore
 import ArgumentParser
@@ -121,7 +122,8 @@ struct AccessdCommand: AsyncParsableCommand {
             printError("accessd: \(config): [site] ca_file: \(error)")
             throw ExitCode(78)
         }
-        let central = BlueZClient(connection: connection)
+        // Only readers' advertisements reach the daemon; a lobby's phones are counted as heard.
+        let central = BlueZClient(connection: connection, advertisementsOf: [ReaderAdvertisement.serviceDataUUIDString])
         let daemon = try AccessDaemonServices(
             configuration: settings, store: store,
             central: central, site: site,

@@ -6,7 +6,7 @@ import Testing
 @testable import BlueZ
 
 /// The BlueZ client against python-dbusmock's bluez5 template on a private bus.
-@Suite("BlueZ client against dbusmock", .threadOfItsOwn)
+@Suite("BlueZ client against dbusmock", .threadOfItsOwn, .timeLimit(.minutes(5)))
 final class BlueZClientTests {
     let bus: PrivateBus
     let mock: BlueZMock
@@ -196,9 +196,65 @@ final class BlueZClientTests {
             try await self.client.connect(device: "/org/bluez/hci0/dev_00_00_00_00_00_09")
         }
     }
+
+    /// `advertisementsOf`: a lobby's phones reach the daemon as one `othersHeard`, however
+    /// many advertise; readers as themselves; a phone BlueZ forgets is not reported removed.
+    @Test func onlyDevicesOfInterestAreReportedTheRestAreHeard() async throws {
+        let filtered = BlueZClient(connection: connection, advertisementsOf: [Self.serviceUUID])
+        let events = EventRecorder(filtered.events)
+        try await filtered.start()
+        #expect(await events.wait { $0 == .serviceAppeared } != nil)
+        let phone = "/org/bluez/hci0/dev_4C_00_00_00_00_01"
+        try await mock.addDevice("4C:00:00:00:00:01", adapter: "hci0")
+        for rssi in [-60, -61, -62] { try await mock.set(phone, "org.bluez.Device1", "RSSI", .int16(Int16(rssi))) }
+        try await mock.addDevice(Self.readerAddress, adapter: "hci0")
+        try await mock.set(
+            Self.readerPath, "org.bluez.Device1", "ServiceData",
+            .dictionary(
+                keySignature: "s", valueSignature: "v", [.init(.string(Self.serviceUUID), .variant(.bytes([1, 2])))]))
+        let reader = await events.wait {
+            if case .deviceAdvertised(let device) = $0 { device.path == Self.readerPath } else { false }
+        }
+        #expect(reader != nil)
+        #expect(events.events.contains(.othersHeard))
+        #expect(
+            !events.events.contains {
+                if case .deviceAdvertised(let device) = $0 { device.path == phone } else { false }
+            })
+        for path in [phone, Self.readerPath] {
+            try await mock.mock(
+                "RemoveDevice", [.objectPath(path)], path: "/org/bluez/hci0", interface: "org.bluez.Adapter1")
+        }
+        #expect(await events.wait { $0 == .deviceRemoved(path: Self.readerPath) } != nil)
+        #expect(!events.events.contains(.deviceRemoved(path: phone)))
+    }
+
+    /// A consumer that stopped taking events: past `eventCapacity` the client does not drop
+    /// one here and there (a lost disconnection would be lost for good) but starts the
+    /// consumer over, as if bluetoothd had restarted, from the mirror as it is now.
+    @Test func aConsumerThatFallsBehindIsStartedOverFromTheMirror() async throws {
+        let small = BlueZClient(connection: connection, eventCapacity: 4)
+        try await small.start()
+        for index in 0..<10 {
+            try await mock.addDevice(String(format: "00:BB:01:00:00:%02X", index + 1), adapter: "hci0")
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await small.eventResets == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(await small.eventResets > 0)
+        let events = EventRecorder(small.events)
+        #expect(await events.wait { $0 == .serviceAppeared } != nil)
+        let seen = events.events
+        let vanished = try #require(seen.firstIndex(of: .serviceVanished))
+        let after = seen[vanished...].compactMap {
+            if case .deviceAdvertised(let device) = $0 { device.path } else { nil }
+        }
+        #expect(Set(after).count == 10, "\(seen)")
+    }
 }
 
-@Suite("BlueZ error mapping")
+@Suite("BlueZ error mapping", .timeLimit(.minutes(5)))
 struct BlueZErrorMappingTests {
     @Test(arguments: [
         ("org.bluez.Error.NotReady", "", BlueZError.notReady),
@@ -225,4 +281,5 @@ struct BlueZErrorMappingTests {
         #expect(!BlueZError.serviceUnknown.isTransient)
         #expect(BlueZError(.disconnected) == .disconnected)
     }
+
 }

@@ -32,7 +32,12 @@ actor AccessEngine {
         case buttonPressed
     }
 
-    typealias Door = AsyncStream<Input>.Continuation
+    /// Inputs in order; a device's advertisements merge while they wait (`CoalescingQueue`).
+    typealias Door = CoalescingQueue<Input>
+    /// Inputs that may wait: a reader's advertisements count once, the rest (timers, reports,
+    /// adapter changes) come a few per reader or request; past it an input is dropped and
+    /// counted (`accessd_door_inputs_dropped_total`).
+    static let doorCapacity = 8192
 
     struct Status: Sendable {
         var readerCount: Int
@@ -43,7 +48,7 @@ actor AccessEngine {
     }
 
     let door: Door
-    let exchanges: AsyncStream<ExchangeCommand>.Continuation
+    let exchanges: ExchangeEngine.Door
     let journal: EventJournal
     let clock: any Clock<Duration>
     let logger: Logger
@@ -68,7 +73,7 @@ actor AccessEngine {
     init(
         configuration: AccessdConfiguration, automaticAccessEnabled: Bool, scope: ReaderScope = ReaderScope(),
         door: Door,
-        exchanges: AsyncStream<ExchangeCommand>.Continuation, journal: EventJournal, clock: any Clock<Duration>,
+        exchanges: ExchangeEngine.Door, journal: EventJournal, clock: any Clock<Duration>,
         logger: Logger
     ) {
         self.door = door
@@ -89,7 +94,7 @@ actor AccessEngine {
 
     /// Handles the door's inputs until the stream ends or the task is cancelled; then answers
     /// every pending request, and every later one, `shuttingDown`, and stops the timers.
-    func run(inputs: AsyncStream<Input>) async {
+    func run(inputs: Door) async {
         for await input in inputs { handle(input) }
         requests.pending.close()
         for timer in timers.values { timer.task.cancel() }

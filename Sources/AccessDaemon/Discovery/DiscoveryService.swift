@@ -12,7 +12,7 @@ actor DiscoveryService {
     let central: any BluetoothCentral
     let sdk: SdkStatePublisher
     let access: AccessEngine.Door
-    let exchanges: AsyncStream<ExchangeCommand>.Continuation
+    let exchanges: ExchangeEngine.Door
     let clock: any Clock<Duration>
     let logger: Logger
     /// The adapter the configuration names (`/org/bluez/hciN`), or nil for any.
@@ -24,7 +24,7 @@ actor DiscoveryService {
 
     init(
         central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
-        sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: AsyncStream<ExchangeCommand>.Continuation,
+        sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: ExchangeEngine.Door,
         clock: any Clock<Duration>, logger: Logger
     ) {
         self.central = central
@@ -100,7 +100,14 @@ actor DiscoveryService {
         case .deviceAdvertised(let device):
             guard scanningEnabled, device.adapterPath == adapterPath else { return }
             machine.advertisementHeard(at: Clocks.monotonic())
+            // Only readers go on: a lobby's phones and beacons stop here (the BlueZ client
+            // filters them already; another central may not).
+            guard device.serviceData[ReaderAdvertisement.serviceDataUUIDString] != nil else { return }
             access.yield(.advertised(device))
+        case .othersHeard:
+            // Not readers, but the radio hears: the discovery watchdog wants no more.
+            guard scanningEnabled, adapterPath != nil else { return }
+            machine.advertisementHeard(at: Clocks.monotonic())
         case .deviceConnectionChanged(let device):
             if !device.connected { exchanges.yield(.linkDropped(devicePath: device.path)) }
         case .deviceRemoved(let path):

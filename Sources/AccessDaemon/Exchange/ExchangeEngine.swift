@@ -52,7 +52,7 @@ actor ExchangeEngine {
     }
 
     /// Performs commands until the stream ends or the task is cancelled, then drops every link.
-    func run(commands: AsyncStream<ExchangeCommand>) async {
+    func run(commands: Door) async {
         for await command in commands {
             switch command {
             case .start(let order): start(order)

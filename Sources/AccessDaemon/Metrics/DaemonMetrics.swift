@@ -45,6 +45,10 @@ final class DaemonMetrics: Sendable {
         "accessd_socket_events_dropped_total": "Events dropped for socket subscribers that did not keep up.",
         "accessd_bluez_call_failures_total": "BlueZ calls that failed since start, by class.",
         "accessd_site_syncs_total": "Site syncs since start, by result (ok or the error code).",
+        "accessd_door_inputs_dropped_total":
+            "Inputs an engine's door refused because it was full (a stopped engine), by door (access, exchanges).",
+        "accessd_door_advertisements_merged_total":
+            "Reader advertisements replaced by the same reader's next one while waiting for the access engine.",
         "accessd_site_failures_total":
             "Site features that started failing or changed their reason, by feature and error.",
         "accessd_audit_backlog_events": "Access events not yet acknowledged by their sites.",
@@ -149,6 +153,10 @@ final class DaemonMetrics: Sendable {
             total("accessd_bluez_call_failures_total", count, [("error", error)])
         }
         for (result, count) in snapshot.siteSyncs { total("accessd_site_syncs_total", count, [("result", result)]) }
+        for (door, count) in snapshot.doorInputsDropped {
+            total("accessd_door_inputs_dropped_total", count, [("door", door)])
+        }
+        total("accessd_door_advertisements_merged_total", snapshot.doorAdvertisementsMerged)
     }
 
     /// A total kept elsewhere, as a counter: incremented by its growth since the last scrape.

@@ -25,6 +25,9 @@ public struct MetricsSnapshot: Sendable {
     public var bluezCallFailures: [String: Int] = [:]
     /// Site syncs since start by result (`ok`, or a `site.*` code).
     public var siteSyncs: [String: Int] = [:]
+    /// Inputs the engines' doors refused (full) and reader reports merged while waiting, by door.
+    public var doorInputsDropped: [String: Int] = [:]
+    public var doorAdvertisementsMerged = 0
 
     public init() {}
 
@@ -57,6 +60,9 @@ extension AccessDaemonServices {
         snapshot.auditBacklog = audit.status.backlog
         snapshot.mqtt = mqtt?.status
         snapshot.siteSyncs = await sync.outcomes
+        let (access, exchanges) = (doors.access.counts, doors.exchanges.counts)
+        snapshot.doorInputsDropped = ["access": access.dropped, "exchanges": exchanges.dropped]
+        snapshot.doorAdvertisementsMerged = access.coalesced
         snapshot.uptimeSeconds = Double(Int64((Clocks.monotonic() - startedAt).components.seconds))
         return snapshot
     }

@@ -7,7 +7,7 @@ final class EventRecorder: @unchecked Sendable {
     private var recorded: [BlueZEvent] = []
     private var task: Task<Void, Never>?
 
-    init(_ events: AsyncStream<BlueZEvent>) {
+    init(_ events: CoalescingQueue<BlueZEvent>) {
         task = Task { [weak self] in
             for await event in events {
                 guard let self else { return }
