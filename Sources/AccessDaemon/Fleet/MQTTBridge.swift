@@ -124,7 +124,7 @@ struct MQTTBridge: Sendable {
             if let failure = await client.connect() {
                 // The first connection of a client (broker down, DNS, TCP refused).
                 report("cannot reach the broker: \(failure)", state: .connecting, cursor: cursor)
-                client.close()
+                await client.close()
                 try? await Task.sleep(for: .seconds(delay))
                 delay = min(delay * 2, 30)
                 continue
@@ -136,7 +136,7 @@ struct MQTTBridge: Sendable {
                 client, generation: generation, inputs: &iterator, feed: feed,
                 wakePending: wakePending, cursor: &cursor)
             forward.cancel()
-            client.close()
+            await client.close()
             switch ended {
             case .stopped:
                 return

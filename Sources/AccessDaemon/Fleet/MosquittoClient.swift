@@ -51,6 +51,8 @@ final class MosquittoClient: Sendable {
         let library: MosquittoLibrary
         /// The last error libmosquitto logged: the detail behind "A TLS error occurred."
         let lastError = NIOLockedValueBox<String?>(nil)
+        /// The link closed (libmosquitto's on_disconnect): after our DISCONNECT, once sent.
+        let linkClosed = NIOLockedValueBox(false)
         init(_ continuation: AsyncStream<Event>.Continuation, library: MosquittoLibrary) {
             self.continuation = continuation
             self.library = library
@@ -89,6 +91,7 @@ final class MosquittoClient: Sendable {
         library.functions.disconnect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            sink.linkClosed.withLockedValue { $0 = true }
             sink.continuation.yield(
                 .disconnected(code: code, reason: String(cString: sink.library.functions.strerror(code))))
         }
@@ -191,9 +194,21 @@ final class MosquittoClient: Sendable {
     }
 
     /// A clean DISCONNECT (no last will), then the thread ends and the handle goes.
-    func close() {
+    /// A clean end: DISCONNECT (so the broker sends no will), then the network thread stopped.
+    /// The thread is stopped only once it has sent the DISCONNECT and closed the link (its
+    /// on_disconnect), 2 s at most: stopping it at once lost the DISCONNECT now and then
+    /// under load (the broker logged "closed its connection" and, for a moment, the will).
+    func close() async {
         if started.withLockedValue({ $0 }) {
-            _ = functions.disconnect(handle)
+            if functions.disconnect(handle) == MOSQ_ERR_SUCCESS.rawValue {
+                // Detached: the caller is often a cancelled task, whose sleeps return at once.
+                let sink = sink
+                await Task.detached {
+                    for _ in 0..<200 where !sink.linkClosed.withLockedValue({ $0 }) {
+                        try? await Task.sleep(for: .milliseconds(10))
+                    }
+                }.value
+            }
             _ = functions.loop_stop(handle, false)
         }
         sink.continuation.finish()
