@@ -64,11 +64,16 @@ public struct ConfigurationReload: Sendable {
         let before = Mirror(reflecting: old).children
         let after = Mirror(reflecting: new).children
         return zip(before, after).compactMap { old, new in
-            guard let label = old.label, String(describing: old.value) != String(describing: new.value) else {
-                return nil
-            }
+            guard let label = old.label, !same(old.value, new.value) else { return nil }
             return label
         }
+    }
+
+    /// Equal, for settings that can say (every `Hashable` one: sets compare by their members,
+    /// not by the order they print them in); else by how they print.
+    private static func same(_ old: Any, _ new: Any) -> Bool {
+        if let old = old as? AnyHashable, let new = new as? AnyHashable { return old == new }
+        return String(describing: old) == String(describing: new)
     }
 
     /// A property's name as an operator writes it in the file (`[range] sensitivity` is
