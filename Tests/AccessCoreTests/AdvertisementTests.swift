@@ -2,7 +2,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Reader advertisement")
+@Suite("Reader advertisement", .timeLimit(.minutes(5)))
 struct AdvertisementTests {
     @Test func roundTripsEveryField() throws {
         let original = Fixtures.advertisement(

@@ -3,7 +3,7 @@ import Testing
 @testable import AccessCore
 
 /// Stories of a person walking up to doors, told to the access controller with a virtual clock.
-@Suite("Auto-connect")
+@Suite("Auto-connect", .timeLimit(.minutes(5)))
 struct AutoConnectTests {
     var controller = AccessController(
         automaticAccessEnabled: true,

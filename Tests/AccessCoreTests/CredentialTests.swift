@@ -3,7 +3,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Credentials and the sealed second factor")
+@Suite("Credentials and the sealed second factor", .timeLimit(.minutes(5)))
 struct CredentialTests {
     /// Small scrypt parameters keep the tests quick; the format and code path are the same.
     static let quick = SealedSecondFactorKey.Parameters(log2N: 10, r: 8, p: 1)

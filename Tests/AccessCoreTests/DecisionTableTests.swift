@@ -6,7 +6,7 @@ import Testing
 /// docs/reader-protocol.md §6's decision table is the whole of `AccessDecision`, with each
 /// code's byte and whether it opens (issue #14: a reader written from the document had to find
 /// −2 … −16 by sending every value to accessd).
-@Suite("Decision table in the reader protocol")
+@Suite("Decision table in the reader protocol", .timeLimit(.minutes(5)))
 struct DecisionTableTests {
     @Test func theTableListsEveryCodeAndWhatItMeans() throws {
         let url = URL(fileURLWithPath: #filePath)

@@ -3,7 +3,7 @@ import Testing
 @testable import AccessCore
 
 /// Discovery follows the setting, the SDK state and the adapter, one BlueZ call at a time.
-@Suite("Discovery machine")
+@Suite("Discovery machine", .timeLimit(.minutes(5)))
 struct DiscoveryMachineTests {
     var machine = DiscoveryMachine(watchdog: .seconds(60))
     var now = Timestamp.zero

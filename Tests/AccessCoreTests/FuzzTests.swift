@@ -4,7 +4,7 @@ import Testing
 
 /// Every parser of outside input, fed random and mutated bytes: each answers with a value
 /// or a typed error and never traps.
-@Suite("Fuzzed parsers")
+@Suite("Fuzzed parsers", .timeLimit(.minutes(5)))
 struct FuzzTests {
     @Test func messageDecoderNeverTraps() {
         var generator = SeededGenerator(seed: 0xF00D)

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Manual access")
+@Suite("Manual access", .timeLimit(.minutes(5)))
 struct ManualAccessTests {
     var controller = AccessController(credentials: CredentialAvailability(mobileSites: [Fixtures.siteTag]))
     let reader = AutoConnectTests.reader()

@@ -4,7 +4,7 @@ import Testing
 
 /// Open the next door (issue #13, item 2; the SDK's `startOpeningNextDoor(expiry:)`): for a
 /// few seconds the auto range is widened to the manual range, once.
-@Suite("Open the next door")
+@Suite("Open the next door", .timeLimit(.minutes(5)))
 struct OpenNextTests {
     var controller = AccessController(
         automaticAccessEnabled: false,

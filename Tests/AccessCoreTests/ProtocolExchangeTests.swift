@@ -3,7 +3,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Reader protocol exchanges")
+@Suite("Reader protocol exchanges", .timeLimit(.minutes(5)))
 struct ProtocolExchangeTests {
     let granted = AccessResult(decision: .granted, mode: .access)
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Checks docs/reader-protocol.md §9 against the implementation, line by line, so the
 /// document an outside team builds from cannot drift from the code.
-@Suite("Protocol test vectors")
+@Suite("Protocol test vectors", .timeLimit(.minutes(5)))
 struct ProtocolVectorTests {
     let vectors: [String: [UInt8]]
 

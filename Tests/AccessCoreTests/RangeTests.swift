@@ -3,7 +3,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Range estimation")
+@Suite("Range estimation", .timeLimit(.minutes(5)))
 struct RangeTests {
     @Test func medianMatchesSortingForAnyFiveSamples() {
         var generator = SeededGenerator(seed: 5)

@@ -3,7 +3,7 @@ import Testing
 
 /// Action ids name the SDK's `ReaderActionType`s, one for one (issue #13: 6–9 were one
 /// `alarmMode` where the SDK has four types).
-@Suite("Reader action types")
+@Suite("Reader action types", .timeLimit(.minutes(5)))
 struct ReaderActionTypeTests {
     @Test func everyIdHasTheSDKsName() {
         let names = (-1...11).map { ReaderActionType(id: Int8($0)).description }

@@ -4,7 +4,7 @@ import Testing
 
 /// The figures of a probe (`accessctl probe`): advertising interval, radio steadiness, and a
 /// calibration that puts the range's edge where the probe stood.
-@Suite("Reader probe")
+@Suite("Reader probe", .timeLimit(.minutes(5)))
 struct ReaderProbeTests {
     private func probe(_ rawPathLosses: [Double], every milliseconds: Int64 = 100) -> ReaderProbe {
         var probe = ReaderProbe()

@@ -4,7 +4,7 @@ import Testing
 
 /// The kiosk's reader scope (issue #13, item 1): allow and deny lists, per-reader rules, the
 /// operator's layer over the file's, and what the registry and the machines make of them.
-@Suite("Reader scope")
+@Suite("Reader scope", .timeLimit(.minutes(5)))
 struct ReaderScopeTests {
     let both: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled]
     let a = ReaderID(0x2A01), b = ReaderID(0x2A02), c = ReaderID(0x2A03)

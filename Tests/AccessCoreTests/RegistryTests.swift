@@ -2,7 +2,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("Reader registry")
+@Suite("Reader registry", .timeLimit(.minutes(5)))
 struct RegistryTests {
     var registry = ReaderRegistry()
     var clock = VirtualClock()

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AccessCore
 
-@Suite("SDK state")
+@Suite("SDK state", .timeLimit(.minutes(5)))
 struct SdkStateTests {
     static var ready: SdkStateInputs {
         var inputs = SdkStateInputs()

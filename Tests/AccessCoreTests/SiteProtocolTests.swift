@@ -4,7 +4,7 @@ import Testing
 @testable import AccessCore
 
 /// The pure parts of docs/site-api.md: invitation codes and URLs, request signatures, base64.
-@Suite("Site protocol")
+@Suite("Site protocol", .timeLimit(.minutes(5)))
 struct SiteProtocolTests {
     @Test func invitationCodesAreForgiving() throws {
         let code = try InvitationCode("7kq2-m9xd-4tpa-zc3n")

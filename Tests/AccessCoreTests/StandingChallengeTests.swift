@@ -2,6 +2,7 @@ import Testing
 
 @testable import AccessCore
 
+@Suite(.timeLimit(.minutes(5)))
 /// Standing challenges (protocol version 2, docs/reader-protocol.md §6; issue #15, item 2):
 /// over a held link the reader's challenge is already at the holder when the person reaches
 /// the door, so the exchange there is one round trip: the response and the decision.

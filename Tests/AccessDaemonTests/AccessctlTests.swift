@@ -7,7 +7,7 @@ import Testing
 
 /// `accessctl` as people and scripts use it: follow modes through a pipe, into a file, across
 /// a restart of accessd; a stopped accessd (issue #12, items 1, 2 and 7).
-@Suite("accessctl against the real accessd", .threadOfItsOwn)
+@Suite("accessctl against the real accessd", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct AccessctlTests {
     static let accessctl = URL(fileURLWithPath: DaemonHarness.accessdPath).deletingLastPathComponent()
         .appendingPathComponent("accessctl").path

@@ -14,7 +14,7 @@ import Testing
 /// the fake central and a reader, the site a scripted HTTP server that keeps what it is sent
 /// as a site would (once per sequence) and can be taken away. The kills of the real accessd
 /// and the real site are the lab's (`LabEndToEndTests.auditEventsSurviveKillsOfTheSiteAndAccessd`).
-@Suite("Access events are uploaded to the site", .serialized)
+@Suite("Access events are uploaded to the site", .serialized, .timeLimit(.minutes(5)))
 struct AuditUploadTests {
     /// A site's events route: keeps each event once, answers its `through`; `mode` says
     /// whether it is there, away (503) or of an API without the route (404).

@@ -3,7 +3,7 @@ import Testing
 
 @testable import AccessDaemon
 
-@Suite("Configuration")
+@Suite("Configuration", .timeLimit(.minutes(5)))
 struct ConfigurationTests {
     static var shippedFile: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// The socket client accessctl and the tests use.
-@Suite("Control connection")
+@Suite("Control connection", .timeLimit(.minutes(5)))
 struct ControlConnectionTests {
     /// A connect that fails closes its own descriptor once: closed twice, the second close
     /// takes whatever another thread opened under the same number in between (seen: libdbus's

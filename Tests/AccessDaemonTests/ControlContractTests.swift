@@ -4,7 +4,7 @@ import Testing
 
 /// docs/protocol.md says which methods exist and which role each needs, twice (the roles
 /// table and each method's heading); the daemon dispatches on `ControlMethod`. They agree.
-@Suite("Control contract against docs/protocol.md")
+@Suite("Control contract against docs/protocol.md", .timeLimit(.minutes(5)))
 struct ControlContractTests {
     static let documentPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../docs/protocol.md").standardized.path

@@ -11,7 +11,7 @@ import Testing
 
 /// Several credentials (issue #13, item 3): which one is presented when a request names it,
 /// and which site's reader goes first when readers of several sites are in range.
-@Suite("Choosing among credentials", .serialized)
+@Suite("Choosing among credentials", .serialized, .timeLimit(.minutes(5)))
 struct CredentialChoiceTests {
     static let otherSite = SiteTag(0x0B0B_0001)
     static let otherCredential = CredentialID("11111111-2222-3333-4444-555555555555")!

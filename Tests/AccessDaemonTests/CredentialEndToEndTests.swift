@@ -8,7 +8,7 @@ import Testing
 
 /// Credentials through the real chain: a real `readersim site serve` on loopback, the real
 /// accessd, its socket, and `readersim site` commands changing the site's data.
-@Suite("credentials end to end", .threadOfItsOwn)
+@Suite("credentials end to end", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct CredentialEndToEndTests {
     static let fastSync = "[site]\nsync_interval = 10\nrequest_timeout = 3\n[features]\nenabled = [\"aperio\"]\n"
 
@@ -433,7 +433,7 @@ struct CredentialEndToEndTests {
 }
 
 /// HTTPS to a site with its own CA: trusted through `[site] ca_file`, refused without it.
-@Suite("credentials over TLS", .threadOfItsOwn)
+@Suite("credentials over TLS", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct CredentialTLSTests {
     @Test func customCAIsTrustedOnlyWhenConfigured() async throws {
         let probe = try await DaemonHarness()

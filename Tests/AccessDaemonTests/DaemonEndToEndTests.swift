@@ -11,7 +11,7 @@ import Testing
 
 /// The real accessd binary, a private bus with dbusmock standing in for bluetoothd, and
 /// clients on the real socket.
-@Suite("accessd end to end", .threadOfItsOwn)
+@Suite("accessd end to end", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct DaemonEndToEndTests {
     static let payload = ReaderAdvertisement(
         kind: .gallagherStyle, flags: [.autoConnectEnabled, .manualConnectEnabled], readerID: ReaderID(0x2A01),

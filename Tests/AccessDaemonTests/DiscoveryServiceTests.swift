@@ -5,7 +5,7 @@ import Testing
 @testable import ControlSocket
 
 /// Discovery follows the operator's setting and the adapter, over the fake central.
-@Suite("Discovery service over the fake central")
+@Suite("Discovery service over the fake central", .timeLimit(.minutes(5)))
 struct DiscoveryServiceTests {
     @Test func scanningOffStopsDiscoveryAndForgetsReaders() async throws {
         let shell = try ShellHarness()

@@ -10,7 +10,7 @@ import Testing
 @testable import ControlSocket
 
 /// The journal's replay and fan-out, against a real SQLite store.
-@Suite("Event journal", .threadOfItsOwn)
+@Suite("Event journal", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct EventJournalTests {
     /// An event told apart by its number: a sighting, which the journal logs at debug.
     static func numbered(_ index: Int) -> ReaderInfo {

@@ -12,7 +12,7 @@ import Testing
 /// The exchange engine and the access engine over the fake central: exchanges, links that
 /// drop, the second factor, held links, bluetoothd going away. Fast and without a radio; the
 /// lab suite proves the same against real BlueZ.
-@Suite("Exchange engine over the fake central")
+@Suite("Exchange engine over the fake central", .timeLimit(.minutes(5)))
 struct ExchangeEngineTests {
     @Test func manualAccessIsGrantedAndTimed() async throws {
         let shell = try ShellHarness()

@@ -5,7 +5,7 @@ import Testing
 /// Every seed and every regression in Tests/FuzzCorpus, replayed through its harness on each
 /// test run (scripts/fuzz grows the corpus; a finding is copied here once fixed). A broken
 /// property traps, which fails the suite.
-@Suite("Fuzz corpus")
+@Suite("Fuzz corpus", .timeLimit(.minutes(5)))
 struct FuzzCorpusTests {
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("FuzzCorpus")

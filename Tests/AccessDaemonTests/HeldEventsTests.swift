@@ -5,7 +5,7 @@ import Testing
 
 /// What the journal holds while the store refuses events (a full disk): the first 1,024 in
 /// order, the rest counted in one `events.lost` written after them.
-@Suite("Held events")
+@Suite("Held events", .timeLimit(.minutes(5)))
 struct HeldEventsTests {
     static func held(_ index: Int) -> HeldEvents.Event {
         let gone = ReaderUnavailableEvent(reader: String(index))

@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// Issue #17's attacks by socket clients, against the real accessd over its real socket.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct HostileClientTests {
     /// ~1,000 idle connections used up accessd's descriptors: it aborted in 4 of 7 runs, and
     /// when it survived nobody new could connect. Now the client limit refuses the flood, an

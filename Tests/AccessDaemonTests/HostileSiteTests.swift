@@ -9,7 +9,7 @@ import SuiteTraits
 import Testing
 
 /// Issue #17's attacks by a site, against the real accessd over its real socket.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct HostileSiteTests {
     /// A site answering `more: true` forever: in 40 s accessd made 964 calls and stored 480,010
     /// items (+85 MB), and `items.sync` never returned. Now one sync reads at most 100 pages

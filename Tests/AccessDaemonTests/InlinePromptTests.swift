@@ -8,7 +8,7 @@ import Testing
 /// `accessctl` on a real socket, over the daemon's services and the fake central with a reader
 /// that asks for a second factor. Before, `access` waited silently until the prompt timed out,
 /// and the PIN had to come from a second terminal.
-@Suite("accessctl answers a PIN prompt inline", .serialized)
+@Suite("accessctl answers a PIN prompt inline", .serialized, .timeLimit(.minutes(5)))
 struct InlinePromptTests {
     private func setUp() async throws -> (ShellHarness, String) {
         let shell = try ShellHarness(secondFactor: true)

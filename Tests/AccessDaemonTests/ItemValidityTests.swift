@@ -12,7 +12,7 @@ import Testing
 
 /// Item validity windows (issue #13, item 6): an item outside its window is kept and listed
 /// but not presented, and one whose window opens is presented from then on without a sync.
-@Suite("Item validity windows", .threadOfItsOwn)
+@Suite("Item validity windows", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ItemValidityTests {
     /// Through the real chain: readersim's site pushes the windows, accessd lists them.
     @Test func windowsComeFromTheSiteAndAreListed() async throws {

@@ -5,7 +5,7 @@ import Testing
 @testable import ControlSocket
 
 /// The contract's direct encoder gives what JSONEncoder and a parse back would, only faster.
-@Suite("Encoding contract values into JSONValue")
+@Suite("Encoding contract values into JSONValue", .timeLimit(.minutes(5)))
 struct JSONValueEncoderTests {
     func viaFoundation<T: Encodable>(_ value: T) throws -> JSONValue {
         try JSONValue.parse(String(decoding: try JSONEncoder().encode(value), as: UTF8.self))

@@ -3,7 +3,7 @@ import ControlSocket
 import Foundation
 import Testing
 
-@Suite("JSON on the socket")
+@Suite("JSON on the socket", .timeLimit(.minutes(5)))
 struct JSONValueTests {
     @Test func writesWhatFoundationReadsBack() throws {
         let value: JSONValue = [

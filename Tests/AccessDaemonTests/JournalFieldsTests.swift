@@ -4,6 +4,7 @@ import Testing
 
 @testable import AccessDaemon
 
+@Suite(.timeLimit(.minutes(5)))
 /// What the journal gets for each event, and the reload's view of a changed file.
 struct JournalFieldsTests {
     /// docs/operations.md lists these; they must never change.

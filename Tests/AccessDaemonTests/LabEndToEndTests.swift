@@ -10,7 +10,7 @@ import Testing
 /// bluetoothd, in the bluez-lab VM with Bumble controllers (scripts/test runs this suite
 /// there; outside the lab it is not enabled). hci1 is the kiosk (accessd), hci0 the reader,
 /// hci2 a second reader. The radio sets what hci1 hears, so a test walks a person to the door.
-@Suite("End to end in the lab", .threadOfItsOwn, .serialized, .enabled(if: Lab.isBumble))
+@Suite("End to end in the lab", .threadOfItsOwn, .serialized, .enabled(if: Lab.isBumble), .timeLimit(.minutes(20)))
 struct LabEndToEndTests {
     static let frontDoor = """
         [front]

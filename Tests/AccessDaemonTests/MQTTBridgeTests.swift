@@ -12,7 +12,7 @@ import Testing
 /// events in order with their sequence, nothing lost across a broker restart or a kill of
 /// accessd while the broker is away, the last will on SIGKILL, `offline` on a clean stop,
 /// and a broker that refuses the credentials seen in `status` without a busy loop.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct MQTTBridgeTests {
     static let device = "kiosk-test"
 

@@ -12,7 +12,7 @@ import Testing
 /// `data.error`, and `data.cause` with the message tell apart what `forbidden` folds together
 /// (no credential, a suspended one, a reader that offers nothing), name the readers heard when
 /// the id is wrong, and say in which phase a failure happened and after how long.
-@Suite("Manual refusals and failures say why")
+@Suite("Manual refusals and failures say why", .timeLimit(.minutes(5)))
 struct ManualAnswerTests {
     @Test func aMistypedReaderListsTheReadersHeard() async throws {
         let shell = try ShellHarness()

@@ -10,7 +10,7 @@ import Testing
 /// `[metrics] listen` (docs/operations.md, "Metrics"): the real accessd scraped over HTTP and
 /// over a Unix socket, its text checked by Prometheus's own `promtool check metrics`
 /// (Debian's `prometheus`), and what a hostile or confused scraper gets.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct MetricsTests {
     /// One scrape: the status line and the body.
     private func scrape(_ target: [String], path: String = "/metrics", method: String = "GET") throws -> (Int, String) {

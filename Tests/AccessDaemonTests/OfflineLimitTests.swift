@@ -12,7 +12,7 @@ import Testing
 /// `[site] max_offline` (issue #13, item 6): a credential whose site has not been synced with
 /// for longer is not presented, the SDK state says so, a request is refused with the cause,
 /// and a successful sync brings it back at once.
-@Suite("The offline limit", .serialized)
+@Suite("The offline limit", .serialized, .timeLimit(.minutes(5)))
 struct OfflineLimitTests {
     @Test func aCredentialNotSyncedForTooLongIsWithheld() async throws {
         // The harness's credential was registered at time 0 and never synced: long past 60 s.

@@ -11,7 +11,7 @@ import Testing
 /// over the fake central, the real `accessctl open-next` on a real socket, and the push-button
 /// read from a device node (here a FIFO carrying `struct input_event` records: the lab drives
 /// a real uinput device).
-@Suite("Open the next door in the daemon", .serialized)
+@Suite("Open the next door in the daemon", .serialized, .timeLimit(.minutes(5)))
 struct OpenNextShellTests {
     /// tx power −59: −89 dBm is 30 dB of path loss, within manual range (40), outside auto (20).
     static let manualRange = -89

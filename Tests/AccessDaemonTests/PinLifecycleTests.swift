@@ -8,7 +8,7 @@ import Testing
 /// A credential's PIN after registration (issue #13, item 4): changed with the old one
 /// (counted as an attempt, so it is no way around the lock-out), and a lock-out lifted by an
 /// administrator. Through the real `accessctl` on a real socket over the daemon's services.
-@Suite("PIN change and unlock", .serialized)
+@Suite("PIN change and unlock", .serialized, .timeLimit(.minutes(5)))
 struct PinLifecycleTests {
     static let id = ShellHarness.credentialID.description
 

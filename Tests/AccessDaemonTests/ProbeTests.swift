@@ -10,7 +10,7 @@ import Testing
 /// `readers.probe` and `accessctl probe` (issue #14, item 4) over the fake central: every
 /// advertisement of the reader while the probe listens, then trial exchanges. The lab runs it
 /// against a reader whose RSSI the radio sets (`LabEndToEndTests.aProbeMeasuresTheReaderAndCalibrates`).
-@Suite("Probing a reader", .serialized)
+@Suite("Probing a reader", .serialized, .timeLimit(.minutes(5)))
 struct ProbeTests {
     @Test func aProbeCountsEveryAdvertisementAndSumsThemUp() async throws {
         let shell = try ShellHarness()

@@ -11,7 +11,7 @@ import Testing
 
 /// The real accessd as a process among others (issue #11): one instance per state
 /// directory and socket, SIGHUP reloads, a stale socket replaced.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ProcessHygieneTests {
     /// accessd's process memory settings (Sources/CProcessMemory; docs/performance.md, "Many
     /// readers"): no transparent huge pages (Debian's kernel uses them "always"), and one

@@ -4,7 +4,7 @@ import Testing
 
 /// The prompt's text names the reader and the site (issue #13, item 4): the SDK's
 /// `authenticationDetails(readerName)`, from a template in `[prompts]`.
-@Suite("Prompt text")
+@Suite("Prompt text", .timeLimit(.minutes(5)))
 struct PromptTextTests {
     @Test func placeholdersAreFilled() {
         #expect(

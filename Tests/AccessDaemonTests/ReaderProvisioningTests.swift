@@ -11,7 +11,7 @@ import Testing
 /// docs/site-api.md §7 against readersim's real site over HTTP: only an enrolled reader
 /// controller is provisioned, it gets the site's signing key and every credential and Aperio
 /// change (a revocation within a held call), and a withdrawn controller is refused.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ReaderProvisioningTests {
     private func withSite(_ body: (SiteHarness, SiteClient, SiteAddress) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "provisioning-\(UUID().uuidString)"

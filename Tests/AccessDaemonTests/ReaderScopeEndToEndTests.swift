@@ -10,7 +10,7 @@ import Testing
 /// The reader scope as an operator uses it (issue #13, item 1): the real accessd with the
 /// file's rules, the real `accessctl readers scope` to show and change them, an operator's
 /// rule kept across a restart, refusals that say where the rule is.
-@Suite("Reader scope through accessctl", .threadOfItsOwn)
+@Suite("Reader scope through accessctl", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ReaderScopeEndToEndTests {
     static let config = """
         [readers]

@@ -10,7 +10,7 @@ import Testing
 /// The reader scope in the daemon (issue #13, item 1), over the fake central: a gateway
 /// between two doors heard at one distance opens only the one it serves; the operator's rules
 /// move readers in and out at run time; `readers.list` says what applies and why.
-@Suite("Reader scope in the daemon", .serialized)
+@Suite("Reader scope in the daemon", .serialized, .timeLimit(.minutes(5)))
 struct ReaderScopeShellTests {
     static let other = ReaderID(0x2A02)
     static let otherAddress = "00:BB:02:00:00:00"

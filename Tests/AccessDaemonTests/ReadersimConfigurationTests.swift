@@ -5,7 +5,7 @@ import Testing
 
 /// `readersim readers --check`: the shipped example is valid, and bad files are refused
 /// with the line and the reason, never a crash.
-@Suite("readersim reader files", .threadOfItsOwn)
+@Suite("readersim reader files", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ReadersimConfigurationTests {
     private func check(_ text: String) throws -> (Int32, String) {
         let path = NSTemporaryDirectory() + "readersim-\(UUID().uuidString).toml"

@@ -10,7 +10,7 @@ import Testing
 /// resumption, revocation or new item reaches a running accessd in about a second, with the
 /// background sync an hour away. The real accessd against the real `readersim site serve`;
 /// the site's data changed with `readersim site` commands as an administrator would.
-@Suite("Revocation reaches the kiosk at once", .threadOfItsOwn)
+@Suite("Revocation reaches the kiosk at once", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct RevocationLatencyTests {
     static let config = "[site]\nsync_interval = 3600\nrequest_timeout = 3\n"
 

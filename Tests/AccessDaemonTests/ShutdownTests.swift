@@ -8,7 +8,7 @@ import Testing
 /// SIGTERM while clients keep calling (issue #31): accessd answered `items.sync` and
 /// `access.request` that arrived after their service had stopped with nothing at all, never
 /// finished its socket, and stayed until systemd's SIGKILL at `TimeoutStopSec` (15 s).
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ShutdownTests {
     /// What one client got: answers, `shuttingDown` refusals, and anything else.
     struct Tally: Sendable {

@@ -10,7 +10,7 @@ import Testing
 
 /// `SiteClient` against a site that answers whatever the test scripts: the shared
 /// `SiteContract` messages on the wire, and what a broken or hostile site cannot do to it.
-@Suite(.threadOfItsOwn)
+@Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct SiteClientTests {
     let siteKey = P256.Signing.PrivateKey()
     let credentialKey = P256.Signing.PrivateKey()

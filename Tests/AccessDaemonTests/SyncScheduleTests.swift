@@ -3,6 +3,7 @@ import Testing
 
 @testable import AccessDaemon
 
+@Suite(.timeLimit(.minutes(5)))
 /// When the background sync runs next (`SyncSchedule`), driven with timestamps of its own.
 struct SyncScheduleTests {
     let start = Timestamp(nanoseconds: 1_000_000_000_000)

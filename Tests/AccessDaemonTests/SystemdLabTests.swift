@@ -14,7 +14,9 @@ import Testing
 /// lab VM (`lab --init systemd`; scripts/test runs this suite there, after building the
 /// package). One check per test, in order, on one boot; each installs the package first if
 /// an earlier one did not.
-@Suite("accessd.deb under systemd", .threadOfItsOwn, .serialized, .enabled(if: SystemdLab.enabled))
+@Suite(
+    "accessd.deb under systemd", .threadOfItsOwn, .serialized, .enabled(if: SystemdLab.enabled),
+    .timeLimit(.minutes(20)))
 struct SystemdLabTests {
     typealias Lab = SystemdLab
 

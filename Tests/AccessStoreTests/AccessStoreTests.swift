@@ -6,7 +6,7 @@ import Testing
 
 @testable import AccessStore
 
-@Suite("Store")
+@Suite("Store", .timeLimit(.minutes(5)))
 struct AccessStoreTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-store-\(UUID().uuidString)")
         .path

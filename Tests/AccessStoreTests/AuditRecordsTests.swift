@@ -6,7 +6,7 @@ import Testing
 @testable import AccessStore
 
 /// The audit upload's cursor and journal reads (docs/site-api.md §4.5).
-@Suite("Store: audit cursor")
+@Suite("Store: audit cursor", .timeLimit(.minutes(5)))
 struct AuditRecordsTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("accessd-audit-\(UUID().uuidString)")
         .path

@@ -2,7 +2,7 @@ import Testing
 
 @testable import BlueZ
 
-@Suite("Bluetooth addresses through libbluetooth")
+@Suite("Bluetooth addresses through libbluetooth", .timeLimit(.minutes(5)))
 struct BluetoothAddressTests {
     @Test func parsesAndFormatsInDisplayOrder() throws {
         let address = try #require(BluetoothAddress("00:bb:01:02:03:0a"))

@@ -6,7 +6,7 @@ import Testing
 @testable import BlueZ
 
 /// The shim's connection against a real dbus-daemon.
-@Suite("D-Bus connection", .threadOfItsOwn)
+@Suite("D-Bus connection", .threadOfItsOwn, .timeLimit(.minutes(5)))
 final class DBusConnectionTests {
     let bus: PrivateBus
     let connection: DBusConnection

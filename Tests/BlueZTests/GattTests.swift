@@ -7,7 +7,7 @@ import Testing
 
 /// The GATT client against dbusmock extended with a reader's GATT objects, and the
 /// peripheral role's registration and exported objects.
-@Suite("GATT client and peripheral role", .threadOfItsOwn)
+@Suite("GATT client and peripheral role", .threadOfItsOwn, .timeLimit(.minutes(5)))
 final class GattTests: Sendable {
     let bus: PrivateBus
     let mock: BlueZMock

@@ -3,7 +3,7 @@ import Testing
 
 @testable import BlueZ
 
-@Suite("HCI adapters through libbluetooth")
+@Suite("HCI adapters through libbluetooth", .timeLimit(.minutes(5)))
 struct HCIAdaptersTests {
     /// On a kernel without Bluetooth (this project's build machines) the answer is a typed
     /// error; where the kernel has it (the lab VM) it is the list /sys/class/bluetooth shows.

@@ -12,7 +12,7 @@ import Testing
 /// command runs this suite inside the lab explicitly, and fails if the lab does not boot.
 @Suite(
     "Real BlueZ in the lab", .threadOfItsOwn,
-    .enabled(if: ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] != nil))
+    .enabled(if: ProcessInfo.processInfo.environment["LAB_CONTROLLERS"] != nil), .timeLimit(.minutes(20)))
 final class RealBlueZTests: Sendable {
     static let serviceUUID = "6a4e0001-5c8d-4b7a-9f3e-2d1c0b8a7f60"
     static let characteristicUUID = "6a4e0002-5c8d-4b7a-9f3e-2d1c0b8a7f60"

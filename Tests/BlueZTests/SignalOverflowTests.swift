@@ -7,7 +7,7 @@ import Testing
 
 /// Signals a subscriber cannot take in time are never dropped silently: the gap is marked
 /// in the stream, and the BlueZ client answers it by reading bluetoothd's tree again.
-@Suite("Signal overflow", .threadOfItsOwn)
+@Suite("Signal overflow", .threadOfItsOwn, .timeLimit(.minutes(5)))
 final class SignalOverflowTests {
     let bus: PrivateBus
 

@@ -4,7 +4,7 @@ import SuiteTraits
 import Testing
 
 /// The executor the end-to-end suites run their tests on.
-@Suite("A thread of its own")
+@Suite("A thread of its own", .timeLimit(.minutes(5)))
 struct ThreadExecutorTests {
     @Test func bodyRunsOnTheExecutorsThread() async throws {
         let executor = ThreadExecutor()
@@ -37,7 +37,7 @@ struct ThreadExecutorTests {
 }
 
 /// What `.threadOfItsOwn` gives a suite's tests.
-@Suite("Tests on threads of their own", .threadOfItsOwn)
+@Suite("Tests on threads of their own", .threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ThreadOfItsOwnTraitTests {
     @Test func runsOnAThreadOfItsOwn() {
         #expect(ThreadExecutor.isRunningOnOne)
