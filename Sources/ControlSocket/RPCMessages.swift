@@ -142,9 +142,13 @@ public struct RPCRequest: Sendable {
 
     /// An event as the socket sends it: `params: {seq, time, kind, data}`.
     public static func eventNotification(sequence: Int64, time: Double, kind: String, data: JSONValue) -> String {
-        notification(
-            method: eventMethod,
-            params: ["seq": .int(sequence), "time": .double(time), "kind": .string(kind), "data": data])
+        notification(method: eventMethod, params: eventParams(sequence: sequence, time: time, kind: kind, data: data))
+    }
+
+    /// An event's `{seq, time, kind, data}`, as the socket's notification and the MQTT
+    /// bridge's messages carry it.
+    public static func eventParams(sequence: Int64, time: Double, kind: String, data: JSONValue) -> JSONValue {
+        ["seq": .int(sequence), "time": .double(time), "kind": .string(kind), "data": data]
     }
 
     public static func notification(method: String, params: JSONValue) -> String {

@@ -136,6 +136,10 @@ struct MQTTBridge: Sendable {
                 client, generation: generation, inputs: &iterator, feed: feed,
                 wakePending: wakePending, cursor: &cursor)
             forward.cancel()
+            if case .stopped(let offline) = ended {
+                await client.close(after: offline)
+                return
+            }
             await client.close()
             switch ended {
             case .stopped:
@@ -150,7 +154,8 @@ struct MQTTBridge: Sendable {
     }
 
     private enum SessionEnd {
-        case stopped
+        /// With the id of the `offline` message published last, when connected.
+        case stopped(Int32?)
         /// The client is given up: `connected` when it had been connected (the delay starts over).
         case failed(String, connected: Bool)
     }
@@ -299,8 +304,10 @@ struct MQTTBridge: Sendable {
         }
         // Stopping (the task was cancelled): `offline` then a clean DISCONNECT, in that order
         // on the wire, so the broker keeps `offline` and sends no will.
-        if flight != nil { publishRetained(client, "status", Self.offline) }
-        return .stopped
+        guard flight != nil else { return .stopped(nil) }
+        return .stopped(
+            try? client.publish(
+                topic: "\(topic)/status", payload: Array(Self.offline.jsonText.utf8), qos: 1, retain: true))
     }
 
     private func report(_ reason: String, state: MQTTStatus.State, cursor: Int64) {
@@ -334,10 +341,9 @@ struct MQTTBridge: Sendable {
             guard !events.isEmpty else { return }
             for event in events {
                 let data = (try? JSONValue.parse(event.data)) ?? .null
-                let payload = JSONValue.object([
-                    "seq": .int(event.sequence), "time": .double(event.time), "kind": .string(event.kind),
-                    "data": EventKind(rawValue: event.kind)?.redactedForObservers(data) ?? data,
-                ])
+                let payload = RPCRequest.eventParams(
+                    sequence: event.sequence, time: event.time, kind: event.kind,
+                    data: EventKind(rawValue: event.kind)?.redactedForObservers(data) ?? data)
                 do {
                     let id = try client.publish(
                         topic: "\(topic)/events/\(event.kind)", payload: Array(payload.jsonText.utf8),
@@ -362,11 +368,11 @@ struct MQTTBridge: Sendable {
             "journal events removed by retention before the MQTT broker had them; announced",
             metadata: ["from": "\(from)", "to": "\(to)"])
         let notice = JSONValue.object([
-            "kind": "events.dropped", "from": .int(from), "to": .int(to),
+            "kind": .string(RPCRequest.eventsDroppedMethod), "from": .int(from), "to": .int(to),
             "time": .double(Clocks.wall()),
         ])
         _ = try? client.publish(
-            topic: "\(topic)/events/events.dropped", payload: Array(notice.jsonText.utf8), qos: 1,
+            topic: "\(topic)/events/\(RPCRequest.eventsDroppedMethod)", payload: Array(notice.jsonText.utf8), qos: 1,
             retain: false)
     }
 
