@@ -356,7 +356,9 @@ struct MQTTBridge: Sendable {
                     logger.debug("an MQTT publish was refused", metadata: ["error": "\(error)"])
                     return
                 }
-                if let typed = try? ControlEvent(kind: event.kind, data: data) {
+                if let kind = EventKind(rawValue: event.kind), MQTTRetainedTopics.observedKinds.contains(kind),
+                    let typed = try? ControlEvent(kind: event.kind, data: data)
+                {
                     publish(client, retained.observe(typed, now: .now))
                 }
             }

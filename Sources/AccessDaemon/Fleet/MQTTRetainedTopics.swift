@@ -30,6 +30,9 @@ struct MQTTRetainedTopics: Sendable {
         return discovery?.deviceConfigs ?? []
     }
 
+    /// The kinds `observe` does something with: the bridge decodes no other.
+    static let observedKinds: Set<EventKind> = [.readerUpdated, .readerUnavailable, .accessCompleted]
+
     /// One journal event; what to publish now.
     mutating func observe(_ event: ControlEvent, now: ContinuousClock.Instant) -> [Message] {
         switch event {

@@ -81,10 +81,17 @@ final class DaemonMetrics: Sendable {
     // MARK: From the journal
 
     /// One event as the journal keeps it.
+    /// Only the kinds counted beyond `accessd_events_total` are decoded: sightings are most
+    /// events, and decoding one costs a parse and a JSONDecoder pass.
     func record(_ stored: AccessStore.Event) {
+        guard let kind = EventKind(rawValue: stored.kind), Self.decodedKinds.contains(kind) else {
+            return record(kind: stored.kind, event: nil)
+        }
         let data = (try? JSONValue.parse(stored.data)) ?? .null
         record(kind: stored.kind, event: try? ControlEvent(kind: stored.kind, data: data))
     }
+
+    static let decodedKinds: Set<EventKind> = [.accessCompleted, .featureState, .eventsLost]
 
     /// One journalled event: its kind as the journal holds it (counted even if its data no
     /// longer decodes), and the event when it does.
