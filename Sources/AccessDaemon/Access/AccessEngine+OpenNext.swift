@@ -23,12 +23,7 @@ extension AccessEngine {
         logger.info("open-next window opened", metadata: ["expiry": "\(expiry)", "by": "\(openedBy)"])
         perform(controller.handle(.openNext(expiry: expiry), at: now))
         for reader in sightings.registry.readers where controller.automatic.openNextUntil != nil {
-            perform(
-                controller.handle(
-                    .readerObserved(
-                        reader, isInAutoConnectRange: reader.isInAutoConnectRange,
-                        othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
-                    at: now))
+            judge(reader, at: now)
         }
         return expiry
     }

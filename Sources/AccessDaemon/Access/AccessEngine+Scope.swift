@@ -31,12 +31,18 @@ extension AccessEngine {
         for reader in sightings.registry.setScope(scope) {
             journal.emit(Render.reader(reader))
             guard reader.isInAutoConnectRange || connectEarly else { continue }
-            perform(
-                controller.handle(
-                    .readerObserved(
-                        reader, isInAutoConnectRange: reader.isInAutoConnectRange,
-                        othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
-                    at: now))
+            judge(reader, at: now)
         }
+    }
+
+    /// A reader already heard, judged now as if it had just advertised (an open-next window
+    /// opening, a scope change), without waiting for its next advertisement.
+    func judge(_ reader: ReaderAttributes, at now: Timestamp) {
+        perform(
+            controller.handle(
+                .readerObserved(
+                    reader, isInAutoConnectRange: reader.isInAutoConnectRange,
+                    othersHeard: sightings.registry.isAnotherReaderHeard(besides: reader.id)),
+                at: now))
     }
 }
