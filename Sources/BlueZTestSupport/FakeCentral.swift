@@ -50,6 +50,9 @@ public actor FakeCentral: BluetoothCentral {
     private var notifications: [String: AsyncStream<[UInt8]>.Continuation] = [:]
     /// Every call the daemon made, as "Method path" (for tests).
     public private(set) var calls: [String] = []
+    /// For each device, how many calls had been made when its last Connect was answered:
+    /// a call at a lower index of `calls` came before that answer.
+    public private(set) var connectAnswered: [String: Int] = [:]
 
     public init() {
     }
@@ -195,17 +198,29 @@ public actor FakeCentral: BluetoothCentral {
             } onCancel: {
                 Task { await self.cancelHanging(device) }
             }
-            throw failure ?? .cancelled
+            if let failure { throw failure }
+            connectedNow(device)
         case .succeed:
-            guard var state = devices[device], !state.connected else { return }
-            state.connected = true
-            devices[device] = state
-            events.post(.deviceConnectionChanged(state))
-            state.servicesResolved = true
-            devices[device] = state
-            events.post(.deviceConnectionChanged(state))
-            wakeResolution(device, resolved: true)
+            connectedNow(device)
         }
+    }
+
+    /// Answers the Connects to `device` left hanging: the link comes up (later Connects succeed).
+    public func answerConnect(_ device: String) {
+        connectBehaviour[device] = .succeed
+        for waiter in hanging.removeValue(forKey: device) ?? [] { waiter.resume(returning: nil) }
+    }
+
+    private func connectedNow(_ device: String) {
+        connectAnswered[device] = calls.count
+        guard var state = devices[device], !state.connected else { return }
+        state.connected = true
+        devices[device] = state
+        events.post(.deviceConnectionChanged(state))
+        state.servicesResolved = true
+        devices[device] = state
+        events.post(.deviceConnectionChanged(state))
+        wakeResolution(device, resolved: true)
     }
 
     private func cancelHanging(_ device: String) {

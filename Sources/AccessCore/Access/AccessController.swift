@@ -48,7 +48,13 @@ public struct AccessController: Sendable {
         case openNextClosed(AutoConnectMachine.OpenNextEnd)
     }
 
-    public private(set) var slots: ExchangeSlots
+    /// The adapter's exchanges; `slots` adds the held link, which the auto-connect machine owns.
+    private var exchanges: ExchangeSlots
+    public var slots: ExchangeSlots {
+        var slots = exchanges
+        slots.held = automatic.preparedReader
+        return slots
+    }
     public private(set) var automatic: AutoConnectMachine
     public private(set) var manual: ManualAccessMachine
     public private(set) var credentials: CredentialAvailability
@@ -60,7 +66,7 @@ public struct AccessController: Sendable {
         automaticAccessEnabled: Bool = false,
         credentials: CredentialAvailability = .none
     ) {
-        self.slots = ExchangeSlots(limit: slotLimit)
+        self.exchanges = ExchangeSlots(limit: slotLimit)
         self.automatic = AutoConnectMachine(
             configuration: automatic, automaticAccessEnabled: automaticAccessEnabled,
             credentials: credentials)
@@ -117,7 +123,7 @@ public struct AccessController: Sendable {
         case .cancelOpenNext:
             return runAutomatic(.cancelOpenNext, now: now)
         case .exchangeEnded(let reader, let outcome):
-            guard let origin = slots.end(reader) else { return [] }
+            guard let origin = exchanges.end(reader) else { return [] }
             switch origin {
             case .automatic:
                 return [.completed(reader, .automatic, outcome)]
@@ -138,23 +144,20 @@ public struct AccessController: Sendable {
     }
 
     /// The automatic machine's actions as the controller's, keeping the slots' account of
-    /// exchanges and the held link.
+    /// exchanges (the held link is the machine's own: `slots`).
     private mutating func mapAutomatic(_ actions: [AutoConnectMachine.Action]) -> [Action] {
         actions.map { action in
             switch action {
             case .startExchange(let reader):
-                slots.unhold(reader)
-                slots.begin(reader, origin: .automatic)
+                exchanges.begin(reader, origin: .automatic)
                 return .startExchange(reader, .automatic, .access)
             case .startTimer(let timer, let delay):
                 return .startTimer(.automatic(timer), after: delay)
             case .cancelTimer(let timer):
                 return .cancelTimer(.automatic(timer))
             case .prepareLink(let reader):
-                slots.hold(reader)
                 return .prepareLink(reader)
             case .releaseLink(let reader):
-                slots.unhold(reader)
                 return .releaseLink(reader)
             case .openNextClosed(let end):
                 return .openNextClosed(end)
@@ -169,8 +172,7 @@ public struct AccessController: Sendable {
                 // The held link is this exchange's if it is the reader's, else it gives way
                 // when the exchange needs its slot: dropped before the exchange connects.
                 let handOver = mapAutomatic(automatic.manualExchangeStarts(reader, slots: slots))
-                slots.unhold(reader)
-                slots.begin(reader, origin: .manual(request))
+                exchanges.begin(reader, origin: .manual(request))
                 return handOver + [.startExchange(reader, .manual(request), operation)]
             case .abortExchange(let reader, _):
                 // The slot stays taken until the shell reports the aborted exchange ended.

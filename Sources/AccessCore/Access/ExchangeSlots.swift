@@ -29,8 +29,9 @@ public enum ExchangeOperation: Hashable, Sendable {
 public struct ExchangeSlots: Hashable, Sendable {
     public var limit: Int
     public private(set) var active: [ReaderID: ExchangeOrigin] = [:]
-    /// The reader whose link is held for an exchange to come, if any.
-    public private(set) var held: ReaderID?
+    /// The reader whose link is held for an exchange to come, if any: the auto-connect
+    /// machine's (`AccessController.slots`), never tracked apart.
+    public internal(set) var held: ReaderID?
 
     public init(limit: Int = 1) {
         self.limit = max(1, limit)
@@ -43,12 +44,6 @@ public struct ExchangeSlots: Hashable, Sendable {
     /// Whether a link may be held now: a slot free of exchanges and of held links.
     public var canHoldLink: Bool { linkCount < limit }
     public func isBusy(_ reader: ReaderID) -> Bool { active[reader] != nil }
-
-    mutating func hold(_ reader: ReaderID) { held = reader }
-
-    mutating func unhold(_ reader: ReaderID) {
-        if held == reader { held = nil }
-    }
 
     mutating func begin(_ reader: ReaderID, origin: ExchangeOrigin) {
         active[reader] = origin

@@ -8,13 +8,19 @@ extension ExchangeEngine {
     enum Phase { case connected, resolved }
 
     nonisolated func runLink(
-        _ reader: ReaderID, id: UInt64, devicePath: String, connectTimeout: Duration,
-        after: [Task<Void, Never>]
-    ) async {
-        for task in after { await task.value }
+        _ reader: ReaderID, id: UInt64, link: LinkMachine.ID, devicePath: String, connectTimeout: Duration
+    )
+        async
+    {
         do throws(BlueZError) {
             let deadline = ContinuousClock.now + connectTimeout
-            try await central.connect(device: devicePath, timeout: connectTimeout)
+            do throws(BlueZError) {
+                try await central.connect(device: devicePath, timeout: connectTimeout)
+            } catch {
+                await connectReturned(link, up: false)
+                throw error
+            }
+            await connectReturned(link, up: true)
             await reached(.connected, reader, id: id)
             try await central.waitForServicesResolved(device: devicePath, timeout: deadline - ContinuousClock.now)
             await reached(.resolved, reader, id: id)
@@ -110,6 +116,53 @@ extension ExchangeEngine {
         end(reader, .failed(Self.failure(for: error)))
     }
 
+    // MARK: Links
+
+    /// Performs what the link machine decided, in order.
+    func perform(_ actions: [LinkMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .connect(let link, let devicePath, .held(let reader)):
+                prepare(reader, link: link, devicePath: devicePath)
+            case .connect(let link, let devicePath, .exchange(let reader, let run)):
+                guard runs[reader]?.id == run else { continue }
+                runs[reader]?.link = Task { [connectTimeout = settings.connectTimeout] in
+                    await self.runLink(
+                        reader, id: run, link: link, devicePath: devicePath, connectTimeout: connectTimeout)
+                }
+            case .prepared(_, let reader):
+                reports.yield(.linkPrepared(reader))
+            case .handOver(let link, let run):
+                handOver(link, to: run)
+            case .disconnect(let link, let devicePath):
+                disconnect(link, devicePath: devicePath)
+            }
+        }
+    }
+
+    func connectReturned(_ link: LinkMachine.ID, up: Bool) {
+        perform(links.handle(.connectReturned(link, up: up)))
+    }
+
+    /// Sends the link's Disconnect after the last writes over it; the link machine hears when
+    /// it returned and BlueZ reported the link down (when there will be a report).
+    private func disconnect(_ link: LinkMachine.ID, devicePath: String) {
+        resources.standing.removeValue(forKey: link)?.stop()
+        let (writer, reportWillCome) = resources.closing.removeValue(forKey: link) ?? (nil, false)
+        let reportedBefore = dropsReported[devicePath, default: 0]
+        resources.disconnecting[link] = Task { [central] in
+            await writer?.value
+            try? await central.disconnect(device: devicePath, timeout: .seconds(5))
+            if reportWillCome { await self.disconnectionReported(devicePath, after: reportedBefore) }
+            self.disconnected(link)
+        }
+    }
+
+    private func disconnected(_ link: LinkMachine.ID) {
+        resources.disconnecting[link] = nil
+        perform(links.handle(.disconnected(link)))
+    }
+
     // MARK: Connecting early
 
     /// Connects to a reader still outside auto-connect range and resolves its services; the
@@ -117,13 +170,18 @@ extension ExchangeEngine {
     /// a standing challenge too, so that exchange is one round trip. A failure here costs
     /// nothing: the exchange connects by itself.
     func holdLink(_ attributes: ReaderAttributes, devicePath: String) {
-        let reader = attributes.id
-        guard held == nil, runs[reader] == nil else { return }
+        guard runs[attributes.id] == nil, links.held == nil else { return }
+        resources.heldReader = attributes
+        perform(links.handle(.hold(attributes.id, device: devicePath)))
+    }
+
+    /// The held link's Connect is sent: connect, resolve, ask for a standing challenge.
+    private func prepare(_ reader: ReaderID, link: LinkMachine.ID, devicePath: String) {
+        guard let attributes = resources.heldReader, attributes.id == reader else { return }
+        resources.heldReader = nil
         let siteKey = book.presentation(for: attributes, aperioEnabled: settings.aperioEnabled)?.2
-        let previous = disconnects.removeValue(forKey: devicePath)
         logger.info("connecting early", metadata: ["reader": "\(reader)", "device": "\(devicePath)"])
-        let connecting = Task { [central, settings, logger] in
-            await previous?.value
+        Task { [central, settings, logger] in
             let controlPoint: GattCharacteristicState?
             do throws(BlueZError) {
                 let deadline = ContinuousClock.now + settings.connectTimeout
@@ -133,37 +191,22 @@ extension ExchangeEngine {
                     timeout: deadline - ContinuousClock.now)
             } catch {
                 logger.info("connecting early failed", metadata: ["reader": "\(reader)", "error": "\(error)"])
+                self.connectReturned(link, up: false)
                 return
             }
             if let siteKey, let controlPoint {
                 await self.askForStandingChallenge(
-                    attributes, devicePath: devicePath, controlPoint: controlPoint,
-                    siteKey: siteKey)
+                    attributes, link: link, devicePath: devicePath, controlPoint: controlPoint, siteKey: siteKey)
             }
-            self.heldLinkUp(reader)
+            self.connectReturned(link, up: true)
         }
-        held = HeldLink(reader: reader, devicePath: devicePath, connecting: connecting)
     }
 
-    private func heldLinkUp(_ reader: ReaderID) {
-        guard held?.reader == reader else { return }
-        reports.yield(.linkPrepared(reader))
-    }
-
-    /// Drops a held link no exchange took, once its Connect has been answered (cancelling
-    /// the call would leave bluetoothd connecting).
+    /// Drops a held link no exchange took, once its Connect has returned.
     func releaseLink(_ reader: ReaderID) {
-        guard let link = held, link.reader == reader else { return }
-        held = nil
-        link.standing?.stop()
+        if resources.heldReader?.id == reader { resources.heldReader = nil }
+        guard links.held?.owner == .held(reader) else { return }
         logger.info("dropping the early link", metadata: ["reader": "\(reader)"])
-        let previous = disconnects[link.devicePath]
-        let disconnect = Task { [central] in
-            await link.connecting.value
-            await previous?.value
-            try? await central.disconnect(device: link.devicePath, timeout: .seconds(5))
-        }
-        disconnects[link.devicePath] = disconnect
-        heldLinkRelease = disconnect
+        perform(links.handle(.release(reader)))
     }
 }

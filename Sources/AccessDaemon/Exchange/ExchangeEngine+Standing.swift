@@ -13,7 +13,7 @@ extension ExchangeEngine {
     /// The hold point is looked up once the control point is found: a service's objects come
     /// before its resolution, so a version 2 reader's hold point is there by then.
     nonisolated func askForStandingChallenge(
-        _ attributes: ReaderAttributes, devicePath: String,
+        _ attributes: ReaderAttributes, link: LinkMachine.ID, devicePath: String,
         controlPoint: GattCharacteristicState,
         siteKey: P256.Signing.PublicKey
     ) async {
@@ -30,8 +30,7 @@ extension ExchangeEngine {
             let notifications = try await central.notifications(characteristic: controlPoint.path)
             let challenge = StandingChallenge(readerID: reader, siteTag: attributes.siteTag, sitePublicKey: siteKey)
             await standing(
-                reader, devicePath: devicePath, controlPoint: controlPoint, challenge: challenge,
-                notifications: notifications)
+                reader, link: link, controlPoint: controlPoint, challenge: challenge, notifications: notifications)
         } catch {
             logger.info(
                 "no standing challenge on the early link", metadata: ["reader": "\(reader)", "error": "\(error)"])
@@ -39,40 +38,45 @@ extension ExchangeEngine {
     }
 
     private func standing(
-        _ reader: ReaderID, devicePath: String, controlPoint: GattCharacteristicState,
+        _ reader: ReaderID, link: LinkMachine.ID, controlPoint: GattCharacteristicState,
         challenge: StandingChallenge, notifications: AsyncStream<[UInt8]>
     ) {
-        // Released meanwhile: its Disconnect ends the subscription.
-        guard let link = held, link.reader == reader, link.devicePath == devicePath else { return }
+        // Let go meanwhile: its Disconnect ends the subscription.
+        guard let state = links.links[link], state.owner?.reader == reader, state.phase == .connecting else { return }
         let (continuation, writer) = writer(to: controlPoint.path) { engine in
-            engine.standingWriteFailed(reader, devicePath: devicePath)
+            engine.standingWriteFailed(reader, link: link)
         }
         let reading = Task {
             for await fragment in notifications {
-                guard self.standingFragment(reader, devicePath: devicePath, fragment) else { return }
+                guard self.standingFragment(reader, link: link, fragment) else { return }
             }
-            self.standingEnded(reader, devicePath: devicePath)
+            self.standingEnded(reader, link: link)
         }
-        held?.standing = StandingLink(
+        resources.standing[link] = StandingLink(
             challenge: challenge, controlPoint: controlPoint, writes: continuation,
             writer: writer, reading: reading)
         logger.info("challenge standing on the early link", metadata: ["reader": "\(reader)"])
     }
 
+    /// The exchange running over `link`, if it took the link's standing subscription over.
+    private func standingRun(_ reader: ReaderID, link: LinkMachine.ID) -> ExchangeRun? {
+        guard let run = runs[reader], run.standingReading != nil, links.link(ofRun: run.id)?.id == link else {
+            return nil
+        }
+        return run
+    }
+
     /// A notification on a standing subscription: to the exchange that took it over, else to
     /// the standing challenge. False once neither wants more.
-    private func standingFragment(_ reader: ReaderID, devicePath: String, _ fragment: [UInt8]) -> Bool {
-        if let run = runs[reader], run.devicePath == devicePath, run.standingReading != nil {
+    private func standingFragment(_ reader: ReaderID, link: LinkMachine.ID, _ fragment: [UInt8]) -> Bool {
+        if standingRun(reader, link: link) != nil {
             feed(reader, .fragmentReceived(fragment))
-            return runs[reader]?.standingReading != nil
+            return standingRun(reader, link: link) != nil
         }
-        guard var link = held, link.reader == reader, link.devicePath == devicePath, var standing = link.standing else {
-            return false
-        }
+        guard var standing = resources.standing[link], links.links[link]?.owner?.reader == reader else { return false }
         do throws(ProtocolError) {
             try standing.challenge.receive(fragment, at: Clocks.monotonic(), replayGuard: &replayGuard)
-            link.standing = standing
-            held = link
+            resources.standing[link] = standing
             return true
         } catch {
             // A forged or replayed challenge, or the reader's hold time ran out: the link
@@ -80,38 +84,37 @@ extension ExchangeEngine {
             logger.info(
                 "standing challenge refused; dropping the early link",
                 metadata: ["reader": "\(reader)", "error": "\(error)"])
+            resources.standing.removeValue(forKey: link)?.stop()
             releaseLink(reader)
             return false
         }
     }
 
-    private func standingEnded(_ reader: ReaderID, devicePath: String) {
-        if let run = runs[reader], run.devicePath == devicePath, run.standingReading != nil {
+    private func standingEnded(_ reader: ReaderID, link: LinkMachine.ID) {
+        if standingRun(reader, link: link) != nil {
             feed(reader, .disconnected)
-        } else if let link = held, link.reader == reader, link.devicePath == devicePath, link.standing != nil {
+        } else if resources.standing.removeValue(forKey: link) != nil {
             releaseLink(reader)
         }
     }
 
-    private func standingWriteFailed(_ reader: ReaderID, devicePath: String) {
-        guard let run = runs[reader], run.devicePath == devicePath, run.standingReading != nil,
-            !run.session.isFinished
-        else { return }
+    private func standingWriteFailed(_ reader: ReaderID, link: LinkMachine.ID) {
+        guard let run = standingRun(reader, link: link), !run.session.isFinished else { return }
         end(reader, .failed(.remoteClose))
     }
 
-    /// The exchange `id` takes over the held link, once it is up: true when it had a standing
-    /// subscription, which the exchange now runs on (the session answers the newest challenge
-    /// at `connected`), or when the exchange ended meanwhile (its end drops the link); false
-    /// when the exchange must subscribe by itself.
-    func takeHeldLink(_ reader: ReaderID, id: UInt64) -> Bool {
-        guard let link = held, link.reader == reader else { return false }
-        held = nil
-        guard runs[reader]?.id == id else {
-            link.standing?.stop()
-            return true
+    /// The held link the exchange `run` took over is up: the exchange runs over its standing
+    /// subscription if it has one (the session answers the newest challenge at `connected`),
+    /// else connects (answered at once), resolves and subscribes as usual.
+    func handOver(_ link: LinkMachine.ID, to runID: UInt64) {
+        guard let state = links.links[link], let reader = state.owner?.reader, runs[reader]?.id == runID else { return }
+        guard let standing = resources.standing.removeValue(forKey: link) else {
+            runs[reader]?.link = Task { [connectTimeout = settings.connectTimeout] in
+                await self.runLink(
+                    reader, id: runID, link: link, devicePath: state.device, connectTimeout: connectTimeout)
+            }
+            return
         }
-        guard let standing = link.standing else { return false }
         let now = ContinuousClock.now
         let handover = standing.challenge.handover(at: Clocks.monotonic())
         runs[reader]?.session.takeOver(handover)
@@ -128,6 +131,5 @@ extension ExchangeEngine {
             feed(reader, .mtuChanged(mtu))
         }
         feed(reader, .connected)
-        return true
     }
 }

@@ -23,17 +23,13 @@ actor ExchangeEngine {
     let clock: any Clock<Duration>
     let logger: Logger
     var runs: [ReaderID: ExchangeRun] = [:]
-    var held: HeldLink?
-    /// The last Disconnect of each device: the next Connect to it waits for it (a Connect
-    /// racing a Disconnect fails).
-    var disconnects: [String: Task<Void, Never>] = [:]
+    /// Every link's owner and the order of its calls (`LinkMachine`), and what the shell
+    /// keeps of them.
+    var links = LinkMachine()
+    var resources = LinkResources()
     /// Disconnections BlueZ reported, per device: a Disconnect is complete for the next
     /// exchange only once its own report has come through (`disconnectionReported`).
     var dropsReported: [String: Int] = [:]
-    /// The Disconnect of the held link last dropped: the controller drops it for an exchange
-    /// with another reader that needs its slot, and that exchange connects only after it, so
-    /// the adapter never has more links than `connection_limit`.
-    var heldLinkRelease: Task<Void, Never>?
     var replayGuard = ChallengeReplayGuard()
     var nextID: UInt64 = 0
 
@@ -95,32 +91,12 @@ actor ExchangeEngine {
                 trigger: order.trigger, operation: Render.operationName(order.operation),
                 credential: credential.description))
         logger.info("exchange starting", metadata: ["reader": "\(reader)", "device": "\(order.devicePath)"])
-        // Before connecting: the link connected early for this reader (the exchange takes it
-        // over: BlueZ answers Connect on a connected device at once), and the device's last
-        // Disconnect.
-        let id = run.id
-        let devicePath = order.devicePath
-        if let link = held, link.reader == reader {
-            // Taken over once it is up: its standing subscription if it has one, else
-            // connect (answered at once), resolve and subscribe as usual.
-            run.link = Task { [connectTimeout = settings.connectTimeout] in
-                await link.connecting.value
-                guard !self.takeHeldLink(reader, id: id) else { return }
-                await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: [])
-            }
-            runs[reader] = run
-            return
-        }
-        var before: [Task<Void, Never>] = []
-        if let disconnect = disconnects.removeValue(forKey: order.devicePath) { before.append(disconnect) }
-        if let release = heldLinkRelease {
-            before.append(release)
-            heldLinkRelease = nil
-        }
-        run.link = Task { [connectTimeout = settings.connectTimeout] in
-            await self.runLink(reader, id: id, devicePath: devicePath, connectTimeout: connectTimeout, after: before)
-        }
+        // The link connected early for this reader is taken over (BlueZ answers Connect on a
+        // connected device at once); else the exchange's own link connects once the device's
+        // last Disconnect is done (`LinkMachine`).
         runs[reader] = run
+        if resources.heldReader?.id == reader { resources.heldReader = nil }
+        perform(links.handle(.exchange(reader, device: order.devicePath, run: run.id)))
     }
 
     /// Feeds the session one input and performs what it returns, in order. A second-factor
@@ -183,22 +159,17 @@ actor ExchangeEngine {
                 "reader": "\(reader)", "outcome": "\(outcome)",
                 "timings": "\(Render.json(timings).jsonText)",
             ])
-        // In the background, so the decision is reported at once.
-        let devicePath = run.devicePath
-        let writer = run.writer
-        let previous = disconnects[devicePath]
-        // BlueZ reports the link going down after Disconnect returns, through the event
+        // Dropped in the background, after the last writes, so the decision is reported at
+        // once. BlueZ reports the link going down after Disconnect returns, through the event
         // stream: reported after the next exchange's link was up, it ended that exchange as a
-        // remote close (requests back to back at one reader). So the next Connect waits for
-        // the report too, when there will be one: the link was up and did not drop itself.
-        let reportWillCome = run.phases.connected != nil && outcome != .failed(.remoteClose)
-        let reportedBefore = dropsReported[devicePath, default: 0]
-        disconnects[devicePath] = Task { [central] in
-            await writer?.value
-            await previous?.value
-            try? await central.disconnect(device: devicePath, timeout: .seconds(5))
-            if reportWillCome { await self.disconnectionReported(devicePath, after: reportedBefore) }
+        // remote close (requests back to back at one reader). So the device's next Connect
+        // waits for the report too, when there will be one: the link was up and did not drop
+        // itself.
+        if let link = links.link(ofRun: run.id), link.phase != .waiting {
+            let reportWillCome = run.phases.connected != nil && outcome != .failed(.remoteClose)
+            resources.closing[link.id] = (run.writer, reportWillCome)
         }
+        perform(links.handle(.exchangeEnded(run: run.id)))
         reports.yield(.exchangeEnded(reader, outcome, timings: timings, credential: run.credential))
     }
 
@@ -207,10 +178,7 @@ actor ExchangeEngine {
     /// and beacon BlueZ forgets passes here, and each kept a key for the life of the process
     /// (issue #31).
     private func linkDropped(_ devicePath: String) {
-        let linked =
-            disconnects[devicePath] != nil || held?.devicePath == devicePath
-            || runs.values.contains { $0.devicePath == devicePath }
-        guard linked else { return }
+        guard links.isLinked(devicePath) else { return }
         dropsReported[devicePath, default: 0] += 1
         for (reader, run) in runs where run.devicePath == devicePath && run.writes != nil {
             logger.info("reader dropped the link", metadata: ["reader": "\(reader)"])
@@ -259,25 +227,18 @@ actor ExchangeEngine {
     }
 
     private func dropEverything(grace: Duration) -> [Task<Void, Never>] {
-        var pending = Array(disconnects.values)
-        disconnects.removeAll()
-        var devices: [String] = []
-        if let link = held {
-            logger.info("dropping the early link on stop", metadata: ["device": "\(link.devicePath)"])
-            link.standing?.stop()
-            devices.append(link.devicePath)
-            held = nil
-        }
+        var pending = Array(resources.disconnecting.values)
+        for standing in resources.standing.values { standing.stop() }
+        resources = LinkResources()
         for run in runs.values {
             run.link?.cancel()
             run.standingReading?.cancel()
             run.stepTimer?.cancel()
             run.writes?.finish()
-            logger.info("dropping the link on stop", metadata: ["device": "\(run.devicePath)"])
-            devices.append(run.devicePath)
         }
         runs.removeAll()
-        for device in devices {
+        for device in links.dropAll() {
+            logger.info("dropping the link on stop", metadata: ["device": "\(device)"])
             pending.append(Task { [central] in try? await central.disconnect(device: device, timeout: grace) })
         }
         return pending

@@ -82,15 +82,20 @@ struct ExchangePhases: Sendable {
     }
 }
 
-/// The link `connect_early` holds for a reader not yet in auto range: one at a time.
-struct HeldLink: Sendable {
-    var reader: ReaderID
-    var devicePath: String
-    /// Connect, resolve services and, with a version 2 reader, ask for a standing challenge;
-    /// ends when the link is up or the attempt failed.
-    var connecting: Task<Void, Never>
-    /// With a version 2 reader: the control point subscribed and its challenges standing.
-    var standing: StandingLink?
+/// What the shell keeps of the links `LinkMachine` owns: the reader a link is held for (its
+/// preparation needs the reader's site key), held links' standing subscriptions, and what
+/// each Disconnect waits for.
+struct LinkResources: Sendable {
+    /// The reader of the held link, from `holdLink` until its preparation starts.
+    var heldReader: ReaderAttributes?
+    /// Standing subscriptions of held links (version 2 readers), until an exchange takes one
+    /// over or the link goes.
+    var standing: [LinkMachine.ID: StandingLink] = [:]
+    /// What a link's Disconnect waits for: the last writes of the exchange that ran over it,
+    /// and whether BlueZ will report the disconnection (the link was up and did not drop itself).
+    var closing: [LinkMachine.ID: (writer: Task<Void, Never>?, reportWillCome: Bool)] = [:]
+    /// Disconnects under way, for the stop to wait on.
+    var disconnecting: [LinkMachine.ID: Task<Void, Never>] = [:]
 }
 
 /// A held link's subscription to a reader whose challenge stands (docs/reader-protocol.md §6,
