@@ -3,13 +3,17 @@ import ControlSocket
 
 /// Performing what the controller decides.
 extension AccessEngine {
+    /// Performs the controller's actions in their order. What they feed back to the
+    /// controller (an exchange that cannot start has ended) is handled after the whole batch:
+    /// handled in the middle, its actions came before the rest of the batch's (issue #31).
     func perform(_ actions: [AccessController.Action]) {
+        var ended: [ReaderID] = []
         for action in actions {
             switch action {
             case .startExchange(let reader, let origin, let operation):
                 requests.operations[reader] = operation
                 guard let attributes = sightings.registry.reader(reader), let adapterPath else {
-                    perform(controller.handle(.exchangeEnded(reader, .failed(.deviceNotFound)), at: Clocks.monotonic()))
+                    ended.append(reader)
                     continue
                 }
                 exchanges.yield(
@@ -60,6 +64,9 @@ extension AccessEngine {
                 guard case .manual(let request) = origin else { continue }
                 requests.timedOut[reader] = (request, error)
             }
+        }
+        for reader in ended {
+            perform(controller.handle(.exchangeEnded(reader, .failed(.deviceNotFound)), at: Clocks.monotonic()))
         }
     }
 
