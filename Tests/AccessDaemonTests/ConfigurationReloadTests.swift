@@ -53,9 +53,9 @@ struct ConfigurationReloadTests {
     /// A setting added later must get its file name, or the log would name a Swift property.
     @Test func everySettingHasItsFileName() {
         let properties = Mirror(reflecting: AccessdConfiguration()).children.compactMap(\.label)
-        #expect(properties.count == ConfigurationReload.fileNames.count)
+        #expect(properties.count == ConfigurationKeys.fileNames.count)
         for property in properties {
-            #expect(ConfigurationReload.fileNames[property] != nil, "\(property) has no file name")
+            #expect(ConfigurationKeys.fileNames[property] != nil, "\(property) has no file name")
         }
     }
 

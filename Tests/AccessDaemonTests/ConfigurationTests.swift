@@ -15,6 +15,37 @@ struct ConfigurationTests {
         #expect(loaded == AccessdConfiguration())
     }
 
+    /// The shipped file documents every key the loader reads, in its section (set, or
+    /// commented out with its default or an example), and no key it would refuse.
+    @Test func theShippedFileDocumentsEveryKeyAndNoOther() throws {
+        var documented: Set<String> = []
+        var section = ""
+        for line in try String(contentsOfFile: Self.shippedFile, encoding: .utf8).split(separator: "\n") {
+            let text = line.hasPrefix("# ") ? line.dropFirst(2) : line[...]
+            if text.hasPrefix("["), let end = text.firstIndex(of: "]") {
+                section = String(text[text.index(after: text.startIndex)..<end])
+                continue
+            }
+            guard let equals = text.range(of: " = "),
+                text[..<equals.lowerBound].allSatisfy({ $0.isLowercase || $0 == "_" })
+            else { continue }
+            let key = String(text[..<equals.lowerBound])
+            if section.hasPrefix(ConfigurationReader.readerTablePrefix) {
+                #expect(
+                    ConfigurationReader.readerRuleKeys.contains(key), "[\(section)] \(key) is not a reader rule key")
+            } else {
+                documented.insert("[\(section)] \(key)")
+            }
+        }
+        let declared = Set(ConfigurationKeys.all.map(\.name))
+        #expect(
+            declared.subtracting(documented).isEmpty,
+            "not in config/accessd.toml: \(declared.subtracting(documented).sorted())")
+        #expect(
+            documented.subtracting(declared).isEmpty,
+            "not read by accessd: \(documented.subtracting(declared).sorted())")
+    }
+
     @Test func absentFileMeansDefaultsOnlyWhenAllowed() throws {
         #expect(
             try ConfigurationLoader.load(path: "/nonexistent/accessd.toml", mayBeAbsent: true) == AccessdConfiguration()

@@ -76,34 +76,8 @@ public struct ConfigurationReload: Sendable {
         return String(describing: old) == String(describing: new)
     }
 
-    /// A property's name as an operator writes it in the file (`[range] sensitivity` is
-    /// `range.sensitivity`); ConfigurationReloadTests checks that every property has one.
-    static func fileName(_ property: String) -> String { fileNames[property] ?? property }
-
-    static let fileNames: [String: String] = [
-        "adapter": "bluetooth.adapter", "scanningOnStart": "bluetooth.scanning",
-        "discoveryWatchdog": "bluetooth.discovery_watchdog",
-        "automaticAccessOnStart": "access.automatic", "connectionLimit": "access.connection_limit",
-        "manualTimeout": "access.manual_timeout", "cooldown": "access.cooldown",
-        "selectionWindow": "access.selection_window", "connectEarly": "access.connect_early",
-        "holdTime": "access.hold_time",
-        "maximumRetries": "access.max_retries", "stepTimeout": "access.step_timeout",
-        "secondFactorTimeout": "access.second_factor_timeout", "openNextExpiry": "access.open_next_expiry",
-        "buttonDevice": "button.device", "buttonKey": "button.key", "maxOffline": "site.max_offline",
-        "auditUpload": "site.audit_upload", "mqtt": "mqtt", "metricsListen": "metrics.listen",
-        "rangeFilter": "range.filter", "medianWindow": "range.median_window", "sensitivity": "range.sensitivity",
-        "smoothingFactor": "range.smoothing",
-        "approachSmoothingFactor": "range.approach_smoothing", "autoRangeExitMargin": "range.exit_margin",
-        "expiryDelay": "range.expiry_delay", "staleTimeout": "range.stale_timeout",
-        "features": "features.enabled", "readerRules": "readers", "secondFactorPrompt": "prompts.second_factor",
-        "socketPath": "socket.path", "socketGroup": "socket.group", "operatorGroup": "socket.operator_group",
-        "adminGroup": "socket.admin_group", "subscriberQueueLimit": "socket.subscriber_queue",
-        "maximumClients": "socket.max_clients", "clientIdleTimeout": "socket.idle_timeout",
-        "clientSendTimeout": "socket.send_timeout",
-        "stateDirectory": "store.state_directory", "journalMaxEvents": "store.journal_max_events",
-        "journalMaxAge": "store.journal_max_age_days",
-        "siteCAFile": "site.ca_file", "siteRequestTimeout": "site.request_timeout",
-        "siteSyncInterval": "site.sync_interval", "deviceName": "site.device_name", "pinAttempts": "site.pin_attempts",
-        "logLevel": "log.level",
-    ]
+    /// A property's name as an operator writes it (`[range] sensitivity` is
+    /// `range.sensitivity`), from the table of keys; ConfigurationReloadTests checks that
+    /// every property has one.
+    static func fileName(_ property: String) -> String { ConfigurationKeys.fileNames[property] ?? property }
 }
