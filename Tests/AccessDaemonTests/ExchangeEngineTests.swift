@@ -107,17 +107,19 @@ struct ExchangeEngineTests {
         let shell = try ShellHarness(secondFactor: true, clock: clock)
         try await shell.start()
         try await shell.readerAdvertises(FakeReader(shell.readerConfiguration(secondFactor: true)))
-        async let answer = shell.call("access.request", ["reader": "2A01"])
+        let answer = Task { await shell.call("access.request", ["reader": "2A01"]) }
         let prompt = try await shell.waitForEvent("secondFactor.required")
         #expect(prompt["attemptsLeft"]?.int == 5)
         #expect(prompt["timeoutSeconds"]?.int == 30)
-        // The manual request's own timeout (15 s) gave way to the reader's second-factor one.
-        try await Task.sleep(for: .milliseconds(100))
-        await clock.advance(by: .seconds(20))
-        try await Task.sleep(for: .milliseconds(100))
+        // The manual request's own timeout (15 s) gave way to the reader's second-factor one:
+        // its timer is gone, so only the reader's can end the exchange.
+        try await shell.waitUntil("the request's timer gave way") { await shell.daemon.access.timers.isEmpty }
         #expect(try shell.events("access.completed").isEmpty)
-        await clock.advance(by: .seconds(11))
-        let result = await answer
+        try await shell.waitUntil("ended by the reader's timeout") {
+            await clock.advance(by: .seconds(31))
+            return try !shell.events("access.completed").isEmpty
+        }
+        let result = await answer.value
         #expect(result.failureData?["error"] != nil)
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["outcome"]?.string == "failed")
@@ -246,14 +248,15 @@ struct ExchangeEngineTests {
         if version == 2 {
             try await shell.waitUntil("challenge standing") { reader.standingCount == 1 }
         } else {
-            try await Task.sleep(for: .milliseconds(200))
+            // The held link's preparation has ended (it would have written the hold point by then).
+            try await shell.waitUntil("prepared") { await shell.daemon.exchanges.links.held?.phase == .connected }
             #expect(await shell.central.callCount("WriteValue") == 0, "a version 1 reader has no hold point to write")
         }
         #expect(reader.fragmentsWritten.isEmpty && reader.reports.isEmpty)
         // The person reaches the door: the reader's presence advertisements (another address).
         try await shell.readerAdvertises(
             nil, rssi: -62, times: 12, address: "00:BB:01:00:00:99",
-            flags: [.autoConnectEnabled, .manualConnectEnabled, .presence])
+            flags: [.autoConnectEnabled, .manualConnectEnabled, .presence], every: .milliseconds(25))
         let completed = try await shell.waitForEvent("access.completed")
         #expect(completed["decision"]?.string == "granted", "\(completed)")
         #expect(completed["origin"]?.string == "automatic")

@@ -128,7 +128,7 @@ final class ShellHarness: @unchecked Sendable {
     func readerAdvertises(
         _ reader: FakeReader?, rssi: Int = -70, times: Int = 3, siteTag: SiteTag = siteTag,
         id: ReaderID = readerID, address: String = readerAddress,
-        flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled]
+        flags: ReaderFlags = [.autoConnectEnabled, .manualConnectEnabled], every interval: Duration? = nil
     ) async throws {
         let advertisement = ReaderAdvertisement(
             kind: .gallagherStyle, flags: flags, readerID: id,
@@ -138,6 +138,8 @@ final class ShellHarness: @unchecked Sendable {
                 address: address, rssi: rssi,
                 serviceData: [ReaderAdvertisement.serviceDataUUIDString: advertisement.serviceData])
             if let reader { await central.attach(reader, to: path) }
+            // The range filter follows an approach over time: a walk-up is paced, not a burst.
+            if let interval { try await Task.sleep(for: interval) }
         }
         try await waitUntil("reader heard") {
             try self.events("reader.updated").contains { $0["id"]?.string == id.description }
