@@ -250,7 +250,22 @@ extension AccessStore {
 
     /// Applies one sync answer in one transaction: the items, the removals and the new
     /// cursor land together or not at all, so an interrupted sync is simply redone.
+    ///
+    /// A removed item, or an Aperio key replaced, leaves the old key in the write-ahead log's
+    /// frames (secure_delete overwrites only the database's pages) until a checkpoint: it
+    /// stayed there for good after a SIGKILL (issue #32). Such a sync is checkpointed out of
+    /// the log at once, as a deleted credential is.
     public func applyItemSync(
+        credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
+        at time: Double
+    ) throws {
+        try writeItemSync(credential: credential, upserted: upserted, removed: removed, cursor: cursor, at: time)
+        if !removed.isEmpty || upserted.contains(where: { $0.aperioKey != nil }) {
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        }
+    }
+
+    private func writeItemSync(
         credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
         at time: Double
     ) throws {

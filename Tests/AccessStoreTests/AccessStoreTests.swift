@@ -97,4 +97,40 @@ struct AccessStoreTests {
         #expect(try store.deleteCredential(id))
         #expect(!onDisk())
     }
+
+    /// Issue #32: an Aperio lock key removed by a sync stayed in accessd.sqlite-wal (no
+    /// checkpoint after that delete), and so did a key a sync replaced.
+    @Test(arguments: [false, true]) func anAperioKeyASyncRemovesIsGoneFromTheDatabaseAndItsLog(replaced: Bool) throws {
+        let store = try AccessStore(directory: directory)
+        let id = CredentialID(bytes: Array(repeating: 9, count: 16))!
+        let credential = Credential(
+            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
+            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: P256.Signing.PrivateKey(),
+            sealedSecondFactor: nil, secondFactorEnabled: false)
+        try store.insertCredential(
+            StoredCredential(
+                credential: credential, siteName: "Site", siteURL: "https://site", deviceName: "k", registeredAt: 0))
+        var generator = SystemRandomNumberGenerator()
+        func lockKey() -> [UInt8] { (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        func item(_ key: [UInt8]) -> StoredItem {
+            StoredItem(
+                id: "lock-1", credentialID: id, type: "aperio", name: "Store room", state: .active,
+                siteTag: SiteTag(0x2A), aperioIdentifier: [1, 2, 3, 4], aperioKey: key)
+        }
+        let secret = lockKey()
+        try store.applyItemSync(credential: id, upserted: [item(secret)], removed: [], cursor: "1", at: 0)
+        func onDisk() -> Bool {
+            [store.path, store.path + "-wal"].contains { path in
+                guard let bytes = FileManager.default.contents(atPath: path) else { return false }
+                return [UInt8](bytes).firstRange(of: secret) != nil
+            }
+        }
+        #expect(onDisk(), "the key is written at all (else this test proves nothing)")
+        if replaced {
+            try store.applyItemSync(credential: id, upserted: [item(lockKey())], removed: [], cursor: "2", at: 1)
+        } else {
+            try store.applyItemSync(credential: id, upserted: [], removed: ["lock-1"], cursor: "2", at: 1)
+        }
+        #expect(!onDisk())
+    }
 }
