@@ -239,48 +239,39 @@ extension ConfigurationKey {
         Self(section: section, key: key, property: property, read: nil)
     }
 
-    static func bool(
+    /// A key read as one value into one property; absent, the property keeps its default.
+    static func value<Value>(
         _ section: String, _ key: String, _ property: String,
-        _ path: WritableKeyPath<AccessdConfiguration, Bool> & Sendable
+        _ path: WritableKeyPath<AccessdConfiguration, Value> & Sendable,
+        _ read: @escaping @Sendable (ConfigurationReader) throws(ConfigurationError) -> Value?
     ) -> Self {
         .custom(section, key, property) { c, r throws(ConfigurationError) in
-            c[keyPath: path] = try r.bool(section, key) ?? c[keyPath: path]
+            c[keyPath: path] = try read(r) ?? c[keyPath: path]
         }
     }
+
+    static func bool(
+        _ s: String, _ k: String, _ p: String, _ path: WritableKeyPath<AccessdConfiguration, Bool> & Sendable
+    )
+        -> Self
+    { .value(s, k, p, path) { r throws(ConfigurationError) in try r.bool(s, k) } }
 
     static func string(
-        _ section: String, _ key: String, _ property: String,
-        _ path: WritableKeyPath<AccessdConfiguration, String> & Sendable
-    ) -> Self {
-        .custom(section, key, property) { c, r throws(ConfigurationError) in
-            c[keyPath: path] = try r.string(section, key) ?? c[keyPath: path]
-        }
-    }
+        _ s: String, _ k: String, _ p: String, _ path: WritableKeyPath<AccessdConfiguration, String> & Sendable
+    ) -> Self { .value(s, k, p, path) { r throws(ConfigurationError) in try r.string(s, k) } }
 
     static func int(
-        _ section: String, _ key: String, _ property: String,
-        _ path: WritableKeyPath<AccessdConfiguration, Int> & Sendable, _ range: ClosedRange<Int>
-    ) -> Self {
-        .custom(section, key, property) { c, r throws(ConfigurationError) in
-            c[keyPath: path] = try r.int(section, key, range) ?? c[keyPath: path]
-        }
-    }
+        _ s: String, _ k: String, _ p: String, _ path: WritableKeyPath<AccessdConfiguration, Int> & Sendable,
+        _ range: ClosedRange<Int>
+    ) -> Self { .value(s, k, p, path) { r throws(ConfigurationError) in try r.int(s, k, range) } }
 
     static func double(
-        _ section: String, _ key: String, _ property: String,
-        _ path: WritableKeyPath<AccessdConfiguration, Double> & Sendable, _ range: ClosedRange<Double>
-    ) -> Self {
-        .custom(section, key, property) { c, r throws(ConfigurationError) in
-            c[keyPath: path] = try r.double(section, key, range) ?? c[keyPath: path]
-        }
-    }
+        _ s: String, _ k: String, _ p: String, _ path: WritableKeyPath<AccessdConfiguration, Double> & Sendable,
+        _ range: ClosedRange<Double>
+    ) -> Self { .value(s, k, p, path) { r throws(ConfigurationError) in try r.double(s, k, range) } }
 
     static func seconds(
-        _ section: String, _ key: String, _ property: String,
-        _ path: WritableKeyPath<AccessdConfiguration, Duration> & Sendable, _ range: ClosedRange<Double>
-    ) -> Self {
-        .custom(section, key, property) { c, r throws(ConfigurationError) in
-            c[keyPath: path] = try r.seconds(section, key, range) ?? c[keyPath: path]
-        }
-    }
+        _ s: String, _ k: String, _ p: String, _ path: WritableKeyPath<AccessdConfiguration, Duration> & Sendable,
+        _ range: ClosedRange<Double>
+    ) -> Self { .value(s, k, p, path) { r throws(ConfigurationError) in try r.seconds(s, k, range) } }
 }
