@@ -38,6 +38,7 @@ struct Credentials: ParsableCommand {
                 print("\(c.id)  \(c.state)")
                 print("  cardholder: \(c.cardholderName)")
                 print("  site:       \(c.siteName) (\(c.site), \(c.siteURL))")
+                print("  key:        \(c.fingerprint ?? "unreadable")")
                 print(
                     "  second factor: \(pin); items: \(c.itemCount)"
                         + (c.priority != 0 ? "; priority \(c.priority)" : ""))
@@ -93,6 +94,7 @@ struct Credentials: ParsableCommand {
                 return
             }
             print("registered \(credential.id) for \(credential.cardholderName) at \(credential.siteName)")
+            if let fingerprint = credential.fingerprint { print("key fingerprint: \(fingerprint)") }
             if credential.secondFactor.required && !credential.secondFactor.pinSet {
                 print("note: the site asks for a second factor and no PIN was set; readers that require one will deny")
             }

@@ -112,6 +112,13 @@ struct CredentialEndToEndTests {
         #expect(registered["deviceName"] == "kiosk-1")
         let event = try #require(try waitForEvent(watcher) { $0["params"]?["kind"] == "credentials.changed" })
         #expect(event["params"]?["data"]?["reason"] == "registered")
+        // The key's fingerprint, as the site shows the key it holds (docs/site-api.md §3.1).
+        let fingerprint = try #require(registered["fingerprint"]?.string)
+        let held = try site.run(["credentials"]).split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        #expect(held.first?["fingerprint"]?.string == fingerprint, "\(held)")
+        #expect(event["params"]?["data"]?["fingerprint"]?.string == fingerprint)
+        let listedFirst = try client.call("credentials.list").get()["credentials"]?.array?.first
+        #expect(listedFirst?["fingerprint"]?.string == fingerprint)
         // The SDK state no longer says there is no credential.
         _ = try await harness.waitForStatus { $0["states"]?.array?.contains("errorNoCredentials") == false }
 

@@ -123,7 +123,8 @@ struct CredentialAdmin: Sendable {
         journal.emit(
             CredentialsChangedEvent(
                 reason: .registered, credential: credential.id.description,
-                state: credential.state.rawValue))
+                state: credential.state.rawValue,
+                fingerprint: credential.signingKey.map { KeyFingerprint.of($0.publicKey) }))
         for old in sameSite where old.credential.id != credential.id {
             await replaced(old, by: credential.id, uid: uid)
         }

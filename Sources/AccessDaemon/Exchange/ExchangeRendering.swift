@@ -63,6 +63,7 @@ extension Render {
                 lockedOut: stored.failedPinAttempts >= pinAttempts,
                 attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
             registeredAt: stored.registeredAt, lastSyncAt: stored.lastSyncAt,
-            itemCount: items.filter { $0.credentialID == c.id }.count, priority: stored.priority)
+            itemCount: items.filter { $0.credentialID == c.id }.count, priority: stored.priority,
+            fingerprint: c.signingKey.map { KeyFingerprint.of($0.publicKey) })
     }
 }

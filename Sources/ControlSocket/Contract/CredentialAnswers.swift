@@ -74,13 +74,17 @@ public struct CredentialInfo: Codable, Sendable, Hashable {
     public var itemCount: Int
     /// Where readers of several sites are in range, a higher priority's reader goes first.
     public var priority: Int
+    /// The credential's public key as the site holds it (`KeyFingerprint`: `sha256//` and
+    /// base64); absent when its key cannot be read.
+    public var fingerprint: String?
 
     public init(
         id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
         state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int,
-        priority: Int = 0
+        priority: Int = 0, fingerprint: String? = nil
     ) {
         self.priority = priority
+        self.fingerprint = fingerprint
         self.id = id
         self.site = site
         self.siteName = siteName

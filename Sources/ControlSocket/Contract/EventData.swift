@@ -198,11 +198,14 @@ public struct CredentialsChangedEvent: ControlEventData {
     public var priority: Int?
     /// A deletion by replacement: the credential that replaced it.
     public var replacedBy: String?
+    /// `reason` `registered`: the credential's key fingerprint (docs/site-api.md §3.1).
+    public var fingerprint: String?
 
     public init(
         reason: Reason, credential: String?, state: String? = nil, added: Int? = nil, updated: Int? = nil,
-        removed: Int? = nil, priority: Int? = nil, replacedBy: String? = nil
+        removed: Int? = nil, priority: Int? = nil, replacedBy: String? = nil, fingerprint: String? = nil
     ) {
+        self.fingerprint = fingerprint
         self.reason = reason
         self.credential = credential
         self.state = state
@@ -226,7 +229,7 @@ public struct CredentialsChangedEvent: ControlEventData {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case reason, credential, state, added, updated, removed, priority, replacedBy
+        case reason, credential, state, added, updated, removed, priority, replacedBy, fingerprint
         /// Protocol version 1 named the credential `id` here: still sent beside `credential`,
         /// and read when `credential` is absent (a journal written before it).
         case id
@@ -244,6 +247,7 @@ public struct CredentialsChangedEvent: ControlEventData {
         removed = try container.decodeIfPresent(Int.self, forKey: .removed)
         priority = try container.decodeIfPresent(Int.self, forKey: .priority)
         replacedBy = try container.decodeIfPresent(String.self, forKey: .replacedBy)
+        fingerprint = try container.decodeIfPresent(String.self, forKey: .fingerprint)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -257,13 +261,15 @@ public struct CredentialsChangedEvent: ControlEventData {
         try container.encodeIfPresent(removed, forKey: .removed)
         try container.encodeIfPresent(priority, forKey: .priority)
         try container.encodeIfPresent(replacedBy, forKey: .replacedBy)
+        try container.encodeIfPresent(fingerprint, forKey: .fingerprint)
     }
 
-    /// As an observer receives it: without the credential ids (issue #17).
+    /// As an observer receives it: without what names a credential (issue #17).
     public var forObservers: Self {
         var redacted = self
         redacted.credential = nil
         redacted.replacedBy = nil
+        redacted.fingerprint = nil
         return redacted
     }
 }

@@ -143,6 +143,8 @@ struct SiteCredentialsCommand: ParsableCommand {
             object["deviceName"] = credential.deviceName
             object["deleted"] = credential.deleted
             object["secondFactorKeySet"] = credential.secondFactorKey != nil
+            // As accessd shows it (docs/site-api.md §3.1): an administrator matches the two.
+            object["fingerprint"] = KeyFingerprint.of(credential.publicKey)
             SiteOutput.line(object)
         }
     }

@@ -57,7 +57,8 @@ enum EventSamples {
         case .credentialsChanged:
             CredentialsChangedEvent(
                 reason: .items, credential: credential, state: "active", added: 1, updated: 2, removed: 3,
-                priority: 10, replacedBy: "5c2a1e4f-0000-4000-8000-000000000000")
+                priority: 10, replacedBy: "5c2a1e4f-0000-4000-8000-000000000000",
+                fingerprint: "sha256//rhP4VOjrZRTd4/GujzLxAKGvv8Q9b70kXwXDzd/FTUc=")
         case .eventsLost:
             EventsLostEvent(count: 12, from: 1_795_312_591.4, to: 1_795_312_599.9)
         case .featureState:
