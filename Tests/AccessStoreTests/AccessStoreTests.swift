@@ -77,15 +77,7 @@ struct AccessStoreTests {
     @Test func aDeletedKeyIsGoneFromTheDatabaseAndItsLog() throws {
         let store = try AccessStore(directory: directory)
         let key = P256.Signing.PrivateKey()
-        let id = CredentialID(bytes: Array(repeating: 7, count: 16))!
-        let credential = Credential(
-            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
-            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: key,
-            sealedSecondFactor: nil, secondFactorEnabled: false)
-        try store.insertCredential(
-            StoredCredential(
-                credential: credential, siteName: "Site", siteURL: "https://site",
-                deviceName: "kiosk", registeredAt: 0))
+        let id = try store.insertTestCredential(byte: 7, key: key)
         let secret = [UInt8](key.rawRepresentation)
         func onDisk() -> Bool {
             [store.path, store.path + "-wal"].contains { path in
@@ -102,14 +94,7 @@ struct AccessStoreTests {
     /// checkpoint after that delete), and so did a key a sync replaced.
     @Test(arguments: [false, true]) func anAperioKeyASyncRemovesIsGoneFromTheDatabaseAndItsLog(replaced: Bool) throws {
         let store = try AccessStore(directory: directory)
-        let id = CredentialID(bytes: Array(repeating: 9, count: 16))!
-        let credential = Credential(
-            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
-            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: P256.Signing.PrivateKey(),
-            sealedSecondFactor: nil, secondFactorEnabled: false)
-        try store.insertCredential(
-            StoredCredential(
-                credential: credential, siteName: "Site", siteURL: "https://site", deviceName: "k", registeredAt: 0))
+        let id = try store.insertTestCredential(byte: 9)
         var generator = SystemRandomNumberGenerator()
         func lockKey() -> [UInt8] { (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) } }
         func item(_ key: [UInt8]) -> StoredItem {

@@ -13,16 +13,7 @@ struct AuditRecordsTests {
     static let kinds: Set<String> = ["access.completed", "secondFactor.required"]
 
     private func insert(_ store: AccessStore, byte: UInt8) throws -> String {
-        let id = CredentialID(bytes: Array(repeating: byte, count: 16))!
-        let credential = Credential(
-            id: id, siteTag: SiteTag(0x2A), cardholderName: "Ada", kind: .mobile, state: .active,
-            sitePublicKey: P256.Signing.PrivateKey().publicKey, signingKey: P256.Signing.PrivateKey(),
-            sealedSecondFactor: nil, secondFactorEnabled: false)
-        try store.insertCredential(
-            StoredCredential(
-                credential: credential, siteName: "Site", siteURL: "https://site",
-                deviceName: "kiosk", registeredAt: 0))
-        return id.description
+        try store.insertTestCredential(byte: byte).description
     }
 
     private func decision(_ store: AccessStore, _ credential: String) throws -> Int64 {
