@@ -80,7 +80,12 @@ let package = Package(
             name: "SiteContract",
             dependencies: ["AccessCore", "AccessJSON", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .target(name: "AccessStore", dependencies: ["AccessCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(
+            name: "AccessStore",
+            dependencies: [
+                "AccessCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .target(
             name: "ControlSocket",
             dependencies: [
@@ -185,6 +190,8 @@ let package = Package(
                 "AccessCore", "AccessDaemon", "AccessFuzzing", "AccessJSON", "AccessStore", "ControlSocket",
                 "BlueZTestSupport", "SiteContract", "SuiteTraits",
                 .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -24,12 +24,19 @@ public final class AccessStore: Sendable {
 
     public let path: String
     let database: DatabasePool
+    /// The key that seals the secrets, or why there is none (`DataKeySource`).
+    let dataKey: Result<DataKey, DataKeyError>
+    /// Whether the database's secrets are sealed (read as plaintext otherwise: a database from
+    /// before sealing, opened with no data key).
+    let secretsSealed: Bool
+    public let secretsAtRest: SecretsAtRest
     /// Each connection's page cache (`PRAGMA cache_size`, in KiB).
     static let pageCacheKiB = 256
 
     /// Opens (creating when needed) `directory/accessd.sqlite`. The directory is created
-    /// with mode 0700: the database will hold credentials.
-    public init(directory: String) throws {
+    /// with mode 0700: the database will hold credentials. With a data key, plaintext secrets
+    /// from before sealing are sealed now; without one, nothing secret can be stored.
+    public init(directory: String, dataKey: Result<DataKey, DataKeyError>) throws {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
@@ -70,6 +77,26 @@ public final class AccessStore: Sendable {
         try migrator.migrate(database)
         // The WAL and shared-memory files hold recent pages, keys included.
         for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+        self.dataKey = dataKey
+        var secrets = SecretsAtRest(protection: "none", sealed: false, migrated: 0)
+        switch dataKey {
+        case .success(let key):
+            secrets.protection = key.protection.rawValue
+            secrets.keyOrigin = key.origin
+            if try Self.isSealed(database) {
+                if try !Self.keyMatches(database, key: key) {
+                    secrets.problem = "the database was sealed with another data key than \(key.origin)"
+                }
+            } else {
+                secrets.migrated = try Self.sealPlaintextSecrets(database, key: key)
+            }
+            secrets.sealed = true
+        case .failure(let problem):
+            secrets.problem = problem.description
+            secrets.sealed = try Self.isSealed(database)
+        }
+        secretsSealed = secrets.sealed
+        secretsAtRest = secrets
     }
 
     // MARK: Settings

@@ -17,11 +17,16 @@ public struct StoredCredential: Sendable {
     public var failedPinAttempts: Int
     /// Where several sites' readers are in range, a higher priority's reader goes first.
     public var priority: Int
+    /// Why the credential's key (or its second factor's outer seal) cannot be used; nil when it
+    /// opened and passed its self-test. Such a credential has no signing key: it is never presented.
+    public var keyProblem: KeyProblem?
 
     public init(
         credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
-        lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0, priority: Int = 0
+        lastSyncAt: Double? = nil, itemCursor: String = "0", failedPinAttempts: Int = 0, priority: Int = 0,
+        keyProblem: KeyProblem? = nil
     ) {
+        self.keyProblem = keyProblem
         self.priority = priority
         self.credential = credential
         self.siteName = siteName
@@ -47,6 +52,8 @@ public struct StoredItem: Sendable, Hashable {
     public var aperioKey: [UInt8]?
     /// Other items: their `data` object as JSON text.
     public var data: String?
+    /// Why an Aperio item's key cannot be used (then `aperioKey` is nil).
+    public var keyProblem: KeyProblem?
     /// The validity window (Unix seconds): outside it the item is not presented.
     public var validFrom: Double?
     public var validUntil: Double?
@@ -129,12 +136,19 @@ extension AccessStore {
     public func credentials() throws -> [StoredCredential] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(
-                Self.credential(from:))
+                credential(from:))
         }
     }
 
     public func insertCredential(_ stored: StoredCredential) throws {
         let c = stored.credential
+        let id = c.id.description
+        let signingKey = try c.signingKey.map {
+            try sealSecret($0.rawRepresentation, place: SealedColumn.signingKey(id))
+        }
+        let secondFactor = try c.sealedSecondFactor.map {
+            try sealSecret(Data($0.encoded), place: SealedColumn.secondFactor(id))
+        }
         try database.write { db in
             try db.execute(
                 sql: """
@@ -145,7 +159,7 @@ extension AccessStore {
                 arguments: [
                     c.id.description, stored.siteName, Int64(c.siteTag.rawValue), c.sitePublicKey.x963Representation,
                     stored.siteURL, c.cardholderName, stored.deviceName, c.state.rawValue, c.secondFactorEnabled,
-                    c.signingKey?.rawRepresentation ?? Data(), c.sealedSecondFactor.map { Data($0.encoded) },
+                    signingKey ?? Data(), secondFactor,
                     stored.failedPinAttempts, stored.registeredAt, stored.lastSyncAt, stored.itemCursor,
                     stored.priority,
                 ])
@@ -181,10 +195,11 @@ extension AccessStore {
     /// A new PIN: the second-factor key sealed again. The old sealing is checkpointed out of the
     /// write-ahead log, as a deleted key is.
     public func setSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
+        let stored = try sealSecret(Data(sealed.encoded), place: SealedColumn.secondFactor(id.description))
         try database.write { db in
             try db.execute(
                 sql: "UPDATE credential SET sealedSecondFactor = ?, failedPinAttempts = 0 WHERE id = ?",
-                arguments: [Data(sealed.encoded), id.description])
+                arguments: [stored, id.description])
         }
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
     }
@@ -203,13 +218,35 @@ extension AccessStore {
         }
     }
 
-    private static func credential(from row: Row) -> StoredCredential? {
-        guard let id = CredentialID(row["id"] as String),
+    private func credential(from row: Row) -> StoredCredential? {
+        // The places are the row's own text: what the sealing (at insert or migration) used.
+        let rowID: String = row["id"]
+        guard let id = CredentialID(rowID),
             let sitePublicKey = try? P256.Signing.PublicKey(x963Representation: row["sitePublicKey"] as Data),
             let state = CredentialState(rawValue: row["state"])
         else { return nil }
-        let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: row["signingKey"] as Data)
-        let sealed = (row["sealedSecondFactor"] as Data?).flatMap { try? SealedSecondFactorKey(encoded: Array($0)) }
+        var keyProblem: KeyProblem?
+        var signingKey: P256.Signing.PrivateKey?
+        let storedKey: Data = row["signingKey"]
+        if !storedKey.isEmpty {
+            switch openSecret(storedKey, place: SealedColumn.signingKey(rowID)) {
+            case .failure(let problem): keyProblem = problem
+            case .success(let raw):
+                signingKey = try? P256.Signing.PrivateKey(rawRepresentation: raw)
+                if signingKey.map(Self.passesSelfTest) != true {
+                    signingKey = nil
+                    keyProblem = .selfTestFailed
+                }
+            }
+        }
+        var sealed: SealedSecondFactorKey?
+        if let storedSecondFactor = row["sealedSecondFactor"] as Data? {
+            switch openSecret(storedSecondFactor, place: SealedColumn.secondFactor(rowID)) {
+            case .failure(let problem): keyProblem = keyProblem ?? problem
+            case .success(let encoded): sealed = try? SealedSecondFactorKey(encoded: Array(encoded))
+            }
+        }
+        if keyProblem != nil { signingKey = nil }
         let credential = Credential(
             id: id, siteTag: SiteTag(UInt32(truncatingIfNeeded: row["siteTag"] as Int64)),
             cardholderName: row["cardholder"],
@@ -219,7 +256,14 @@ extension AccessStore {
             credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
             deviceName: row["deviceName"], registeredAt: row["registeredAt"],
             lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
-            failedPinAttempts: row["failedPinAttempts"], priority: row["priority"])
+            failedPinAttempts: row["failedPinAttempts"], priority: row["priority"], keyProblem: keyProblem)
+    }
+
+    /// A key that opened is used only if it signs a fixed message and its public key verifies it.
+    static func passesSelfTest(_ key: P256.Signing.PrivateKey) -> Bool {
+        let message = Data("accessd key self-test".utf8)
+        guard let signature = try? key.signature(for: message) else { return false }
+        return key.publicKey.isValidSignature(signature, for: message)
     }
 
     // MARK: Items
@@ -235,15 +279,27 @@ extension AccessStore {
                     try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY credentialID, id")
                 }
             return rows.compactMap { row in
-                guard let credential = CredentialID(row["credentialID"] as String),
+                let credentialRow: String = row["credentialID"]
+                guard let credential = CredentialID(credentialRow),
                     let state = CredentialState(rawValue: row["state"])
                 else { return nil }
-                return StoredItem(
-                    id: row["id"], credentialID: credential, type: row["type"], name: row["name"], state: state,
+                let id: String = row["id"]
+                var aperioKey: [UInt8]?
+                var keyProblem: KeyProblem?
+                if let stored = row["aperioKey"] as Data? {
+                    switch openSecret(stored, place: SealedColumn.aperioKey(credentialRow, id)) {
+                    case .success(let key): aperioKey = Array(key)
+                    case .failure(let problem): keyProblem = problem
+                    }
+                }
+                var item = StoredItem(
+                    id: id, credentialID: credential, type: row["type"], name: row["name"], state: state,
                     siteTag: (row["siteTag"] as Int64?).map { SiteTag(UInt32(truncatingIfNeeded: $0)) },
                     aperioIdentifier: (row["aperioIdentifier"] as Data?).map(Array.init),
-                    aperioKey: (row["aperioKey"] as Data?).map(Array.init), data: row["data"],
+                    aperioKey: aperioKey, data: row["data"],
                     validFrom: row["validFrom"], validUntil: row["validUntil"])
+                item.keyProblem = keyProblem
+                return item
             }
         }
     }
@@ -269,8 +325,13 @@ extension AccessStore {
         credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
         at time: Double
     ) throws {
+        let sealedKeys = try upserted.map { item in
+            try item.aperioKey.map {
+                try sealSecret(Data($0), place: SealedColumn.aperioKey(credential.description, item.id))
+            }
+        }
         try database.write { db in
-            for item in upserted {
+            for (item, sealedKey) in zip(upserted, sealedKeys) {
                 try db.execute(
                     sql: """
                         INSERT INTO item(credentialID, id, type, name, state, siteTag, aperioIdentifier, aperioKey, data,
@@ -284,7 +345,7 @@ extension AccessStore {
                     arguments: [
                         credential.description, item.id, item.type, item.name, item.state.rawValue,
                         item.siteTag.map { Int64($0.rawValue) }, item.aperioIdentifier.map { Data($0) },
-                        item.aperioKey.map { Data($0) }, item.data, item.validFrom, item.validUntil,
+                        sealedKey, item.data, item.validFrom, item.validUntil,
                     ])
             }
             for id in removed {

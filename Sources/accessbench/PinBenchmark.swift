@@ -114,7 +114,8 @@ struct PinBenchmark: AsyncParsableCommand {
     /// A credential with a second factor sealed under `pin` at the standard cost, in a new
     /// state directory, as a registration leaves it.
     static func storeCredential(in directory: String) throws -> CredentialID {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(
+            directory: directory, dataKey: .success(.random(protection: .keyFile, origin: "benchmark")))
         let id = CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!
         var generator = SystemRandomNumberGenerator()
         let sealed = try SealedSecondFactorKey.seal(

@@ -38,7 +38,7 @@ struct Credentials: ParsableCommand {
                 print("\(c.id)  \(c.state)")
                 print("  cardholder: \(c.cardholderName)")
                 print("  site:       \(c.siteName) (\(c.site), \(c.siteURL))")
-                print("  key:        \(c.fingerprint ?? "unreadable")")
+                print("  key:        \(c.fingerprint ?? "unavailable: \(c.keyProblem ?? "unreadable")")")
                 print(
                     "  second factor: \(pin); items: \(c.itemCount)"
                         + (c.priority != 0 ? "; priority \(c.priority)" : ""))

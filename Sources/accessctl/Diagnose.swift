@@ -100,6 +100,18 @@ struct Diagnose: ParsableCommand {
                         : credentials > 0
                             ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
                             : "accessd holds no credential: register one with `accessctl credentials register URL`"))
+            if let secrets = status.secrets {
+                let ok = secrets.problem == nil && secrets.keyUnavailable == 0
+                checks.append(
+                    Check(
+                        name: "secrets", ok: ok, detail: StatusText.secretsLine(secrets),
+                        hint: ok
+                            ? nil
+                            : secrets.keyUnavailable > 0
+                                ? "a credential's key does not open on this kiosk: `accessctl credentials` says why; "
+                                    + "delete it and register again (docs/operations.md, \"Secrets at rest\")"
+                                : "see docs/operations.md, \"Secrets at rest\""))
+            }
             if let connection, credentials > 0 { checks.append(SiteCheck.check(status, connection: connection)) }
             checks.append(
                 Check(

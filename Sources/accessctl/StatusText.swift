@@ -45,6 +45,7 @@ enum StatusText {
             lines.append("    " + siteLine(site))
         }
         if let mqtt = status.mqtt { row("mqtt", mqttLine(mqtt)) }
+        if let secrets = status.secrets { row("secrets", secretsLine(secrets)) }
         row("last event", "\(status.lastSequence)")
         if let level = status.logLevel { row("log level", level) }
         row("configuration", status.configFile ?? "built-in defaults (no file)")
@@ -60,6 +61,14 @@ enum StatusText {
         let waiting = "\(audit.backlog) event\(audit.backlog == 1 ? "" : "s") waiting"
         return failing == 0
             ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
+    }
+
+    /// `sealed to this machine (tpm2), 0 keys unavailable`, or what is weaker and why.
+    static func secretsLine(_ secrets: SecretsStatus) -> String {
+        let unavailable = "\(secrets.keyUnavailable) key\(secrets.keyUnavailable == 1 ? "" : "s") unavailable"
+        if let problem = secrets.problem { return "\(problem); \(unavailable)" }
+        if secrets.sealedToMachine { return "sealed to this machine (\(secrets.protection)), \(unavailable)" }
+        return "NOT sealed to this machine: key file \(secrets.keyOrigin ?? "?"), \(unavailable)"
     }
 
     /// `connected to mqtt://broker:1883 as accessd/kiosk-1, current`, or why not and what waits.

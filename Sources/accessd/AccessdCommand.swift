@@ -5,6 +5,7 @@ import ArgumentParser
 import BlueZ
 import CFatalSignals
 import ControlSocket
+import Foundation
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -90,7 +91,12 @@ struct AccessdCommand: AsyncParsableCommand {
         }
         let store: AccessStore
         do {
-            store = try AccessStore(directory: settings.stateDirectory)
+            let dataKey = DataKeySource.load(
+                credentialsDirectory: ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"],
+                handoff: ProcessInfo.processInfo.environment["ACCESSD_DATA_KEY_HANDOFF"],
+                keyFile: settings.effectiveDataKeyFile)
+            store = try AccessStore(directory: settings.stateDirectory, dataKey: dataKey)
+            SecretsReport.log(store.secretsAtRest, logger: logger)
         } catch {
             logger.critical(
                 "cannot open the state directory",

@@ -26,7 +26,7 @@ struct EventJournalTests {
     @Test func replayWhileEmittingLosesAndRepeatsNothing() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let journal = try EventJournal(store: store, logger: Logger(label: "test"))
         for index in 0..<5000 { journal.emit(Self.numbered(index)) }
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 20_000)
@@ -60,7 +60,8 @@ struct EventJournalTests {
     @Test func aReplayLargerThanTheQueueReadsOnlyWhatFits() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
+        let journal = try EventJournal(
+            store: try AccessStore(directory: directory, dataKey: .success(.forTests)), logger: Logger(label: "test"))
         for index in 0..<3_000 { journal.emit(Self.numbered(index)) }
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 256)
         let started = ContinuousClock.now
@@ -85,7 +86,8 @@ struct EventJournalTests {
     @Test func observersGetCredentialEventsWithoutTheId() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
+        let journal = try EventJournal(
+            store: try AccessStore(directory: directory, dataKey: .success(.forTests)), logger: Logger(label: "test"))
         journal.emit(CredentialsChangedEvent(reason: .registered, credential: "4b1f0d3e"))
         let observer = ControlClient(id: 1, role: .observer, uid: 1000, pid: 0, eventLimit: 100)
         let admin = ControlClient(id: 2, role: .admin, uid: 0, pid: 0, eventLimit: 100)
@@ -109,7 +111,8 @@ struct EventJournalTests {
     @Test func kindsFilterReplayAndLive() async throws {
         let directory = NSTemporaryDirectory() + "accessd-journal-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let journal = try EventJournal(store: try AccessStore(directory: directory), logger: Logger(label: "test"))
+        let journal = try EventJournal(
+            store: try AccessStore(directory: directory, dataKey: .success(.forTests)), logger: Logger(label: "test"))
         journal.emit(Self.a)
         journal.emit(Self.b)
         let client = ControlClient(id: 1, role: .observer, uid: 0, pid: 0, eventLimit: 100)

@@ -13,13 +13,13 @@ struct AccessStoreTests {
 
     @Test func settingsPersistAcrossReopening() throws {
         do {
-            let store = try AccessStore(directory: directory)
+            let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
             #expect(try store.boolSetting("scanning") == nil)
             try store.setBoolSetting("scanning", false)
             try store.setBoolSetting("scanning", true)
             try store.setSetting("logLevel", "debug")
         }
-        let reopened = try AccessStore(directory: directory)
+        let reopened = try AccessStore(directory: directory, dataKey: .success(.forTests))
         #expect(try reopened.boolSetting("scanning") == true)
         #expect(try reopened.setting("logLevel") == "debug")
         let attributes = try FileManager.default.attributesOfItem(atPath: directory)
@@ -31,14 +31,14 @@ struct AccessStoreTests {
     /// Every connection of the pool, the writer's and the readers', keeps a small page cache
     /// (AccessStore.pageCacheKiB), not SQLite's 2 MB default.
     @Test func everyConnectionKeepsASmallPageCache() throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let expected = -AccessStore.pageCacheKiB
         #expect(try store.database.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
         #expect(try store.database.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
     }
 
     @Test func journalSequencesGrowAndReplay() throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         var sequences: [Int64] = []
         for index in 0..<10 {
             sequences.append(
@@ -55,7 +55,7 @@ struct AccessStoreTests {
 
     @Test func retentionNeverReusesSequenceNumbers() throws {
         do {
-            let store = try AccessStore(directory: directory)
+            let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
             for index in 0..<20 { try store.append(kind: "k", data: "{}", time: Double(index)) }
             // Older than 5 s before t = 20 goes (times 0…14).
             #expect(try store.prune(maxEvents: 8, maxAge: 5, now: 20) == 15)
@@ -66,7 +66,7 @@ struct AccessStoreTests {
             #expect(try store.prune(maxEvents: 0, maxAge: 100, now: 20) == 3)
             #expect(try store.firstSequence() == nil)
         }
-        let reopened = try AccessStore(directory: directory)
+        let reopened = try AccessStore(directory: directory, dataKey: .success(.forTests))
         #expect(try reopened.lastSequence() == 20)
         #expect(try reopened.append(kind: "k", data: "{}", time: 21).sequence == 21)
     }
@@ -75,10 +75,12 @@ struct AccessStoreTests {
     /// (a SIGKILL after the delete left it on disk). Read while the store is still open, as
     /// after a SIGKILL: neither file holds the key.
     @Test func aDeletedKeyIsGoneFromTheDatabaseAndItsLog() throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let key = P256.Signing.PrivateKey()
         let id = try store.insertTestCredential(byte: 7, key: key)
-        let secret = [UInt8](key.rawRepresentation)
+        // The key is sealed (issue #32): what must not linger is the sealed value, which the
+        // data key would open.
+        let secret = try store.storedSecret("SELECT signingKey FROM credential WHERE id = ?", id.description)
         func onDisk() -> Bool {
             [store.path, store.path + "-wal"].contains { path in
                 guard let bytes = FileManager.default.contents(atPath: path) else { return false }
@@ -93,7 +95,7 @@ struct AccessStoreTests {
     /// Issue #32: an Aperio lock key removed by a sync stayed in accessd.sqlite-wal (no
     /// checkpoint after that delete), and so did a key a sync replaced.
     @Test(arguments: [false, true]) func anAperioKeyASyncRemovesIsGoneFromTheDatabaseAndItsLog(replaced: Bool) throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let id = try store.insertTestCredential(byte: 9)
         var generator = SystemRandomNumberGenerator()
         func lockKey() -> [UInt8] { (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) } }
@@ -102,8 +104,8 @@ struct AccessStoreTests {
                 id: "lock-1", credentialID: id, type: "aperio", name: "Store room", state: .active,
                 siteTag: SiteTag(0x2A), aperioIdentifier: [1, 2, 3, 4], aperioKey: key)
         }
-        let secret = lockKey()
-        try store.applyItemSync(credential: id, upserted: [item(secret)], removed: [], cursor: "1", at: 0)
+        try store.applyItemSync(credential: id, upserted: [item(lockKey())], removed: [], cursor: "1", at: 0)
+        let secret = try store.storedSecret("SELECT aperioKey FROM item WHERE id = ?", "lock-1")
         func onDisk() -> Bool {
             [store.path, store.path + "-wal"].contains { path in
                 guard let bytes = FileManager.default.contents(atPath: path) else { return false }

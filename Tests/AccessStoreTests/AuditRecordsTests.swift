@@ -23,7 +23,7 @@ struct AuditRecordsTests {
     }
 
     @Test func aCredentialsEventsAreReadAfterItsCursorOnly() throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         try store.append(kind: "access.completed", data: #"{"credential":"before"}"#, time: 0)
         let ada = try insert(store, byte: 1)
         let bob = try insert(store, byte: 2)
@@ -57,19 +57,19 @@ struct AuditRecordsTests {
     @Test func theCursorSurvivesReopening() throws {
         let ada: String
         do {
-            let store = try AccessStore(directory: directory)
+            let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
             ada = try insert(store, byte: 3)
             let sequence = try decision(store, ada)
             try store.setAuditCursor(ada, through: sequence)
         }
-        let reopened = try AccessStore(directory: directory)
+        let reopened = try AccessStore(directory: directory, dataKey: .success(.forTests))
         #expect(try reopened.auditCursor(ada) == 1)
         #expect(try reopened.auditBacklog(ada, after: 1, kinds: Self.kinds) == 0)
     }
 
     /// Retention removed events after the cursor: the batch says where the journal now starts.
     @Test func retentionBeyondTheCursorShowsAsTheOldestKept() throws {
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let ada = try insert(store, byte: 4)
         for _ in 0..<5 { _ = try decision(store, ada) }
         try store.prune(maxEvents: 2, maxAge: 1e9, now: 1)

@@ -1,5 +1,7 @@
 import AccessCore
 import Crypto
+import Foundation
+import GRDB
 
 @testable import AccessStore
 
@@ -19,5 +21,18 @@ extension AccessStore {
                 credential: credential, siteName: "Site", siteURL: "https://site", deviceName: "kiosk",
                 registeredAt: 0))
         return id
+    }
+
+    /// A secret column's bytes as they are on disk (sealed), for searching the files.
+    func storedSecret(_ sql: String, _ argument: String) throws -> [UInt8] {
+        try database.read { db in [UInt8](try Data.fetchOne(db, sql: sql, arguments: [argument]) ?? Data()) }
+    }
+
+    /// Whether any of the database's files holds `bytes`.
+    func filesHold(_ bytes: [UInt8]) -> Bool {
+        [path, path + "-wal", path + "-shm"].contains { path in
+            guard let contents = FileManager.default.contents(atPath: path) else { return false }
+            return [UInt8](contents).firstRange(of: bytes) != nil
+        }
     }
 }

@@ -17,6 +17,9 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
     /// A credential's site has not been synced with for longer than `[site] max_offline`: that
     /// credential is not presented until a sync succeeds (a Linux name: the SDK has none).
     case errorCredentialsOffline
+    /// A credential's key does not open on this kiosk (sealed on another machine, a data key
+    /// replaced, a corrupt row) or fails its self-test: it is never presented (a Linux name).
+    case errorCredentialKeyUnavailable
 
     /// Declaration order: causes first (no bluetoothd hides everything about adapters).
     private var rank: Int {
@@ -29,6 +32,7 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
         case .errorNoSecondFactorSet: 5
         case .secondFactorLockedOut: 6
         case .errorCredentialsOffline: 7
+        case .errorCredentialKeyUnavailable: 8
         }
     }
 
@@ -53,6 +57,8 @@ public struct SdkStateInputs: Hashable, Sendable {
     public var secondFactorLockedOut = false
     /// Active credentials withheld because their site was not reached for `[site] max_offline`.
     public var offlineCredentialCount = 0
+    /// Credentials whose key does not open or fails its self-test.
+    public var keyUnavailableCredentialCount = 0
     /// The operator asked for scanning (`scanning.set`).
     public var scanningEnabled = false
     /// BlueZ confirmed discovery is running (`Discovering` is true).
@@ -86,6 +92,7 @@ public struct SdkState: Hashable, Sendable {
         if inputs.credentialsMissingSecondFactor > 0 { states.append(.errorNoSecondFactorSet) }
         if inputs.secondFactorLockedOut { states.append(.secondFactorLockedOut) }
         if inputs.offlineCredentialCount > 0 { states.append(.errorCredentialsOffline) }
+        if inputs.keyUnavailableCredentialCount > 0 { states.append(.errorCredentialKeyUnavailable) }
         self.states = states
         let radioReady = !states.contains { $0 < .errorNoCredentials }
         self.isScanning = inputs.scanningEnabled && radioReady && inputs.discoveryRunning

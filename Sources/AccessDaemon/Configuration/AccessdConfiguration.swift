@@ -74,6 +74,10 @@ public struct AccessdConfiguration: Hashable, Sendable {
 
     // [store]
     public var stateDirectory = "/var/lib/accessd"
+    /// Without systemd's `accessd-data-key` credential: the key file that seals the secrets,
+    /// outside the state directory (nil: the state directory's path and `.key`).
+    public var dataKeyFile: String?
+    public var effectiveDataKeyFile: String { dataKeyFile ?? stateDirectory + ".key" }
     public var journalMaxEvents = 100_000
     public var journalMaxAge: Duration = .seconds(30 * 24 * 3600)
 

@@ -141,6 +141,13 @@ enum ConfigurationKeys {
             }
             c.stateDirectory = directory
         },
+        .custom("store", "data_key_file", "dataKeyFile") { c, r throws(ConfigurationError) in
+            guard let file = try r.string("store", "data_key_file") else { return }
+            guard file.hasPrefix("/") else {
+                throw r.fail("store", "data_key_file", "data_key_file must be an absolute path")
+            }
+            c.dataKeyFile = file
+        },
         .int("store", "journal_max_events", "journalMaxEvents", \.journalMaxEvents, 100...100_000_000),
         .custom("store", "journal_max_age_days", "journalMaxAge") { c, r throws(ConfigurationError) in
             if let days = try r.int("store", "journal_max_age_days", 1...3650) {

@@ -62,6 +62,15 @@ struct CredentialAdmin: Sendable {
             deviceName = name
         }
 
+        // Without a data key the new key could only be kept in clear: refused before the site
+        // issues a credential nobody could keep.
+        if let reason = book.store.secretsUnstorable {
+            return .failure(
+                .failed(
+                    "dataKeyUnavailable",
+                    "no data key to seal the credential's key with (\(reason)): see docs/operations.md, \"Secrets at rest\""
+                ))
+        }
         let credentialKey = P256.Signing.PrivateKey()
         let secondFactorKey = pin.map { _ in P256.Signing.PrivateKey() }
         let registration: SiteClient.Registration

@@ -1,5 +1,6 @@
 import AccessCore
 import AccessStore
+import ControlSocket
 import Crypto
 import Logging
 import NIOConcurrencyHelpers
@@ -40,6 +41,24 @@ public final class CredentialBook: Sendable {
         self.contents = NIOLockedValueBox(Contents(credentials: try store.credentials(), items: try store.items()))
         self.changedHandler = NIOLockedValueBox({})
         _ = refreshOffline(now: Clocks.wall())
+        reportKeyProblems()
+    }
+
+    /// Every credential and item whose key does not open or fails its self-test, in the journal:
+    /// at start and after each change, as the store reads them back.
+    private func reportKeyProblems() {
+        for stored in credentials {
+            guard let problem = stored.keyProblem else { continue }
+            logger.error(
+                "credential key unavailable: it is not presented",
+                metadata: ["credential": "\(stored.credential.id)", "reason": "\(problem)"])
+        }
+        for item in items {
+            guard let problem = item.keyProblem else { continue }
+            logger.error(
+                "Aperio key unavailable: the item is not presented",
+                metadata: ["credential": "\(item.credentialID)", "item": "\(item.id)", "reason": "\(problem)"])
+        }
     }
 
     /// Called after every change (set once, when the daemon is wired).
@@ -55,6 +74,15 @@ public final class CredentialBook: Sendable {
     }
 
     var credentials: [StoredCredential] { contents.withLockedValue { $0.credentials } }
+
+    /// `status.get`'s `secrets`.
+    var secretsStatus: SecretsStatus {
+        let atRest = store.secretsAtRest
+        return SecretsStatus(
+            protection: atRest.protection, sealedToMachine: ["tpm2", "host"].contains(atRest.protection),
+            keyOrigin: atRest.keyOrigin, problem: atRest.problem,
+            keyUnavailable: credentials.filter { $0.keyProblem != nil }.count)
+    }
     var items: [StoredItem] { contents.withLockedValue { $0.items } }
 
     func credential(_ id: CredentialID) -> StoredCredential? {
@@ -127,6 +155,7 @@ public final class CredentialBook: Sendable {
         let usable = credentials.filter { $0.credential.isUsable && !offline.contains($0.credential.id) }
         inputs.usableCredentialCount = usable.count
         inputs.offlineCredentialCount = offline.count
+        inputs.keyUnavailableCredentialCount = credentials.filter { $0.keyProblem != nil }.count
         inputs.credentialsMissingSecondFactor =
             usable.filter {
                 $0.credential.secondFactorEnabled && $0.credential.sealedSecondFactor == nil
@@ -254,9 +283,14 @@ public final class CredentialBook: Sendable {
 
     // MARK: Changes
 
+    /// Stores a new credential and keeps what the store reads back: its key opened from the
+    /// sealed row and self-tested, so a key that would not open after a restart is
+    /// `keyUnavailable` now, not later.
     func insert(_ stored: StoredCredential) throws {
         try store.insertCredential(stored)
-        contents.withLockedValue { $0.credentials.append(stored) }
+        let readBack = try store.credentials().first { $0.credential.id == stored.credential.id } ?? stored
+        contents.withLockedValue { $0.credentials.append(readBack) }
+        if readBack.keyProblem != nil { reportKeyProblems() }
     }
 
     func delete(_ id: CredentialID) throws {

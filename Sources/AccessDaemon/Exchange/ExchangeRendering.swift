@@ -57,13 +57,15 @@ extension Render {
         let c = stored.credential
         return CredentialInfo(
             id: c.id.description, site: c.siteTag.description, siteName: stored.siteName, siteURL: stored.siteURL,
-            cardholderName: c.cardholderName, deviceName: stored.deviceName, state: c.state.rawValue,
+            cardholderName: c.cardholderName, deviceName: stored.deviceName,
+            state: stored.keyProblem != nil && c.state == .active ? "keyUnavailable" : c.state.rawValue,
             secondFactor: SecondFactorInfo(
                 required: c.secondFactorEnabled, pinSet: c.sealedSecondFactor != nil,
                 lockedOut: stored.failedPinAttempts >= pinAttempts,
                 attemptsLeft: max(0, pinAttempts - stored.failedPinAttempts)),
             registeredAt: stored.registeredAt, lastSyncAt: stored.lastSyncAt,
             itemCount: items.filter { $0.credentialID == c.id }.count, priority: stored.priority,
-            fingerprint: c.signingKey.map { KeyFingerprint.of($0.publicKey) })
+            fingerprint: c.signingKey.map { KeyFingerprint.of($0.publicKey) },
+            keyProblem: stored.keyProblem?.description)
     }
 }

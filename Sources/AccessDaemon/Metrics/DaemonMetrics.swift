@@ -34,6 +34,8 @@ final class DaemonMetrics: Sendable {
             "Reader advertisements refused since start (unreadable, impossible RSSI, too many readers).",
         "accessd_credentials": "Credentials held.",
         "accessd_credentials_usable": "Credentials that are active and can be presented.",
+        "accessd_credentials_key_unavailable":
+            "Credentials whose key does not open on this kiosk or fails its self-test (never presented).",
         "accessd_exchanges_total":
             "Exchanges with readers since start, by origin, operation, outcome and result (the reader's decision or the error).",
         "accessd_exchange_phase_seconds":
@@ -146,6 +148,7 @@ final class DaemonMetrics: Sendable {
         gauge("accessd_readers_in_auto_range").set(to: Double(snapshot.readersInAutoRange))
         gauge("accessd_credentials").set(to: Double(snapshot.credentialsHeld))
         gauge("accessd_credentials_usable").set(to: Double(snapshot.credentialsUsable))
+        gauge("accessd_credentials_key_unavailable").set(to: Double(snapshot.credentialsKeyUnavailable))
         gauge("accessd_journal_events").set(to: Double(snapshot.journalEvents))
         gauge("accessd_audit_backlog_events").set(to: Double(snapshot.auditBacklog))
         gauge("accessd_socket_clients").set(to: Double(snapshot.socketClients))

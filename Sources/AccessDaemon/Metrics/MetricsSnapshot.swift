@@ -12,6 +12,7 @@ public struct MetricsSnapshot: Sendable {
     public var advertisementsRefused = 0
     public var credentialsHeld = 0
     public var credentialsUsable = 0
+    public var credentialsKeyUnavailable = 0
     public var scanning = false
     public var bluetoothdPresent = false
     public var adapterPresent = false
@@ -52,6 +53,7 @@ extension AccessDaemonServices {
         snapshot.advertisementsRefused = engine.refusedAdvertisements
         snapshot.credentialsHeld = book.credentials.count
         snapshot.credentialsUsable = sdk.inputs.usableCredentialCount
+        snapshot.credentialsKeyUnavailable = sdk.inputs.keyUnavailableCredentialCount
         snapshot.scanning = sdk.current.isScanning && scanningEnabled
         snapshot.bluetoothdPresent = sdk.inputs.bluetoothServicePresent
         snapshot.adapterPresent = adapter != nil

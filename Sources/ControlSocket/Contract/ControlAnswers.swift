@@ -34,6 +34,8 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     public var audit: AuditStatus?
     /// The MQTT bridge; absent when `[mqtt]` is not configured.
     public var mqtt: MQTTStatus?
+    /// How the credentials' keys are kept at rest.
+    public var secrets: SecretsStatus?
 
     public init(
         version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
@@ -42,8 +44,9 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
         lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
         configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil,
         audit: AuditStatus? = nil,
-        mqtt: MQTTStatus? = nil
+        mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil
     ) {
+        self.secrets = secrets
         self.audit = audit
         self.mqtt = mqtt
         self.logLevel = logLevel

@@ -77,12 +77,15 @@ public struct CredentialInfo: Codable, Sendable, Hashable {
     /// The credential's public key as the site holds it (`KeyFingerprint`: `sha256//` and
     /// base64); absent when its key cannot be read.
     public var fingerprint: String?
+    /// Why the credential's key cannot be used, when `state` is `keyUnavailable`.
+    public var keyProblem: String?
 
     public init(
         id: String, site: String, siteName: String, siteURL: String, cardholderName: String, deviceName: String,
         state: String, secondFactor: SecondFactorInfo, registeredAt: Double, lastSyncAt: Double?, itemCount: Int,
-        priority: Int = 0, fingerprint: String? = nil
+        priority: Int = 0, fingerprint: String? = nil, keyProblem: String? = nil
     ) {
+        self.keyProblem = keyProblem
         self.priority = priority
         self.fingerprint = fingerprint
         self.id = id

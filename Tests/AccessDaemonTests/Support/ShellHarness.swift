@@ -41,7 +41,7 @@ final class ShellHarness: @unchecked Sendable {
     ) throws {
         directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        store = try AccessStore(directory: directory + "/state")
+        store = try AccessStore(directory: directory + "/state", dataKey: .success(.forTests))
         var configuration = AccessdConfiguration()
         configuration.stateDirectory = directory + "/state"
         configure(&configuration)
@@ -202,7 +202,7 @@ extension ShellHarness {
     /// tests of the credential book alone; the directory to remove afterwards.
     static func standaloneStore(registeredAt: Double, lastSyncAt: Double? = nil) throws -> (AccessStore, String) {
         let directory = NSTemporaryDirectory() + "accessd-book-" + UUID().uuidString
-        let store = try AccessStore(directory: directory)
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let key = P256.Signing.PrivateKey()
         let credential = Credential(
             id: credentialID, siteTag: siteTag, cardholderName: "Ada", kind: .mobile, state: .active,
