@@ -5,7 +5,11 @@ import NIOHTTP1
 /// One scraper's connection: `GET /metrics` answered with the text exposition format, `404`
 /// for any other path, `405` for any other method. A request body (none is expected) over
 /// 64 KiB, or a connection idle for 30 s, closes the connection; the server admits at most
-/// `MetricsExporter.maximumConnections` at once. A classic handler rather than an async
+/// `MetricsExporter.maximumConnections` at once. A request is answered only while the
+/// connection is writable: NIO's pipelining handler hands over the next request as soon as an
+/// answer's end is written, not sent, so a client that pipelines and never reads had every
+/// request it sent answered into memory (issue #33). One request waits instead; the
+/// `BackPressureHandler` in front stops reading the socket meanwhile. A classic handler rather than an async
 /// channel: closing the listener then never strands an accepted connection (swift-nio #2813).
 final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -16,6 +20,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let render: @Sendable () async -> [UInt8]
     private var head: HTTPRequestHead?
     private var bodyBytes = 0
+    /// A request whose answer waits for the connection to become writable again.
+    private var waiting: HTTPRequestHead?
 
     init(render: @escaping @Sendable () async -> [UInt8]) {
         self.render = render
@@ -32,8 +38,20 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let request = head else { return }
             head = nil
+            if context.channel.isWritable {
+                answer(request, context: context)
+            } else {
+                waiting = request
+            }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let request = waiting {
+            waiting = nil
             answer(request, context: context)
         }
+        context.fireChannelWritabilityChanged()
     }
 
     private func answer(_ request: HTTPRequestHead, context: ChannelHandlerContext) {
