@@ -406,6 +406,11 @@ struct DaemonEndToEndTests {
             "[socket]\npath = \"/nonexistent/a.sock\"\n",
             "the socket's directory /nonexistent does not exist ([socket] path)"
         ),
+        // Issue #33: start exited 70 (a restart loop under systemd) or took the socket's path.
+        (
+            "[socket]\npath = \"/tmp/a.sock\"\n[metrics]\nlisten = \"/tmp/a.sock\"\n",
+            "[metrics] listen /tmp/a.sock is the control socket's path ([socket] path): name another"
+        ),
     ])
     func checkConfigRefusesWhatStartWould(config: String, reason: String) async throws {
         let harness = try await DaemonHarness()

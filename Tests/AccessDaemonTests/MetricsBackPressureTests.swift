@@ -71,4 +71,33 @@ struct MetricsBackPressureTests {
         ])
         #expect(scrape.output == "200")
     }
+
+    /// Issue #33, item 9: `printf 'GET /metrics …' | socat -` (the request, then the client's
+    /// side shut) got 0 bytes, on TCP and on the Unix socket.
+    @Test func aRequestWhoseSenderShutItsSideIsAnswered() async throws {
+        let port = try MosquittoBroker.freePort()
+        let harness = try await DaemonHarness(config: "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let tcp = try runCommand(
+            ["/usr/bin/socat", "-t", "5", "-", "TCP:127.0.0.1:\(port)"],
+            input: "GET /metrics HTTP/1.1\r\nHost: kiosk\r\n\r\n", timeout: .seconds(20))
+        #expect(
+            tcp.output.hasPrefix("HTTP/1.1 200 OK") && tcp.output.contains("accessd_uptime_seconds"), "\(tcp.output)")
+        _ = harness.stop()
+
+        // The Unix socket: answered the same, and open to the kiosk's scrapers whatever the
+        // unit's UMask (it was 0700 under UMask=0077).
+        let socketPath = harness.directory + "/metrics.sock"
+        try harness.writeConfig("[metrics]\nlisten = \"\(socketPath)\"\n")
+        try await harness.start()
+        let unix = try runCommand(
+            ["/usr/bin/socat", "-t", "5", "-", "UNIX-CONNECT:\(socketPath)"],
+            input: "GET /metrics HTTP/1.0\r\n\r\n", timeout: .seconds(20))
+        #expect(unix.output.hasPrefix("HTTP/1.0 200 OK"), "\(unix.output)")
+        var info = stat()
+        #expect(
+            stat(socketPath, &info) == 0 && info.st_mode & 0o777 == 0o666,
+            "mode \(String(info.st_mode & 0o777, radix: 8))")
+    }
 }

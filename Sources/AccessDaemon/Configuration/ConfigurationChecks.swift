@@ -33,6 +33,11 @@ public enum ConfigurationChecks {
         {
             problems.append("the socket's directory \(missing) does not exist ([socket] path)")
         }
+        // The HTTP listener would take the control socket's path, or start would fail on it
+        // and systemd restart it in a loop (issue #33).
+        if case .unix(let path) = configuration.metricsListen, path == configuration.socketPath {
+            problems.append("[metrics] listen \(path) is the control socket's path ([socket] path): name another")
+        }
         return problems
     }
 }

@@ -7,6 +7,10 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Serves `/metrics` (docs/operations.md, "Metrics") on `[metrics] listen` until cancelled,
 /// and follows the journal into the metrics meanwhile. Off unless configured.
 public struct MetricsExporter: Sendable {
@@ -59,6 +63,10 @@ public struct MetricsExporter: Sendable {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 16)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // A scraper that sends its request and shuts its side (`printf … | socat -`) is
+            // answered before the connection closes; NIO's HTTP pipeline closes after the last
+            // answer (issue #33: it got 0 bytes).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 let admitted = open.withLockedValue { count in
                     guard count < Self.maximumConnections else { return false }
@@ -83,6 +91,10 @@ public struct MetricsExporter: Sendable {
             case .tcp(let host, let port): server = try await bootstrap.bind(host: host, port: port).get()
             case .unix(let path):
                 server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+                // Readable by the kiosk's own scrapers (node exporter, Grafana Alloy run as
+                // their own users): the unit's UMask=0077 made it 0700 (issue #33). The
+                // metrics carry no secret; the directory it is in decides who reaches it.
+                chmod(path, 0o666)
             }
         } catch {
             // Doors matter more than metrics: accessd goes on without them, and says why.
