@@ -45,6 +45,42 @@ struct PinLifecycleTests {
         await shell.stop()
     }
 
+    /// Issue #33, item 8: eight changes at once with the right old PIN: two were told "changed"
+    /// and only one of their PINs worked; six were told wrongPin for the right PIN (and charged).
+    /// Now one changes it, the others are refused as busy without an attempt charged, and the
+    /// PIN reported changed is the one that works.
+    @Test func parallelChangesChangeItOnceAndChargeNothing() async throws {
+        let shell = try ShellHarness(secondFactor: true)
+        try await shell.start()
+        let answers = await withTaskGroup(of: (String, Result<JSONValue, RPCError>).self) { group in
+            for pin in ["1357", "2468", "3579", "4680", "5791", "6802", "7913", "8024"] {
+                group.addTask {
+                    (
+                        pin,
+                        await shell.call(
+                            "credentials.setPin",
+                            ["id": .string(Self.id), "oldPin": .string(ShellHarness.pin), "newPin": .string(pin)])
+                    )
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let changed = answers.filter { if case .success = $0.1 { true } else { false } }
+        #expect(changed.count == 1, "\(answers)")
+        #expect(
+            answers.allSatisfy {
+                if case .success = $0.1 { return true }
+                return $0.1.failureData?["error"] == "secondFactor.changeInProgress"
+            }, "\(answers)")
+        #expect(shell.failedPinAttempts == 0)
+        // The PIN reported changed is the one that opens.
+        let newPin = try #require(changed.first?.0)
+        let again = await shell.call(
+            "credentials.setPin", ["id": .string(Self.id), "oldPin": .string(newPin), "newPin": "9999"])
+        if case .failure(let error) = again { Issue.record("the PIN reported changed does not work: \(error)") }
+        await shell.stop()
+    }
+
     @Test func anAdministratorLiftsALockOut() async throws {
         let shell = try ShellHarness(secondFactor: true)
         try await shell.start()

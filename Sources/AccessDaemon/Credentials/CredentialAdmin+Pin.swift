@@ -27,6 +27,14 @@ extension CredentialAdmin {
                     "credential \(id) has no PIN: the site knows no second-factor key "
                         + "for it, so one cannot be added here; register again with a PIN"))
         }
+        // One change at a time per credential, refused before any attempt is charged.
+        guard book.beginPinChange(id) else {
+            return .failure(
+                .failed(
+                    "secondFactor.changeInProgress",
+                    "another PIN change for credential \(id) is under way: try again when it has ended"))
+        }
+        defer { book.endPinChange(id) }
         let attempt: CredentialBook.ChargedAttempt
         do {
             attempt = try book.chargePinAttempt(id, pin: params.oldPin)

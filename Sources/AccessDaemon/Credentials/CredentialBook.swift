@@ -16,6 +16,8 @@ public final class CredentialBook: Sendable {
         var offline: Set<CredentialID> = []
         /// Items outside their validity window, as of the last `refreshOffline` (credential, id).
         var outOfWindow: Set<[String]> = []
+        /// Credentials whose PIN is being changed (one change at a time each).
+        var pinChanges: Set<CredentialID> = []
     }
 
     /// What a second-factor attempt was charged against.
@@ -251,6 +253,17 @@ public final class CredentialBook: Sendable {
             contents.credentials[index].failedPinAttempts = 0
         }
         changed()
+    }
+
+    /// Claims the credential's PIN for one change; false when another change holds it. Two
+    /// changes at once both unsealed the old key and both stored a new sealing: the one stored
+    /// last won and the other's PIN, reported changed, did not work (issue #33).
+    func beginPinChange(_ id: CredentialID) -> Bool {
+        contents.withLockedValue { $0.pinChanges.insert(id).inserted }
+    }
+
+    func endPinChange(_ id: CredentialID) {
+        _ = contents.withLockedValue { $0.pinChanges.remove(id) }
     }
 
     /// An administrator lifts a lock-out (`credentials.unlock`): as if the right PIN was given.
