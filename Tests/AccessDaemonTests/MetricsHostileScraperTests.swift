@@ -7,12 +7,14 @@ import Testing
     import Glibc
 #endif
 
-/// Issue #33, item 1: one connection that pipelines `GET /metrics` and never reads its answers
+/// What a hostile or careless scraper can do to the metrics server (issue #33).
+///
+/// Item 1: one connection that pipelines `GET /metrics` and never reads its answers
 /// had each request answered into accessd's memory (RSS 47 → 444 MB in 30 s, past the unit's
 /// MemoryMax). Now an answer waits while the connection cannot take it, and the socket is not
 /// read meanwhile: the requests stay in the kernel's buffers and the client's send blocks.
 @Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
-struct MetricsBackPressureTests {
+struct MetricsHostileScraperTests {
     static func residentKiB(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
@@ -99,5 +101,36 @@ struct MetricsBackPressureTests {
         #expect(
             stat(socketPath, &info) == 0 && info.st_mode & 0o777 == 0o666,
             "mode \(String(info.st_mode & 0o777, radix: 8))")
+    }
+
+    /// Item 6: sixteen connections opened and left idle (reopened as the idle close freed them)
+    /// kept every other scraper out: the 17th was accepted and closed without an answer.
+    @Test func idleConnectionsCannotLockAScraperOut() async throws {
+        let port = try MosquittoBroker.freePort()
+        let harness = try await DaemonHarness(config: "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for _ in 0..<16 {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            try #require(connected == 0)
+            idle.append(descriptor)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        for attempt in 1...3 {
+            let scrape = try runCommand(
+                ["/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/metrics"])
+            #expect(scrape.output == "200", "scrape \(attempt) with 16 idle connections held: \(scrape.output)")
+        }
     }
 }

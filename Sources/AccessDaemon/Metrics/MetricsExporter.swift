@@ -59,7 +59,7 @@ public struct MetricsExporter: Sendable {
             metrics.refresh(snapshot)
             return metrics.render()
         }
-        let open = NIOLockedValueBox(0)
+        let connections = MetricsConnections(limit: Self.maximumConnections)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 16)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -68,13 +68,12 @@ public struct MetricsExporter: Sendable {
             // answer (issue #33: it got 0 bytes).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                let admitted = open.withLockedValue { count in
-                    guard count < Self.maximumConnections else { return false }
-                    count += 1
-                    return true
+                guard connections.admit(channel) else {
+                    // Every connection is mid-request: say so rather than close in silence.
+                    let busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    return channel.writeAndFlush(ByteBuffer(string: busy)).flatMap { channel.close() }
                 }
-                guard admitted else { return channel.close() }
-                channel.closeFuture.whenComplete { _ in open.withLockedValue { $0 -= 1 } }
+                channel.closeFuture.whenComplete { _ in connections.release(channel) }
                 return channel.eventLoop.makeCompletedFuture {
                     // A scraper that sends and never reads: socket reads stop once the answers
                     // it has not read fill the channel's write buffer (issue #33: one pipelining
@@ -82,7 +81,8 @@ public struct MetricsExporter: Sendable {
                     try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(30)))
-                    try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(render: render))
+                    try channel.pipeline.syncOperations.addHandler(
+                        MetricsHTTPHandler(render: render, busy: { connections.setBusy(channel, $0) }))
                 }
             }
         let server: any Channel

@@ -23,8 +23,12 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// A request whose answer waits for the connection to become writable again.
     private var waiting: HTTPRequestHead?
 
-    init(render: @escaping @Sendable () async -> [UInt8]) {
+    /// Told when a request begins and when its answer is written (`MetricsConnections`).
+    private let busy: @Sendable (Bool) -> Void
+
+    init(render: @escaping @Sendable () async -> [UInt8], busy: @escaping @Sendable (Bool) -> Void = { _ in }) {
         self.render = render
+        self.busy = busy
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -32,6 +36,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let request):
             head = request
             bodyBytes = 0
+            busy(true)
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
             if bodyBytes > Self.maximumBody { context.close(promise: nil) }
@@ -91,8 +96,9 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))),
             promise: nil)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
+        let busy = self.busy
         if request.isKeepAlive {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in busy(false) }
         } else {
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
