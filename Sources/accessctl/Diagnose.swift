@@ -97,9 +97,12 @@ struct Diagnose: ParsableCommand {
                     name: "credentials", ok: usable > 0, detail: "\(usable) usable of \(credentials)",
                     hint: usable > 0
                         ? nil
-                        : credentials > 0
-                            ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
-                            : "accessd holds no credential: register one with `accessctl credentials register URL`"))
+                        : (status.secrets?.keyUnavailable ?? 0) > 0
+                            ? "a credential's key does not open on this kiosk (keyUnavailable): see `secrets` below"
+                            : credentials > 0
+                                ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
+                                : "accessd holds no credential: register one with `accessctl credentials register URL`")
+            )
             if let secrets = status.secrets {
                 let ok = secrets.problem == nil && secrets.keyUnavailable == 0
                 checks.append(

@@ -47,6 +47,11 @@ struct SealedStateDaemonTests {
         // The key file: outside the state directory, the owner's alone.
         var info = stat()
         #expect(stat(harness.stateDirectory + ".key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        // Its site is not asked: a key that does not open cannot sign, and the failure would
+        // read as the site's (the lab saw "the site's answer is not the site API").
+        try await Task.sleep(for: .seconds(2))
+        #expect(!harness.log.contains("site sync failed"), "\(harness.log)")
+        #expect(try harness.connect().call("status.get").get()["featureErrors"]?.array?.isEmpty == true)
         // What an operator reads: accessctl's list, status and diagnose.
         let list = try runCommand(
             [AccessctlTests.accessctl, "credentials", "--socket", harness.socketPath], mergingErrors: true)
@@ -57,5 +62,6 @@ struct SealedStateDaemonTests {
             [AccessctlTests.accessctl, "diagnose", "--socket", harness.socketPath], mergingErrors: true)
         print(diagnose.output)
         #expect(diagnose.status != 0 && diagnose.output.contains("delete it and register again"), "\(diagnose.output)")
+        #expect(diagnose.output.contains("keyUnavailable): see `secrets` below"), "\(diagnose.output)")
     }
 }

@@ -15,7 +15,9 @@ enum PerCredentialTasks {
             var running: [CredentialID: Task<Void, Never>] = [:]
             while !Task.isCancelled {
                 let held = Set(
-                    book.credentials.filter { revokedToo || $0.credential.state != .revoked }.map(\.credential.id))
+                    book.credentials.filter {
+                        (revokedToo || $0.credential.state != .revoked) && $0.keyProblem == nil
+                    }.map(\.credential.id))
                 for (id, task) in running where !held.contains(id) {
                     task.cancel()
                     running[id] = nil

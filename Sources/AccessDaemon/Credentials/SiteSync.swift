@@ -94,7 +94,9 @@ actor SiteSync {
                 metadata: ["withheld": "\(book.offlineCredentials.map(\.description).sorted())"])
             book.changed()
         }
-        guard !book.credentials.isEmpty, schedule.isDue(at: Clocks.monotonic()) else { return }
+        guard book.credentials.contains(where: { $0.keyProblem == nil }), schedule.isDue(at: Clocks.monotonic()) else {
+            return
+        }
         schedule.inProgress = true
         requests.yield(Request(id: waiting.number(), reason: "scheduled"))
     }
@@ -109,7 +111,9 @@ actor SiteSync {
     private func syncAll(reason: String) async -> SyncAnswer {
         var results: [CredentialSync] = []
         var failure: SiteError?
-        for id in book.credentials.map(\.credential.id) {
+        // A credential whose key does not open cannot sign a call: asking its site would only
+        // turn "keyUnavailable" into a misleading site failure.
+        for id in book.credentials.filter({ $0.keyProblem == nil }).map(\.credential.id) {
             do {
                 results.append(try await syncOne(id))
             } catch {
