@@ -111,7 +111,7 @@ struct MetricsHostileScraperTests {
         try await harness.start()
         defer { _ = harness.stop() }
         var idle: [Int32] = []
-        defer { idle.forEach { close($0) } }
+        defer { for descriptor in idle { close(descriptor) } }
         for _ in 0..<16 {
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()

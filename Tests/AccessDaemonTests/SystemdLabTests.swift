@@ -53,43 +53,21 @@ struct SystemdLabTests {
             ))
     }
 
-    @Test func theSandboxScoresAtMostTwo() async throws {
+    /// 1.7 with the data key's root ExecStartPre (issue #32 asks for no worse).
+    @Test func theSandboxScoresAtMostOnePointSeven() async throws {
         try await Lab.ensureInstalled()
         let line = try Lab.must("systemd-analyze security --no-pager accessd | tail -1")
         // "→ Overall exposure level for accessd.service: 1.6 OK 🙂"
         let score = line.split(separator: " ").compactMap { Double($0) }.first
-        #expect(score != nil && score! <= 2.0, "\(line)")
+        #expect(score != nil && score! <= 1.7, "\(line)")
     }
 
     @Test func manualAccessIsGrantedThroughTheSandboxedService() async throws {
         try await Lab.ensureInstalled()
-        let directory = "/tmp/systemd-access"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let radio = LabRadio()
-        try radio.send("reset")
-        let site = try SiteHarness(directory: directory)
-        try await site.serve()
-        defer { site.stop() }
-        let readers = LabReaders(directory: directory)
-        try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
-        defer { readers.stop() }
-        try radio.rssi("hci1", "hci0", -60)
+        let (invitation, access) = try await Lab.openTheFrontDoor(directory: "/tmp/systemd-access", cardholder: "Grace")
         // The site by host name: the resolver works inside the sandbox (SocketBindDeny=any
         // leaves sockets that only connect alone).
-        let invitation = try site.invite("Grace", byName: true).url
         #expect(invitation.contains("localhost"), "\(invitation)")
-        let provisioned = readers.provisionedCount
-        // The packaged accessctl, as root (an admin), over the packaged unit's socket.
-        let register = try Lab.sh("accessctl credentials register '\(invitation)' --no-pin")
-        #expect(register.status == 0, "\(register.output)")
-        try await readers.waitForProvisioning(beyond: provisioned)
-        try await Lab.waitFor("the reader heard") {
-            try Lab.call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
-        }
-        var access = try Lab.sh("accessctl access 2A01")
-        if access.status != 0 {  // the emulated radio loses an attempt now and then (lab README)
-            access = try Lab.sh("accessctl access 2A01")
-        }
         #expect(access.status == 0, "\(access.output)")
         #expect(access.output.contains("granted"))
         // Decisions are journal entries with fields a fleet can query.

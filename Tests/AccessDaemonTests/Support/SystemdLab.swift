@@ -144,4 +144,33 @@ enum SystemdLab {
         let output = try must("journalctl -u accessd -n 1 --show-cursor --no-pager -q")
         return output.split(separator: "\n").last.map { String($0.dropFirst("-- cursor: ".count)) } ?? ""
     }
+
+    /// A site and the front door's reader on the lab radio; a credential registered with the
+    /// packaged accessctl as root (an admin), over the packaged unit's socket, without a PIN;
+    /// then manual access at the door (again once if the emulated radio lost the attempt, lab
+    /// README). The site and reader stop afterwards. Returns the invitation URL and the
+    /// access command's result.
+    static func openTheFrontDoor(directory: String, cardholder: String) async throws -> (String, CommandResult) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let radio = LabRadio()
+        try radio.send("reset")
+        let site = try SiteHarness(directory: directory)
+        try await site.serve()
+        defer { site.stop() }
+        let readers = LabReaders(directory: directory)
+        try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
+        defer { readers.stop() }
+        try radio.rssi("hci1", "hci0", -60)
+        let invitation = try site.invite(cardholder, byName: true).url
+        let provisioned = readers.provisionedCount
+        let register = try sh("accessctl credentials register '\(invitation)' --no-pin")
+        guard register.status == 0 else { throw TestEnvironmentError("register: \(register.output)") }
+        try await readers.waitForProvisioning(beyond: provisioned)
+        try await waitFor("the reader heard") {
+            try call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
+        }
+        var access = try sh("accessctl access 2A01")
+        if access.status != 0 { access = try sh("accessctl access 2A01") }
+        return (invitation, access)
+    }
 }
