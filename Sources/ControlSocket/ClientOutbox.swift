@@ -177,6 +177,9 @@ final class ClientOutbox: @unchecked Sendable {
     /// Under the lock: nothing could be written now.
     private var takeNextIsEmpty: Bool { responses.isEmpty && events.isEmpty }
 
+    /// Whether the client has stopped sending (it closed, or shut its side) or is closed.
+    var hasHungUp: Bool { locked { closed || finishing } }
+
     func close() {
         let wake = locked { () -> CheckedContinuation<String?, Never>? in
             closed = true

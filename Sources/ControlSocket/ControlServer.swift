@@ -23,11 +23,13 @@ public final class ControlClient: Sendable, Hashable {
     public let pid: Int32
     let outbox: ClientOutbox
     let activity = NIOLockedValueBox(ClientActivity())
+    private let watcher: HangUpWatcher?
 
     init(
         id: UInt64, role: Role, uid: UInt32, pid: Int32, eventLimit: Int,
-        dropped: DroppedEventCounter = DroppedEventCounter()
+        dropped: DroppedEventCounter = DroppedEventCounter(), watcher: HangUpWatcher? = nil
     ) {
+        self.watcher = watcher
         self.id = id
         self.role = role
         self.uid = uid
@@ -53,6 +55,12 @@ public final class ControlClient: Sendable, Hashable {
 
     /// How many more events fit in this client's queue before they are dropped.
     public var eventRoom: Int { outbox.eventRoom }
+
+    /// True once the client closed its connection or shut its sending side (seen at once, even
+    /// while one of its requests is being answered). A closed peer reads as end of input like a
+    /// half-closed one (answers to a half-closed client are still written); what only a caller
+    /// that stays connected can use stops here.
+    public var hasHungUp: Bool { outbox.hasHungUp || watcher?.hasHungUp == true }
 
     /// Tells the client the events `from...to` were dropped (`events.dropped`), without them.
     public func deliverDropped(from: Int64, to: Int64) {
@@ -118,6 +126,7 @@ public final class ControlServer: Sendable {
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
                 PeerIdentity.of(channel).flatMapThrowing {
                     identity -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, PeerIdentity?) in
+                    try channel.pipeline.syncOperations.addHandler(HangUpWatcher())
                     let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(isOutboundHalfClosureEnabled: true))
@@ -172,13 +181,14 @@ public final class ControlServer: Sendable {
             return
         }
         defer { admission.leave() }
+        let channel = connection.channel
+        let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
         let client = ControlClient(
             id: clientIDs.next(), role: role, uid: identity?.uid ?? UInt32.max,
-            pid: identity?.pid ?? -1, eventLimit: eventLimit, dropped: dropped)
+            pid: identity?.pid ?? -1, eventLimit: eventLimit, dropped: dropped, watcher: watcher)
         logger.debug(
             "client connected", metadata: ["client": "\(client.id)", "uid": "\(client.uid)", "role": "\(role)"])
         enum Side { case reader, writer, idle, stalled }
-        let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Side.self) { group in

@@ -54,6 +54,30 @@ struct ProbeTests {
     }
 
     /// The real accessctl over the socket: listening, trials that open nothing, a verdict.
+    /// Issue #33, item 7: four 60 s probes started by an observer that then closed its
+    /// connections kept every other probe out for the full minute.
+    @Test func anAbandonedProbeFreesItsSlot() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let socket = try await shell.serveSocket()
+        var abandoned: [ControlConnection] = []
+        for index in 0..<AccessEngine.probeLimit {
+            let connection = try ControlConnection(path: socket)
+            try connection.sendRaw(
+                #"{"jsonrpc":"2.0","id":\#(index),"method":"readers.probe","params":{"reader":"2A01","seconds":60}}"#
+                    + "\n")
+            abandoned.append(connection)
+        }
+        try await shell.waitUntil("every probe slot taken") { await shell.daemon.access.probes.count == 4 }
+        abandoned.removeAll()  // closes them
+        try await shell.waitUntil("the slots freed", timeout: .seconds(5)) {
+            await shell.daemon.access.probes.isEmpty
+        }
+        let probe = await shell.call("readers.probe", ["reader": "2A01", "seconds": 1], role: .observer)
+        #expect((try? probe.get()) != nil, "\(probe)")
+        await shell.stop()
+    }
+
     @Test func accessctlProbeListensTriesAndJudges() async throws {
         let shell = try ShellHarness()
         try await shell.start()

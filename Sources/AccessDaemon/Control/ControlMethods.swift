@@ -31,7 +31,7 @@ extension AccessDaemonServices {
             }
             return await self.changeScope(id, nil, client: client)
         }
-        table.on(ControlCalls.ReadersProbe.self) { params, _ in
+        table.on(ControlCalls.ReadersProbe.self) { params, client in
             guard let reader = ReaderID(params.reader) else {
                 return .failure(.invalidParams("reader must be a reader id (up to eight hex digits)"))
             }
@@ -44,7 +44,12 @@ extension AccessDaemonServices {
                     .failed(
                         "readers.probeBusy", "\(AccessEngine.probeLimit) probes are running; try again when one ends"))
             }
-            try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            // A probe is its caller's: one whose connection closed frees its slot at once
+            // (issue #33: four abandoned 60 s probes kept field engineers out for a minute).
+            let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+            while ContinuousClock.now < deadline, !client.hasHungUp, !Task.isCancelled {
+                try? await Task.sleep(for: min(.milliseconds(200), deadline - ContinuousClock.now))
+            }
             guard let answer = await self.access.finishProbe(probe, seconds: seconds) else {
                 return .failure(.failed("readers.probeBusy", "the probe was lost"))
             }
