@@ -21,17 +21,9 @@ struct MetricsHostileScraperTests {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    @Test func aScraperThatNeverReadsCannotGrowAccessd() async throws {
-        let port = try MosquittoBroker.freePort()
-        let harness = try await DaemonHarness(config: "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
-        try await harness.start()
-        defer { _ = harness.stop() }
-        let pid = try #require(harness.daemon?.pid)
-        try await Task.sleep(for: .milliseconds(500))
-        let before = Self.residentKiB(pid)
-
+    /// A TCP connection to the metrics port on loopback.
+    static func connectedSocket(port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -41,7 +33,24 @@ struct MetricsHostileScraperTests {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        try #require(connected == 0)
+        guard connected == 0 else {
+            close(descriptor)
+            throw TestEnvironmentError("cannot connect to 127.0.0.1:\(port)")
+        }
+        return descriptor
+    }
+
+    @Test func aScraperThatNeverReadsCannotGrowAccessd() async throws {
+        let port = try MosquittoBroker.freePort()
+        let harness = try await DaemonHarness(config: "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let pid = try #require(harness.daemon?.pid)
+        try await Task.sleep(for: .milliseconds(500))
+        let before = Self.residentKiB(pid)
+
+        let descriptor = try Self.connectedSocket(port: port)
+        defer { close(descriptor) }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         // 165,000 requests (what the attack sent in 30 s), sent as fast as accessd takes
         // them; none of the answers is read.
@@ -113,17 +122,7 @@ struct MetricsHostileScraperTests {
         var idle: [Int32] = []
         defer { for descriptor in idle { close(descriptor) } }
         for _ in 0..<16 {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            try #require(connected == 0)
+            let descriptor = try Self.connectedSocket(port: port)
             idle.append(descriptor)
         }
         try await Task.sleep(for: .milliseconds(300))
