@@ -46,6 +46,28 @@ struct RevocationLatencyTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Issue #33, item 5: a site (or proxy) that answers the long poll at once had 133-403
+    /// calls a second made to it, and 37 syncs a second when its version changed each time.
+    /// Now at most one call a second per credential, and syncs from a budget of three that
+    /// refills one every five seconds.
+    @Test func aSiteThatAnswersAtOnceGetsAFloorAndASyncBudget() async throws {
+        let harness = try await DaemonHarness(config: Self.config)
+        let site = try SiteHarness(directory: harness.directory)
+        try await site.serve(extra: ["--churn-changes"])
+        try await harness.start()
+        _ = try harness.connect().call("credentials.register", ["url": .string(try site.invite("Ada").url)]).get()
+        for _ in 0..<500 where !site.output.contains("/changes") { try await Task.sleep(for: .milliseconds(20)) }
+        let before = site.output.components(separatedBy: "\n")
+        try await Task.sleep(for: .seconds(6))
+        let during = site.output.components(separatedBy: "\n").dropFirst(before.count)
+        let polls = during.filter { $0.contains("/changes") }.count
+        let syncs = during.filter { $0.contains("/items") }.count
+        print("6 s against a site answering at once with a new version: \(polls) change calls, \(syncs) item syncs")
+        #expect(polls <= 8, "\(polls) change calls in 6 s")
+        #expect(syncs <= 5, "\(syncs) syncs in 6 s")
+        #expect(harness.stop() == 0)
+    }
+
     /// A site without the route is left to the background sync, said once.
     @Test func aSiteWithoutTheChannelIsPolled() async throws {
         let harness = try await DaemonHarness(config: Self.config)

@@ -18,6 +18,14 @@ struct SiteWatch: Sendable {
     /// is noticed, long enough that an idle kiosk makes two calls a minute per credential.
     static let wait: Duration = .seconds(25)
     static let retry = (first: Duration.seconds(5), limit: Duration.seconds(300))
+    /// A floor and a budget, whatever the site answers: at most one call a second per
+    /// credential, and syncs for the channel's sake from a budget of three that refills one
+    /// every five seconds (changes meanwhile are all in the next sync), so a suspension then a
+    /// revocation a moment later both arrive at once. A site or proxy that answered at once
+    /// made 133-403 calls a second, and 37 syncs a second when its version changed each time
+    /// (issue #33).
+    static let floor: Duration = .seconds(1)
+    static let syncBudget = (burst: 3.0, refill: Duration.seconds(5))
 
     let site: SiteClient
     let book: CredentialBook
@@ -34,16 +42,30 @@ struct SiteWatch: Sendable {
     private func watch(_ id: CredentialID) async {
         var since: String?
         var delay = Self.retry.first
+        var budget = Self.syncBudget.burst
+        var budgetAt = Clocks.monotonic()
         while !Task.isCancelled {
             guard let stored = book.credential(id), stored.credential.state != .revoked else { return }
+            let started = Clocks.monotonic()
             do {
                 let version = try await site.changes(of: stored, since: since, wait: Self.wait)
                 if let since, version != since {
+                    let refill = Self.syncBudget.refill
+                    budget = min(Self.syncBudget.burst, budget + (Clocks.monotonic() - budgetAt) / refill)
+                    budgetAt = Clocks.monotonic()
+                    if budget < 1 {
+                        try? await clock.sleep(for: refill * (1 - budget))
+                        budget = 1
+                        budgetAt = Clocks.monotonic()
+                    }
+                    budget -= 1
                     logger.info("the site reports a change; syncing", metadata: ["credential": "\(id)"])
                     _ = await sync.syncNow(reason: "site change")
                 }
                 since = version
                 delay = Self.retry.first
+                let took = Clocks.monotonic() - started
+                if took < Self.floor { try? await clock.sleep(for: Self.floor - took) }
             } catch {
                 // A site of the API before §4.4: no such route (404), or no GET on it (405, 501).
                 if case .refused(let status, _, _) = error, [404, 405, 501].contains(status), book.credential(id) != nil

@@ -44,6 +44,9 @@ struct SiteAPI: Sendable {
     var servesChanges = true
     /// Whether §4.5 (`events`) is served.
     var servesEvents = true
+    /// A hostile site (or proxy): every change-channel call answered at once with a new
+    /// version, to test that the client keeps a floor and a sync budget.
+    var churnsChanges = false
 
     func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
         do {
@@ -233,6 +236,9 @@ struct SiteAPI: Sendable {
         let database = self.database
         guard let current = try database.version(of: id) else {
             return .error(404, "credential.unknown", "no such credential")
+        }
+        if churnsChanges {
+            return .json(200, ChangesAnswer(version: "\(current).\(UInt64.random(in: 0...UInt64.max))"))
         }
         var response = SiteResponse.json(200, ChangesAnswer(version: current))
         guard let since, since == current, wait > 0 else { return response }

@@ -60,6 +60,8 @@ struct SiteServeCommand: AsyncParsableCommand {
     @Option(help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Misbehave, to test clients: garbage or hang.") var fault: String?
     @Flag(help: "Serve no change channel (§4.4), as a site of the API before it.") var noChanges = false
+    @Flag(help: "Misbehave: answer every change-channel call at once with a new version.")
+    var churnChanges = false
     @Flag(help: "Take no audit events (§4.5), as a site of the API before it.") var noEvents = false
 
     func run() async throws {
@@ -89,7 +91,9 @@ struct SiteServeCommand: AsyncParsableCommand {
         let store = try database.open()
         _ = try store.site()
         try await SiteHTTPServer(
-            api: SiteAPI(database: store, servesChanges: !noChanges, servesEvents: !noEvents), fault: faultMode
+            api: SiteAPI(
+                database: store, servesChanges: !noChanges, servesEvents: !noEvents, churnsChanges: churnChanges),
+            fault: faultMode
         ).run(host: host, port: port, tls: tls)
     }
 }
