@@ -385,6 +385,51 @@ struct MQTTBridgeTests {
 
     /// The command topic over an authenticated TLS link: an operator's request runs, anything
     /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
+    /// Issue #33, item 2: 50,000 commands of 4 KB through mosquitto grew accessd's RSS from
+    /// 50 to 242 MB, every one queued before `-32005 busy` could apply. Now at most 64 wait in
+    /// accessd; the rest are dropped as they arrive, counted and logged.
+    @Test func aCommandFloodQueuesAtMostSixtyFourInAccessd() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(
+            directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        let passwordFile = harness.directory + "/mqtt-password"
+        try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        try harness.writeConfig(
+            """
+            [mqtt]
+            url = "mqtts://127.0.0.1:\(broker.port)"
+            client_id = "\(Self.device)"
+            username = "kiosk"
+            password_file = "\(passwordFile)"
+            ca_file = "\(pki.caCertificate)"
+            commands = true
+
+            """)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" }
+        try await Task.sleep(for: .milliseconds(500))
+        let pid = try #require(harness.daemon?.pid)
+        let before = MetricsHostileScraperTests.residentKiB(pid)
+        // 20,000 commands of 4 KB (80 MB), each a valid request accessd would have to answer.
+        let padding = String(repeating: "x", count: 4000)
+        let command = #"{"jsonrpc":"2.0","id":1,"method":"access.next","params":{"pad":"\#(padding)"}}"#
+        try broker.publishLines(
+            "accessd/\(Self.device)/commands", Array(repeating: command, count: 20_000).joined(separator: "\n"))
+        // What accessd took in is handled within seconds; the RSS is read once it has been.
+        try await Task.sleep(for: .seconds(5))
+        let after = MetricsHostileScraperTests.residentKiB(pid)
+        let dropped = try harness.connect().call("status.get").get()["mqtt"]?["droppedCommands"]?.int ?? 0
+        print("20,000 commands of 4 KB: \(dropped)+ dropped at the door, accessd RSS \(before) → \(after) KiB")
+        #expect(after - before < 24 * 1024, "RSS grew \(after - before) KiB")
+        #expect(dropped > 0 && harness.log.contains("MQTT messages dropped"), "\(harness.log)")
+        #expect(mqttState(try harness.connect().call("status.get").get()) == "connected")
+    }
+
     @Test func commandsOverAnAuthenticatedTLSLinkRunAsAnOperatorAndNothingElse() async throws {
         let harness = try await DaemonHarness()
         let broker = try MosquittoBroker(

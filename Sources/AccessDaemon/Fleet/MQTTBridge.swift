@@ -179,6 +179,10 @@ struct MQTTBridge: Sendable {
         var publishedState: JSONValue?
         var lastRefusal: String?
         var lastError: String?
+        // Messages the client dropped at its limit, as far as reported (a flood is logged once
+        // per 10 s, and counted in status.get's mqtt.droppedCommands).
+        var droppedReported = 0
+        var lastDropLog: ContinuousClock.Instant?
         // Since when the client has waited for a CONNACK (at start, or after the link went).
         var waitingSince: ContinuousClock.Instant? = .now
         while let input = await inputs.next() {
@@ -261,6 +265,19 @@ struct MQTTBridge: Sendable {
                     return .failed("the client failed: \(text)", connected: everConnected)
                 }
             case .mqtt(.message(let topic, let payload, let oversized), _):
+                client.messageHandled()
+                let dropped = client.droppedMessages
+                if dropped > droppedReported {
+                    let more = dropped - droppedReported
+                    droppedReported = dropped
+                    progress.update { $0.droppedCommands = ($0.droppedCommands ?? 0) + more }
+                    if lastDropLog.map({ .now - $0 > .seconds(10) }) ?? true {
+                        lastDropLog = .now
+                        logger.warning(
+                            "MQTT messages dropped: more arrived than accessd takes at once",
+                            metadata: ["dropped": "\(dropped)", "limit": "\(MosquittoClient.messageQueueLimit)"])
+                    }
+                }
                 guard let commands, topic == commands.topic else { continue }
                 commands.receive(payload, oversized: oversized) { feed.yield(.commandAnswer($0)) }
             case .commandAnswer(let text):

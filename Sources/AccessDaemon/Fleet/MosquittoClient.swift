@@ -55,6 +55,8 @@ final class MosquittoClient: Sendable {
         let linkClosed = NIOLockedValueBox(false)
         /// The newest message id the broker acknowledged (QoS 1 PUBACK).
         let lastAcknowledged = NIOLockedValueBox<Int32?>(nil)
+        /// Messages handed to the stream and not yet handled, and those dropped at the limit.
+        let messages = NIOLockedValueBox((queued: 0, dropped: 0))
         init(_ continuation: AsyncStream<Event>.Continuation, library: MosquittoLibrary) {
             self.continuation = continuation
             self.library = library
@@ -106,6 +108,17 @@ final class MosquittoClient: Sendable {
         library.functions.message_callback_set(handle) { _, object, message in
             guard let object, let message else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
+            // A flood is dropped here, before anything is copied: at most `messageQueueLimit`
+            // messages wait in accessd (issue #33: 50,000 commands grew RSS by 190 MB).
+            let admitted = sink.messages.withLockedValue { messages in
+                guard messages.queued < MosquittoClient.messageQueueLimit else {
+                    messages.dropped += 1
+                    return false
+                }
+                messages.queued += 1
+                return true
+            }
+            guard admitted else { return }
             let topic = message.pointee.topic.map { String(cString: $0) } ?? ""
             let length = Int(message.pointee.payloadlen)
             guard length <= MosquittoClient.maximumMessage else {
@@ -180,6 +193,17 @@ final class MosquittoClient: Sendable {
 
     /// Commands are small: a larger payload is refused without being copied.
     static let maximumMessage = 4096
+
+    /// Messages that may wait in accessd, received and not yet handled; more are dropped.
+    static let messageQueueLimit = 64
+
+    /// A `.message` was handled: room for the next.
+    func messageHandled() {
+        sink.messages.withLockedValue { $0.queued = max(0, $0.queued - 1) }
+    }
+
+    /// Messages dropped since this client started because `messageQueueLimit` waited.
+    var droppedMessages: Int { sink.messages.withLockedValue { $0.dropped } }
 
     /// Subscribes to `topic` (QoS 1); messages come as `.message`.
     func subscribe(_ topic: String) throws(Failure) {

@@ -19,6 +19,9 @@ public struct MQTTStatus: Codable, Sendable, Hashable {
     /// Events journalled after `through`: not yet acknowledged.
     public var backlog: Int64
     public var error: String?
+    /// Messages on the command topic dropped because 64 already waited in accessd (a flood):
+    /// absent until one is.
+    public var droppedCommands: Int?
     /// When the broker last acknowledged an event (seconds since the epoch).
     public var lastAcknowledgedAt: Double?
 

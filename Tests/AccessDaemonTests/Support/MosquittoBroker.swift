@@ -92,6 +92,15 @@ final class MosquittoBroker: @unchecked Sendable {
         guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub: \(result.output)") }
     }
 
+    /// Publishes every line of `lines` as a message, as fast as the broker takes them
+    /// (`mosquitto_pub -l`, QoS 0).
+    func publishLines(_ topic: String, _ lines: String) throws {
+        let result = try runCommand(
+            ["/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "0", "-t", topic, "-l"]
+                + tlsArguments, input: lines, mergingErrors: true, timeout: .seconds(120))
+        guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub -l: \(result.output)") }
+    }
+
     /// The retained message on `topic`, read by a one-shot subscriber.
     func retained(_ topic: String) throws -> String {
         let result = try runCommand(
