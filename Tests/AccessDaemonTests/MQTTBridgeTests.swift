@@ -463,6 +463,9 @@ struct MQTTBridgeTests {
 
         try broker.publish(commands, #"{"jsonrpc":"2.0","id":7,"method":"scanning.set","params":{"enabled":false}}"#)
         _ = try await harness.waitForStatus { $0["scanningEnabled"]?.bool == false }
+        // A notification (no id) runs and is never answered (issue #33: it was).
+        try broker.publish(commands, #"{"jsonrpc":"2.0","method":"scanning.set","params":{"enabled":true}}"#)
+        _ = try await harness.waitForStatus { $0["scanningEnabled"]?.bool == true }
         try broker.publish(commands, #"{"jsonrpc":"2.0","id":8,"method":"credentials.delete","params":{"id":"x"}}"#)
         try broker.publish(commands, "not json")
         try broker.publish(commands, #"{"jsonrpc":"2.0","id":9,"method":"access.next"}"#)
@@ -477,6 +480,7 @@ struct MQTTBridgeTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(answers.count == 5, "\(answers.map(\.jsonText))")
+        #expect(!answers.contains { $0["result"]?["scanningEnabled"] == true }, "the notification was answered")
         print((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
         #expect(answers.contains { $0["id"] == 7 && $0["result"]?["scanningEnabled"] == false })
         #expect(

@@ -81,6 +81,9 @@ final class MQTTCommands: Sendable {
         Task {
             let result = await handler(request)
             inFlight.withLockedValue { $0 -= 1 }
+            // A request without an id is a notification: run, never answered (JSON-RPC 2.0
+            // §4.1, as on the socket; issue #33 found it answered over MQTT).
+            guard request.id != nil else { return }
             switch result {
             case .success(let value): answer(RPCRequest.response(id: request.id, result: value))
             case .failure(let error): answer(RPCRequest.errorResponse(id: request.id, error: error))
