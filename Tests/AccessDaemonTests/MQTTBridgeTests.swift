@@ -383,17 +383,12 @@ struct MQTTBridgeTests {
         #expect(harness.log.contains("journal events removed by retention before the MQTT broker had them"))
     }
 
-    /// The command topic over an authenticated TLS link: an operator's request runs, anything
-    /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
-    /// Issue #33, item 2: 50,000 commands of 4 KB through mosquitto grew accessd's RSS from
-    /// 50 to 242 MB, every one queued before `-32005 busy` could apply. Now at most 64 wait in
-    /// accessd; the rest are dropped as they arrive, counted and logged.
-    @Test func aCommandFloodQueuesAtMostSixtyFourInAccessd() async throws {
-        let harness = try await DaemonHarness()
+    /// A mosquitto with TLS and user `kiosk`, and accessd's configuration for it with the
+    /// command topic on (and `extra` lines in `[mqtt]`).
+    static func commandBroker(for harness: DaemonHarness, extra: String = "") async throws -> MosquittoBroker {
         let broker = try MosquittoBroker(
             directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
         try await broker.start()
-        defer { broker.stop() }
         let pki = try #require(broker.pki)
         let passwordFile = harness.directory + "/mqtt-password"
         try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
@@ -402,13 +397,23 @@ struct MQTTBridgeTests {
             """
             [mqtt]
             url = "mqtts://127.0.0.1:\(broker.port)"
-            client_id = "\(Self.device)"
+            client_id = "\(device)"
             username = "kiosk"
             password_file = "\(passwordFile)"
             ca_file = "\(pki.caCertificate)"
             commands = true
-
+            \(extra)
             """)
+        return broker
+    }
+
+    /// Issue #33, item 2: 50,000 commands of 4 KB through mosquitto grew accessd's RSS from
+    /// 50 to 242 MB, every one queued before `-32005 busy` could apply. Now at most 64 wait in
+    /// accessd; the rest are dropped as they arrive, counted and logged.
+    @Test func aCommandFloodQueuesAtMostSixtyFourInAccessd() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try await Self.commandBroker(for: harness)
+        defer { broker.stop() }
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" }
@@ -432,28 +437,12 @@ struct MQTTBridgeTests {
         #expect(mqttState(try harness.connect().call("status.get").get()) == "connected")
     }
 
+    /// The command topic over an authenticated TLS link: an operator's request runs, anything
+    /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
     @Test func commandsOverAnAuthenticatedTLSLinkRunAsAnOperatorAndNothingElse() async throws {
         let harness = try await DaemonHarness()
-        let broker = try MosquittoBroker(
-            directory: harness.directory + "/broker", users: ["kiosk": "s3cret"], tls: true)
-        try await broker.start()
+        let broker = try await Self.commandBroker(for: harness, extra: "home_assistant = true\n")
         defer { broker.stop() }
-        let pki = try #require(broker.pki)
-        let passwordFile = harness.directory + "/mqtt-password"
-        try "s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        chmod(passwordFile, 0o600)
-        try harness.writeConfig(
-            """
-            [mqtt]
-            url = "mqtts://127.0.0.1:\(broker.port)"
-            client_id = "\(Self.device)"
-            username = "kiosk"
-            password_file = "\(passwordFile)"
-            ca_file = "\(pki.caCertificate)"
-            commands = true
-            home_assistant = true
-
-            """)
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["scanningEnabled"]?.bool == true }
