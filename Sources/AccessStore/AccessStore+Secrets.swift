@@ -46,8 +46,12 @@ extension AccessStore {
                     sql: "UPDATE credential SET signingKey = ?, sealedSecondFactor = ? WHERE id = ?",
                     arguments: [
                         signingKey.isEmpty
-                            ? signingKey : SealedColumn.seal(signingKey, key: key, place: SealedColumn.signingKey(id)),
-                        secondFactor.map { SealedColumn.seal($0, key: key, place: SealedColumn.secondFactor(id)) }, id,
+                            ? signingKey
+                            : try SealedColumn.seal(signingKey, key: key, place: SealedColumn.signingKey(id)),
+                        try secondFactor.map {
+                            try SealedColumn.seal($0, key: key, place: SealedColumn.secondFactor(id))
+                        },
+                        id,
                     ])
                 count += (signingKey.isEmpty ? 0 : 1) + (secondFactor == nil ? 0 : 1)
             }
@@ -60,7 +64,7 @@ extension AccessStore {
                 try db.execute(
                     sql: "UPDATE item SET aperioKey = ? WHERE credentialID = ? AND id = ?",
                     arguments: [
-                        SealedColumn.seal(aperioKey, key: key, place: SealedColumn.aperioKey(credential, id)),
+                        try SealedColumn.seal(aperioKey, key: key, place: SealedColumn.aperioKey(credential, id)),
                         credential, id,
                     ])
                 count += 1
@@ -68,7 +72,7 @@ extension AccessStore {
             try setSetting(db, secretsFormatSetting, sealedFormat)
             try setSetting(
                 db, SealedColumn.keyCheck,
-                SealedColumn.seal(SealedColumn.keyCheckValue, key: key, place: SealedColumn.keyCheck)
+                try SealedColumn.seal(SealedColumn.keyCheckValue, key: key, place: SealedColumn.keyCheck)
                     .base64EncodedString())
             return count
         }
@@ -114,7 +118,7 @@ extension AccessStore {
             if case .failure(let problem) = dataKey { throw SecretStorageError.noDataKey(problem.description) }
             throw SecretStorageError.noDataKey("none")
         }
-        return SealedColumn.seal(plaintext, key: key, place: place)
+        return try SealedColumn.seal(plaintext, key: key, place: place)
     }
 
     /// Opens a stored secret: plaintext in a database from before sealing that no key opened yet.

@@ -37,11 +37,15 @@ public struct DataKey: Sendable {
         self.origin = origin
     }
 
+    private init(key: SymmetricKey, protection: Protection, origin: String) {
+        self.key = key
+        self.protection = protection
+        self.origin = origin
+    }
+
     /// A new random key.
     public static func random(protection: Protection, origin: String) -> DataKey {
-        let bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-        // 32 bytes by construction.
-        return try! DataKey(bytes: bytes, protection: protection, origin: origin)
+        DataKey(key: SymmetricKey(size: .bits256), protection: protection, origin: origin)
     }
 }
 

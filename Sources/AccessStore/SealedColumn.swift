@@ -7,11 +7,12 @@ import Foundation
 enum SealedColumn {
     static let version: UInt8 = 1
 
-    static func seal(_ plaintext: some DataProtocol, key: DataKey, place: String) -> Data {
-        // AES.GCM.seal throws only for a nonce of the wrong size; this one is generated.
-        let box = try! AES.GCM.seal(plaintext, using: key.key, authenticating: Data(place.utf8))
+    static func seal(_ plaintext: some DataProtocol, key: DataKey, place: String) throws -> Data {
+        let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: Data(place.utf8))
+        // Nil only for a nonce that is not 12 bytes; this one is generated.
+        guard let combined = box.combined else { throw CryptoKitError.incorrectParameterSize }
         var sealed = Data([version])
-        sealed.append(box.combined!)
+        sealed.append(combined)
         return sealed
     }
 

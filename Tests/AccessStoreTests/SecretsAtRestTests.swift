@@ -119,7 +119,7 @@ struct SecretsAtRestTests {
         var sealed = try store.storedSecret("SELECT signingKey FROM credential WHERE id = ?", corrupt.description)
         sealed[20] ^= 0x01
         // 32 bytes of 0xFF: above the P-256 group order, not a private key.
-        let notAKey = SealedColumn.seal(
+        let notAKey = try SealedColumn.seal(
             Data(repeating: 0xFF, count: 32), key: .forTests, place: SealedColumn.signingKey(invalid.description))
         try store.database.write { db in
             try db.execute(
