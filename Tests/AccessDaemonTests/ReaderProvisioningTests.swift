@@ -103,8 +103,11 @@ struct ReaderProvisioningTests {
             try site.run(["revoke", id.description])
             let revoked = ContinuousClock.now
             let page = try await held
-            let waited = ContinuousClock.now - started
-            #expect(waited < .seconds(5), "the held call answered after \(waited)")
+            // From the revocation, not from the call: `readersim site revoke` is a process whose
+            // start took seconds on a loaded 2-core machine, and failed this (10.8 s, 12.3 s).
+            let waited = ContinuousClock.now - revoked
+            #expect(waited < .seconds(5), "the held call answered \(waited) after the revocation")
+            #expect(ContinuousClock.now - started < .seconds(20), "the held call waited out its 20 s")
             print("revocation → held provisioning call answered: \(ContinuousClock.now - revoked)")
             state.apply(page)
             #expect(state.credentials[id]?.state == .revoked)
