@@ -12,7 +12,7 @@ import Foundation
 /// directory, and accessd says that its secrets are not sealed to the machine.
 public struct DataKey: Sendable {
     /// What protects the data key itself, and so what a copy of the kiosk's storage can open.
-    public enum Protection: String, Sendable, Hashable, Codable, CaseIterable {
+    public enum Protection: String, Sendable, Hashable {
         /// Sealed to the kiosk's TPM2 (and its host key): neither a copied state directory nor a
         /// copied disk opens the secrets.
         case tpm2

@@ -60,6 +60,4 @@ final class MetricsConnections: Sendable {
             state.held[ObjectIdentifier(channel)]?.idleSince = state.clock
         }
     }
-
-    var count: Int { state.withLockedValue { $0.held.count } }
 }
