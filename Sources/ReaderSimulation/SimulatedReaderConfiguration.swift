@@ -46,6 +46,9 @@ public struct SimulatedReaderConfiguration: Sendable {
     public var autoConnect = true
     public var manualConnect = true
     public var secondFactorRequired = false
+    /// How long the reader waits for the second-factor response: at least the 30 s
+    /// reader-protocol §6 requires.
+    public var secondFactorWait: Duration = .seconds(30)
     /// Presence advertisements while a central is connected (docs/reader-protocol.md §2).
     public var presence = true
     /// The highest protocol version it speaks: 2 offers standing challenges through the hold
@@ -93,7 +96,8 @@ public struct SimulatedReadersFile: Sendable {
     public static let readerKeys: Set<String> = [
         "id", "name", "kind", "adapter", "interval_ms", "tx_power", "auto_connect_path_loss",
         "manual_connect_path_loss",
-        "auto_connect", "manual_connect", "second_factor", "presence", "protocol_version", "actions", "action_outcomes",
+        "auto_connect", "manual_connect", "second_factor", "second_factor_wait", "presence", "protocol_version",
+        "actions", "action_outcomes",
         "decision", "mode",
         "fault", "fault_delay",
     ]
@@ -240,6 +244,7 @@ public struct SimulatedReadersFile: Sendable {
         c.autoConnect = try bool("auto_connect") ?? c.autoConnect
         c.manualConnect = try bool("manual_connect") ?? c.manualConnect
         c.secondFactorRequired = try bool("second_factor") ?? c.secondFactorRequired
+        if let seconds = try int("second_factor_wait", 30...300) { c.secondFactorWait = .seconds(seconds) }
         c.presence = try bool("presence") ?? c.presence
         if let value = try int("protocol_version", 1...2) { c.protocolVersion = UInt8(value) }
         for entry in try strings("actions") {

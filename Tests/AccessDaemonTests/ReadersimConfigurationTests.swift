@@ -67,6 +67,10 @@ struct ReadersimConfigurationTests {
             "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nadapter = \"hci0\"\n[b]\nid = \"2\"\n",
             "both on hci0"
         ),
+        (
+            "[site]\nurl = \"http://127.0.0.1:8700\"\nkey = \"k\"\n[a]\nid = \"1\"\nsecond_factor_wait = 10\n",
+            ":6: [a] second_factor_wait"
+        ),
         ("[site\n", ":1:"),
         ("[site]\ndb = \"x\"\n[a]\nid = \"1\"\n", "unknown key 'db' in [site] (known: url, key, ca_file)"),
         ("[site]\nkey = \"k\"\n[a]\nid = \"1\"\n", "[site] url must be the site's URL"),

@@ -22,6 +22,7 @@ extension SimulatedReader {
             readerID: configuration.id, siteTag: site.tag, kind: configuration.kind, siteKey: key, policy: policy,
             mode: configuration.mode, secondFactorRequired: configuration.secondFactorRequired,
             actions: configuration.actions, actionOutcomes: configuration.actionOutcomes,
-            credentials: provisioned.credentialRecords, aperioCredentials: provisioned.aperioRecords)
+            credentials: provisioned.credentialRecords, aperioCredentials: provisioned.aperioRecords,
+            timeouts: ProtocolTimeouts(secondFactor: configuration.secondFactorWait))
     }
 }
