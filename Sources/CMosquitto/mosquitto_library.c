@@ -33,7 +33,6 @@ int accessd_mosquitto_load(const char *library, struct accessd_mosquitto *functi
     FIND(new_client, mosquitto_new);
     FIND(destroy, mosquitto_destroy);
     FIND(int_option, mosquitto_int_option);
-    FIND(reconnect_delay_set, mosquitto_reconnect_delay_set);
     FIND(connect_callback_set, mosquitto_connect_callback_set);
     FIND(disconnect_callback_set, mosquitto_disconnect_callback_set);
     FIND(publish_callback_set, mosquitto_publish_callback_set);

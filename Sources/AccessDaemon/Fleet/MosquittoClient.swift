@@ -3,11 +3,12 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// libmosquitto (the Eclipse Mosquitto project's own client, Debian's libmosquitto1) behind
-/// a small Swift face: one handle, its network thread (`mosquitto_loop_start`, which
-/// reconnects a link that went, 1 s doubling to 30 s), and its callbacks turned into an
-/// `AsyncStream`. The first connection is the caller's to retry (`connect()`): libmosquitto
-/// 2.0's thread does not retry a first attempt that failed (measured: a broker started 3 s
-/// after accessd was never reached).
+/// a small Swift face: one handle, its network thread (`mosquitto_loop_start`), and its
+/// callbacks turned into an `AsyncStream`. Connecting again is the caller's, with a new
+/// client: libmosquitto 2.0's thread does not retry a first attempt that failed (measured: a
+/// broker started 3 s after accessd was never reached), and it ends without a word on a TLS
+/// error after a link went (measured: a broker SIGKILLed mid-TLS-link, OpenSSL's
+/// "unexpected eof while reading").
 /// Why libmosquitto rather than an MQTT client written here: the broker's own library
 /// speaks MQTT 3.1.1 and 5, TLS and the session rules as the broker expects them, and is
 /// packaged for the kiosks this runs on; accessd writes only the bridge's logic (`MQTTBridge`).
@@ -85,7 +86,6 @@ final class MosquittoClient: Sendable {
         }
         self.handle = handle
         _ = library.functions.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
-        _ = library.functions.reconnect_delay_set(handle, 1, 30, true)
         library.functions.connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()

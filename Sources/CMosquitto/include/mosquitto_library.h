@@ -14,8 +14,6 @@ struct accessd_mosquitto {
                                                        void *_Nullable obj);
     void (*_Nonnull destroy)(struct mosquitto *_Nonnull mosq);
     int (*_Nonnull int_option)(struct mosquitto *_Nonnull mosq, enum mosq_opt_t option, int value);
-    int (*_Nonnull reconnect_delay_set)(struct mosquitto *_Nonnull mosq, unsigned int reconnect_delay,
-                                        unsigned int reconnect_delay_max, bool reconnect_exponential_backoff);
     void (*_Nonnull connect_callback_set)(struct mosquitto *_Nonnull mosq,
                                           void (*_Nullable on_connect)(struct mosquitto *_Nullable, void *_Nullable, int));
     void (*_Nonnull disconnect_callback_set)(struct mosquitto *_Nonnull mosq,

@@ -70,6 +70,12 @@ final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
+    /// SIGKILL: the broker dies mid-link (a TLS client sees the stream end without close_notify).
+    func kill() {
+        process?.kill9()
+        process = nil
+    }
+
     var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
 
     /// A subscriber with a durable session (`-c -i`): what it missed while away it gets on
