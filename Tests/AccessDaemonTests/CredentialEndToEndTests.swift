@@ -474,14 +474,18 @@ struct CredentialTLSTests {
     }
 }
 
-/// A throwaway CA and a server certificate for 127.0.0.1, made with the openssl tool.
+/// A throwaway CA and a server certificate for 127.0.0.1, made with the openssl tool; client
+/// certificates on demand.
 struct TestPKI {
+    let directory: String
     let caCertificate: String
     let serverCertificate: String
     let serverKey: String
+    private var caKey: String { directory + "/ca.key" }
 
     init(directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.directory = directory
         caCertificate = directory + "/ca.pem"
         serverCertificate = directory + "/server.pem"
         serverKey = directory + "/server.key"
@@ -502,6 +506,23 @@ struct TestPKI {
             "x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", ca, "-CAcreateserial",
             "-out", serverCertificate, "-days", "2", "-extfile", extensions,
         ])
+    }
+
+    /// A client certificate whose common name is `commonName` (a broker's user name with
+    /// `use_identity_as_username`), and its key.
+    func client(_ commonName: String) throws -> (certificate: String, key: String) {
+        let certificate = directory + "/\(commonName).pem"
+        let key = directory + "/\(commonName).key"
+        let request = directory + "/\(commonName).csr"
+        try Self.openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", request,
+            "-subj", "/CN=\(commonName)",
+        ])
+        try Self.openssl([
+            "x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", caKey, "-CAcreateserial",
+            "-out", certificate, "-days", "2",
+        ])
+        return (certificate, key)
     }
 
     private static func openssl(_ arguments: [String]) throws {

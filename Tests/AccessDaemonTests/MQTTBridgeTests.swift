@@ -464,6 +464,76 @@ struct MQTTBridgeTests {
         #expect(mqttState(try harness.connect().call("status.get").get()) == "connected")
     }
 
+    /// Issue #33, item 4: libmosquitto reads a message whole before accessd can refuse it (64
+    /// MB on the command topic: +67 MB). The site's broker as config/mosquitto-accessd.example
+    /// gives it drops a message over its `message_size_limit` before the kiosk reads it, and
+    /// its ACL keeps one kiosk from commanding another. Against the example as shipped.
+    @Test func theSiteExampleBrokerKeepsLargeMessagesAndOtherKiosksOut() async throws {
+        let harness = try await DaemonHarness()
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker", repository: repository)
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        let kiosk = try pki.client(Self.device)
+        let otherKiosk = try pki.client("kiosk-other")
+        try harness.writeConfig(
+            """
+            [mqtt]
+            url = "mqtts://127.0.0.1:\(broker.port)"
+            client_id = "\(Self.device)"
+            ca_file = "\(pki.caCertificate)"
+            cert_file = "\(kiosk.certificate)"
+            key_file = "\(kiosk.key)"
+            commands = true
+            home_assistant = true
+            """)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { mqttState($0) == "connected" && $0["scanningEnabled"]?.bool == true }
+        let output = harness.directory + "/operator.out"
+        let everything = try broker.subscribe("accessd/#", id: "sub-operator", output: output)
+        defer { everything.stop(grace: 1) }
+        try await Task.sleep(for: .milliseconds(500))
+        let commands = "accessd/\(Self.device)/commands"
+        let pid = try #require(harness.daemon?.pid)
+        let before = MetricsHostileScraperTests.residentKiB(pid)
+
+        // 100 KB from an operator: the broker drops it; accessd never reads it (it would
+        // answer "at most 4096 bytes").
+        try broker.publish(commands, String(repeating: "x", count: 100_000))
+        // Another kiosk's certificate: the ACL drops its command.
+        try broker.publish(
+            commands, #"{"jsonrpc":"2.0","id":1,"method":"scanning.set","params":{"enabled":false}}"#, as: otherKiosk)
+        // The operator's own command runs and is answered.
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":2,"method":"access.next"}"#)
+        var lines: [Substring] = []
+        for _ in 0..<100 {
+            lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.contains(where: { $0.hasPrefix("\(commands)/result ") }) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(1))
+        lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+        let answers = lines.filter { $0.hasPrefix("\(commands)/result ") }
+        #expect(answers.count == 1 && answers.first?.contains("\"id\":2") == true, "\(answers)")
+        let status = try harness.connect().call("status.get").get()
+        #expect(status["scanningEnabled"]?.bool == true, "another kiosk's command ran")
+        #expect((status["mqtt"]?["droppedCommands"]?.int ?? 0) == 0)
+        let after = MetricsHostileScraperTests.residentKiB(pid)
+        // The kiosk published its events, state and discovery through the same ACL.
+        #expect(lines.contains { $0.hasPrefix("accessd/\(Self.device)/events/") })
+        let homeAssistant = try pki.client("homeassistant")
+        #expect(
+            try broker.retained("homeassistant/button/\(Self.device)/open_next/config", as: homeAssistant)
+                .contains("access.next"))
+        // Another kiosk reads nothing of this one.
+        #expect(try broker.retained("accessd/\(Self.device)/status", as: otherKiosk).isEmpty)
+        let largest = lines.filter { !$0.hasPrefix(commands) }.map(\.utf8.count).max() ?? 0
+        print("site example broker: RSS \(before) → \(after) KiB; accessd's largest message \(largest) bytes")
+    }
+
     /// The command topic over an authenticated TLS link: an operator's request runs, anything
     /// else is refused with a JSON-RPC error on the result topic, and accessd stays up.
     @Test func commandsOverAnAuthenticatedTLSLinkRunAsAnOperatorAndNothingElse() async throws {

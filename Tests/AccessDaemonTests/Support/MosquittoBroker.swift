@@ -10,13 +10,18 @@ final class MosquittoBroker: @unchecked Sendable {
     let pki: TestPKI?
     /// A user the test's own subscribers log in as, when anonymous clients are refused.
     private let login: (String, String)?
+    /// The client certificate the test's own clients present, unless told another.
+    private let identity: Identity?
     private(set) var process: ChildProcess?
+
+    typealias Identity = (certificate: String, key: String)
 
     /// `users`: name → password; then anonymous clients are refused.
     init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
         self.directory = directory
         pki = tls ? try TestPKI(directory: directory + "/pki") : nil
         login = users.sorted { $0.key < $1.key }.first.map { ($0.key, $0.value) }
+        identity = nil
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
         var config = """
@@ -44,6 +49,34 @@ final class MosquittoBroker: @unchecked Sendable {
             }
             config += "allow_anonymous false\npassword_file \(passwords)\n"
         }
+        try config.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+    }
+
+    /// The site's broker as config/mosquitto-accessd.example.conf and its ACL give it, with
+    /// only the port and the paths changed; the test's own clients are `operator`.
+    init(siteExampleIn directory: String, repository: String) throws {
+        self.directory = directory
+        let pki = try TestPKI(directory: directory + "/pki")
+        self.pki = pki
+        login = nil
+        identity = try pki.client("operator")
+        port = try Self.freePort()
+        let example = try String(contentsOfFile: repository + "/config/mosquitto-accessd.example.conf", encoding: .utf8)
+        let acl = try String(contentsOfFile: repository + "/config/mosquitto-accessd.example.acl", encoding: .utf8)
+        try acl.write(toFile: directory + "/accessd.acl", atomically: true, encoding: .utf8)
+        let replacements = [
+            "listener 8883": "listener \(port) 127.0.0.1",
+            "/etc/mosquitto/ca_certificates/site-ca.pem": pki.caCertificate,
+            "/etc/mosquitto/certs/broker.pem": pki.serverCertificate,
+            "/etc/mosquitto/certs/broker.key": pki.serverKey,
+            "/etc/mosquitto/accessd.acl": directory + "/accessd.acl",
+        ]
+        var config = example
+        for (from, to) in replacements {
+            guard config.contains(from) else { throw TestEnvironmentError("the example has no \(from)") }
+            config = config.replacingOccurrences(of: from, with: to)
+        }
+        config += "user root\nlog_dest file \(directory)/mosquitto.log\nlog_type all\n"
         try config.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
     }
 
@@ -80,21 +113,22 @@ final class MosquittoBroker: @unchecked Sendable {
 
     /// A subscriber with a durable session (`-c -i`): what it missed while away it gets on
     /// return. Prints `topic payload` per message.
-    func subscribe(_ filter: String, id: String, output: String, format: String = "%t %p") throws -> ChildProcess {
+    func subscribe(
+        _ filter: String, id: String, output: String, format: String = "%t %p", as client: Identity? = nil
+    ) throws -> ChildProcess {
         try ChildProcess(
             [
                 "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-c", "-i", id, "-t", filter,
                 "-F", format,
-            ] + tlsArguments, output: output)
+            ] + tlsArguments(client), output: output)
     }
 
-    /// Publishes one message with `mosquitto_pub` (as the broker's user, over its TLS).
-    func publish(_ topic: String, _ payload: String) throws {
+    /// Publishes one message with `mosquitto_pub` (as the broker's user, over its TLS), the
+    /// payload read from its standard input.
+    func publish(_ topic: String, _ payload: String, as client: Identity? = nil) throws {
         let result = try runCommand(
-            [
-                "/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
-                "-m", payload,
-            ] + tlsArguments, mergingErrors: true, timeout: .seconds(10))
+            ["/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic, "-s"]
+                + tlsArguments(client), input: payload, mergingErrors: true, timeout: .seconds(10))
         guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub: \(result.output)") }
     }
 
@@ -103,22 +137,23 @@ final class MosquittoBroker: @unchecked Sendable {
     func publishLines(_ topic: String, _ lines: String) throws {
         let result = try runCommand(
             ["/usr/bin/mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-q", "0", "-t", topic, "-l"]
-                + tlsArguments, input: lines, mergingErrors: true, timeout: .seconds(120))
+                + tlsArguments(nil), input: lines, mergingErrors: true, timeout: .seconds(120))
         guard result.status == 0 else { throw TestEnvironmentError("mosquitto_pub -l: \(result.output)") }
     }
 
     /// The retained message on `topic`, read by a one-shot subscriber.
-    func retained(_ topic: String) throws -> String {
+    func retained(_ topic: String, as client: Identity? = nil) throws -> String {
         let result = try runCommand(
             [
                 "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "1", "-W", "3",
                 "--retained-only",
-            ] + tlsArguments, timeout: .seconds(10))
+            ] + tlsArguments(client), timeout: .seconds(10))
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private var tlsArguments: [String] {
+    private func tlsArguments(_ client: Identity?) -> [String] {
         (pki.map { ["--cafile", $0.caCertificate] } ?? []) + (login.map { ["-u", $0.0, "-P", $0.1] } ?? [])
+            + ((client ?? identity).map { ["--cert", $0.certificate, "--key", $0.key] } ?? [])
     }
 
     static func freePort() throws -> Int { try LoopbackPort.free() }
