@@ -422,6 +422,28 @@ struct DaemonEndToEndTests {
         #expect(check.output.contains("accessd: \(harness.configPath): \(reason)"), "\(check.output)")
     }
 
+    /// Issue #33 (cosmetic): a FIFO, `/dev/zero` or a directory as the configuration said
+    /// "cannot read: Success". Each is refused with what it is, and a huge file by its size.
+    @Test func aConfigurationThatIsNotARegularFileIsRefusedWithWhatItIs() throws {
+        let directory = NSTemporaryDirectory() + "accessd-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fifo = directory + "/fifo.toml"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let huge = directory + "/huge.toml"
+        try Data(repeating: UInt8(ascii: "#"), count: 2 << 20).write(to: URL(fileURLWithPath: huge))
+        for (path, reason) in [
+            (fifo, "is a FIFO, not a regular file"), ("/dev/zero", "is a device, not a regular file"),
+            (directory, "is a directory, not a file"), (huge, "is larger than 1024 KiB: not a configuration file"),
+        ] {
+            let check = try runCommand(
+                [DaemonHarness.accessdPath, "--config", path, "--check-config"], mergingErrors: true,
+                timeout: .seconds(10))
+            #expect(check.status == 78)
+            #expect(check.output == "accessd: \(path): \(reason)\n", "\(check.output)")
+        }
+    }
+
     /// Sensitivity names follow the SDK's (veryLow -5 dB, low -2.5, normal 0); the former names,
     /// which ran the other way, are read with a warning naming the line and the new name, and
     /// features that are only synced say so. A warning never refuses the file.

@@ -11,10 +11,7 @@ public enum ConfigurationLoader {
             if mayBeAbsent { return AccessdConfiguration() }
             throw ConfigurationError(file: path, line: nil, reason: "no such file")
         }
-        guard let bytes = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(file: path, line: nil, reason: "cannot read: \(String(cString: strerror(errno)))")
-        }
-        return try parse(bytes: Array(bytes), file: path)
+        return try parse(bytes: ConfigurationFile.read(path), file: path)
     }
 
     /// A file's bytes: UTF-8 (a bad byte is refused with its line), then `parse`.

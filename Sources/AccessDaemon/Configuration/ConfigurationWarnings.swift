@@ -7,8 +7,8 @@ import Foundation
 public enum ConfigurationWarnings {
     /// The warnings of the file at `path` (none when it is absent or unreadable: loading says so).
     public static func of(path: String) -> [ConfigurationError] {
-        guard let bytes = FileManager.default.contents(atPath: path),
-            let text = try? ConfigurationSyntax.text(of: Array(bytes)),
+        guard let bytes = try? ConfigurationFile.read(path),
+            let text = try? ConfigurationSyntax.text(of: bytes),
             let document = try? ConfigurationSyntax.parse(text)
         else { return [] }
         return of(document, file: path)
