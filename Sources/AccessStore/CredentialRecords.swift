@@ -194,14 +194,17 @@ extension AccessStore {
 
     /// A new PIN: the second-factor key sealed again. The old sealing is checkpointed out of the
     /// write-ahead log, as a deleted key is.
-    public func setSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
+    /// False when there is no such credential (deleted meanwhile): nothing was stored.
+    public func setSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws -> Bool {
         let stored = try sealSecret(Data(sealed.encoded), place: SealedColumn.secondFactor(id.description))
-        try database.write { db in
+        let changed = try database.write { db in
             try db.execute(
                 sql: "UPDATE credential SET sealedSecondFactor = ?, failedPinAttempts = 0 WHERE id = ?",
                 arguments: [stored, id.description])
+            return db.changesCount > 0
         }
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        return changed
     }
 
     public func setCredentialPriority(_ id: CredentialID, _ priority: Int) throws {

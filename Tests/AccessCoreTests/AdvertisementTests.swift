@@ -106,6 +106,11 @@ struct AdvertisementTests {
         #expect(ReaderID("0") == nil)
         #expect(ReaderID("123456789") == nil)
         #expect(ReaderID("xyz") == nil)
+        // Issue #33: a sign was taken ("+2A01" was reader 00002A01).
+        #expect(ReaderID("+2A01") == nil)
+        #expect(ReaderID("-1") == nil)
+        #expect(ReaderID(" 2A01") == nil)
+        #expect(ReaderID("ABCDEF09") == ReaderID(0xABCD_EF09))
     }
 
     @Test func deviceAddressTextForm() {

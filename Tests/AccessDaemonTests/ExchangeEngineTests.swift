@@ -284,6 +284,19 @@ struct ExchangeEngineTests {
         #expect(typed.failureMessage == "invalid params: enabled must be true or false")
         let missing = await shell.call("access.request", [:], role: .operator)
         #expect(missing.failureMessage == "invalid params: reader is required")
+        // Issue #33: these said "must be an object", "not valid JSON" and "matches more than
+        // one credential".
+        let notANumber = await shell.call("access.next", ["expiry": "NaN"], role: .operator)
+        #expect(notANumber.failureMessage == "invalid params: expiry must be a number")
+        let fraction = await shell.call("credentials.setPriority", ["id": "ab", "priority": 1.5])
+        #expect(fraction.failureMessage == "invalid params: priority must be a whole number")
+        let huge = await shell.call("credentials.setPriority", ["id": "ab", "priority": 1e30])
+        #expect(huge.failureMessage == "invalid params: priority is out of range")
+        let empty = await shell.call("credentials.delete", ["id": ""])
+        #expect(
+            empty.failureMessage == "invalid params: id must be a credential's id or its first characters, not empty")
+        let signed = await shell.call("access.request", ["reader": "+2A01"], role: .operator)
+        #expect(signed.failureCode == -32602, "\(signed)")
         await shell.stop()
     }
 }

@@ -42,6 +42,20 @@ struct SecretsAtRestTests {
         #expect(try reopened.items().first?.aperioKey == lockKey)
     }
 
+    /// Issue #33: `credentials.setPin` answered "changed" for a credential deleted while the
+    /// PIN was being checked. Storing the new sealing now says whether a row took it.
+    @Test func aNewPINForACredentialDeletedMeanwhileIsNotStored() throws {
+        let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
+        let key = P256.Signing.PrivateKey()
+        let id = try store.insertTestCredential(byte: 4, key: key)
+        var generator = SystemRandomNumberGenerator()
+        let sealed = try SealedSecondFactorKey.seal(key, pin: "482916", credential: id, using: &generator)
+        #expect(try store.setSealedSecondFactor(id, sealed))
+        #expect(try store.deleteCredential(id))
+        #expect(try !store.setSealedSecondFactor(id, sealed))
+        #expect(try store.credentials().isEmpty)
+    }
+
     /// The upgrade: a database the version before sealing wrote, opened with a data key.
     @Test func aDatabaseFromBeforeSealingIsSealedAndItsPlaintextIsGone() throws {
         let key = P256.Signing.PrivateKey()

@@ -12,9 +12,17 @@ public struct ReaderID: RawRepresentable, Hashable, Comparable, Sendable, Custom
         return String(repeating: "0", count: 8 - hex.count) + hex
     }
 
-    /// Parses the eight-hex-digit form (a shorter hex form is accepted too).
+    /// Parses the eight-hex-digit form (a shorter hex form is accepted too). Hex digits only:
+    /// `UInt32(_:radix:)` alone also takes a sign ("+2A01").
     public init?(_ text: String) {
-        guard !text.isEmpty, text.count <= 8, let value = UInt32(text, radix: 16), value != 0 else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 8,
+            text.utf8.allSatisfy({ byte in
+                // 0-9, or a-f once ASCII letters are folded to lower case.
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+            }),
+            let value = UInt32(text, radix: 16), value != 0
+        else { return nil }
         self.rawValue = value
     }
 }

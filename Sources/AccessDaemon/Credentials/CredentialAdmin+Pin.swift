@@ -71,7 +71,12 @@ extension CredentialAdmin {
         }
         do {
             switch resealed {
-            case .success(let sealed): try book.replaceSealedSecondFactor(id, sealed)
+            case .success(let sealed):
+                // Deleted while the PIN was being checked: said, not answered as changed.
+                guard try book.replaceSealedSecondFactor(id, sealed) else {
+                    return .failure(
+                        .failed("credential.unknown", "credential \(id) was deleted while its PIN was being changed"))
+                }
             case .failure(.notRun): return .failure(.failed("shuttingDown", "accessd is stopping"))
             case .failure(.failed(let error)): throw error
             }

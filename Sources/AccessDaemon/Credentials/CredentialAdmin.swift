@@ -183,8 +183,11 @@ struct CredentialAdmin: Sendable {
     /// The one credential whose id starts with `text`.
     func find(_ text: String) -> Result<StoredCredential, RPCError> {
         let lowered = text.lowercased()
+        guard !lowered.isEmpty else {
+            return .failure(.invalidParams("id must be a credential's id or its first characters, not empty"))
+        }
         let matches = book.credentials.filter { $0.credential.id.description.hasPrefix(lowered) }
-        guard let stored = matches.first, matches.count == 1, !lowered.isEmpty else {
+        guard let stored = matches.first, matches.count == 1 else {
             return .failure(
                 .failed(
                     "credential.unknown",

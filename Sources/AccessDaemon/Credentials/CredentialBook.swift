@@ -245,14 +245,16 @@ public final class CredentialBook: Sendable {
     }
 
     /// The PIN changed: the key sealed under the new one, and the count starts again.
-    func replaceSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws {
-        try store.setSealedSecondFactor(id, sealed)
+    /// False when the credential is gone (deleted while its PIN was being changed).
+    func replaceSealedSecondFactor(_ id: CredentialID, _ sealed: SealedSecondFactorKey) throws -> Bool {
+        guard try store.setSealedSecondFactor(id, sealed) else { return false }
         contents.withLockedValue { contents in
             guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) else { return }
             contents.credentials[index].credential.sealedSecondFactor = sealed
             contents.credentials[index].failedPinAttempts = 0
         }
         changed()
+        return true
     }
 
     /// Claims the credential's PIN for one change; false when another change holds it. Two

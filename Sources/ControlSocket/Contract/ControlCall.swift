@@ -150,6 +150,11 @@ extension JSONValue {
     public func decode<T: Decodable>(_ type: T.Type) throws(RPCError) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(jsonText.utf8))
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            // Foundation's decoder says only "not valid JSON", with no field, for a number
+            // that does not fit its field (1.5 or 1e30 for a whole number): the text is valid
+            // JSON, our parser read it. Find the number.
+            throw .invalidParams(misfitNumber(T.self) ?? "a number does not fit its field")
         } catch let error as DecodingError {
             throw .invalidParams(Self.describe(error))
         } catch {
@@ -189,9 +194,50 @@ extension JSONValue {
         switch type {
         case is Bool.Type: "true or false"
         case is String.Type: "a string"
-        case is Int.Type, is Int64.Type, is Int8.Type: "a whole number"
+        case is any BinaryInteger.Type: "a whole number"
+        case is any BinaryFloatingPoint.Type: "a number"
         case is [String].Type: "a list of strings"
         default: "an object"
+        }
+    }
+
+    /// Which number makes decoding `T` fail: each number of this value in turn is replaced by
+    /// 0 (at most 16 tried); the one whose replacement lets decoding pass is named.
+    private func misfitNumber<T: Decodable>(_ type: T.Type) -> String? {
+        for (path, number) in numbers().prefix(16) {
+            let replaced = replacing(path[...], with: .int(0))
+            guard (try? JSONDecoder().decode(T.self, from: Data(replaced.jsonText.utf8))) != nil else { continue }
+            let name = path.joined(separator: ".")
+            if case .double(let value) = number, value.rounded() != value {
+                return "\(name) must be a whole number"
+            }
+            return "\(name) is out of range"
+        }
+        return nil
+    }
+
+    /// The numbers in this value with their paths (object keys in order, array indexes).
+    private func numbers(at path: [String] = []) -> [([String], JSONValue)] {
+        switch self {
+        case .int, .double: [(path, self)]
+        case .object(let members): members.sorted { $0.key < $1.key }.flatMap { $0.value.numbers(at: path + [$0.key]) }
+        case .array(let items): items.enumerated().flatMap { $0.element.numbers(at: path + ["[\($0.offset)]"]) }
+        default: []
+        }
+    }
+
+    private func replacing(_ path: ArraySlice<String>, with value: JSONValue) -> JSONValue {
+        guard let first = path.first else { return value }
+        switch self {
+        case .object(var members):
+            members[first] = members[first]?.replacing(path.dropFirst(), with: value)
+            return .object(members)
+        case .array(var items):
+            guard let index = Int(first.dropFirst().dropLast()), items.indices.contains(index) else { return self }
+            items[index] = items[index].replacing(path.dropFirst(), with: value)
+            return .array(items)
+        default:
+            return self
         }
     }
 }
