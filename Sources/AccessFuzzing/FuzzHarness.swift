@@ -22,6 +22,8 @@ public enum FuzzHarness: String, CaseIterable, Sendable {
     case readersimConfig = "readersim-config"
     /// Invitation URLs, site hosts, invitation codes, and the signed-request header a site reads.
     case invitation
+    /// A message on the MQTT command topic, screened as the bridge screens it.
+    case mqttCommand = "mqtt-command"
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -34,6 +36,7 @@ public enum FuzzHarness: String, CaseIterable, Sendable {
         case .config: ConfigurationHarness.run(bytes)
         case .readersimConfig: ConfigurationHarness.runReadersim(bytes)
         case .invitation: InvitationHarness.run(bytes)
+        case .mqttCommand: ControlRequestHarness.runMQTTCommand(bytes)
         }
     }
 }

@@ -33,6 +33,24 @@ enum ControlRequestHarness {
         }
     }
 
+    /// One MQTT command message: refused with a one-line JSON answer, or a request for an
+    /// allowed method whose params pass or fail that method's checks.
+    static func runMQTTCommand(_ bytes: [UInt8]) {
+        switch MQTTCommands.screen(bytes, oversized: false) {
+        case .refused(let answer):
+            answerIsJSON(answer)
+        case .run(let request):
+            require(MQTTCommands.allowed.contains(request.method), "only allowed methods run: \(request.method)")
+            require(bytes.count <= 4096, "a command over 4096 bytes ran")
+            guard let method = ControlMethod(rawValue: request.method) else { return }
+            do throws(RPCError) {
+                try checkParams(method, request.params)
+            } catch {
+                answerIsJSON(RPCRequest.errorResponse(id: request.id, error: error))
+            }
+        }
+    }
+
     /// Every answer accessd writes is one line of JSON, whatever the request held.
     private static func answerIsJSON(_ line: String) {
         require(!line.contains("\n"), "an answer is one line")

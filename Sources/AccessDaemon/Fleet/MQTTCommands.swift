@@ -9,10 +9,10 @@ import NIOConcurrencyHelpers
 /// `scanning.set`; a request is at most 4 KiB (larger ones are refused unread) and nested at
 /// most as deep as the socket allows; at most four run at once, the rest are answered
 /// `busy`, so a flood from the broker cannot queue work in accessd.
-final class MQTTCommands: Sendable {
+public final class MQTTCommands: Sendable {
     typealias Handler = @Sendable (RPCRequest) async -> Result<JSONValue, RPCError>
 
-    static let allowed: [String] = ["access.next", "access.request", "scanning.set"]
+    public static let allowed: [String] = ["access.next", "access.request", "scanning.set"]
     static let maximumInFlight = 4
 
     let topic: String
@@ -29,34 +29,49 @@ final class MQTTCommands: Sendable {
         self.handler.withLockedValue { $0 = handler }
     }
 
-    /// One message on the command topic; `answer` gets the JSON-RPC answer's text, now or
-    /// when the command ends.
-    func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
-        guard !oversized else {
-            answer(
+    /// What a message on the command topic is, before anything runs.
+    public enum Screened: Sendable {
+        /// A request for one of the allowed methods.
+        case run(RPCRequest)
+        /// Refused: the JSON-RPC answer's text.
+        case refused(String)
+    }
+
+    /// The message's checks in order (size, UTF-8, JSON-RPC, the allow-list); the fuzz
+    /// harness `mqtt-command` drives this with any bytes.
+    public static func screen(_ payload: [UInt8], oversized: Bool) -> Screened {
+        guard !oversized, payload.count <= MosquittoClient.maximumMessage else {
+            return .refused(
                 RPCRequest.errorResponse(
                     id: nil, error: .invalidRequest("a command is at most \(MosquittoClient.maximumMessage) bytes")))
-            return
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
-            answer(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
-            return
+            return .refused(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
         }
         let request: RPCRequest
         switch RPCRequest.parse(text) {
         case .success(let parsed): request = parsed
-        case .failure(let failure):
-            answer(RPCRequest.errorResponse(id: failure.id, error: failure.error))
-            return
+        case .failure(let failure): return .refused(RPCRequest.errorResponse(id: failure.id, error: failure.error))
         }
-        guard Self.allowed.contains(request.method) else {
-            answer(
+        guard allowed.contains(request.method) else {
+            return .refused(
                 RPCRequest.errorResponse(
                     id: request.id,
                     error: RPCError(
                         code: -32601,
-                        message:
-                            "\(request.method) is not taken over MQTT (only \(Self.allowed.joined(separator: ", ")))")))
+                        message: "\(request.method) is not taken over MQTT (only \(allowed.joined(separator: ", ")))")))
+        }
+        return .run(request)
+    }
+
+    /// One message on the command topic; `answer` gets the JSON-RPC answer's text, now or
+    /// when the command ends.
+    func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
+        let request: RPCRequest
+        switch Self.screen(payload, oversized: oversized) {
+        case .run(let screened): request = screened
+        case .refused(let text):
+            answer(text)
             return
         }
         guard let handler = handler.withLockedValue({ $0 }) else {
