@@ -120,7 +120,12 @@ public final class ControlConnection {
                 if let onNotification { onNotification(message) } else { notifications.append(message) }
                 continue
             }
-            guard message["id"]?.int == id else { continue }
+            // An error with a null id is about the connection, not a request: accessd's
+            // refusal (too many clients, idle too long, too many requests waiting) just before
+            // it hangs up. It is this call's answer (issue #35: it was skipped, and the
+            // hang-up reported as "accessd closed the connection").
+            let connectionRefused = message["id"] == .null && message["error"] != nil
+            guard message["id"]?.int == id || connectionRefused else { continue }
             if let error = message["error"] {
                 return .failure(
                     RPCError(

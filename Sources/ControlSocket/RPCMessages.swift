@@ -51,6 +51,10 @@ public struct RPCError: Error, Hashable, Sendable {
             code: -32006, message: "closed after \(timeout.components.seconds) s without a request",
             data: ["seconds": .int(timeout.components.seconds)])
     }
+    /// accessd refused the connection itself (too many requests waiting, too many clients,
+    /// idle too long) and hangs up: a busy daemon, not a dead one; try again.
+    public var refusesTheConnection: Bool { [-32003, -32005, -32006].contains(code) }
+
     /// The operation failed for a reason of the domain: `data.error` holds the stable name
     /// (e.g. a ReaderConnectionError such as `readerUnavailable`).
     public static func failed(_ error: String, _ message: String, details: [String: JSONValue] = [:]) -> RPCError {

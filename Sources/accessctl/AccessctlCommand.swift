@@ -15,7 +15,8 @@ enum Exit {
     static let unreachable: Int32 = 69
     /// The caller's role does not allow it (EX_NOPERM).
     static let forbidden: Int32 = 77
-    /// accessd took the connection but did not answer in time (EX_TEMPFAIL).
+    /// accessd took the connection but did not answer in time, or refused it as busy
+    /// (EX_TEMPFAIL: try again).
     static let timedOut: Int32 = 75
 }
 
@@ -136,6 +137,9 @@ struct GlobalOptions: ParsableArguments {
         switch result {
         case .success(let value):
             return value
+        case .failure(let error) where error.refusesTheConnection:
+            printError("accessctl: accessd refused the connection: \(error.message)")
+            throw ExitCode(Exit.timedOut)
         case .failure(let error):
             let reason = error.data?["error"]?.string
             if let left = error.data?["attemptsLeft"]?.int, !json {

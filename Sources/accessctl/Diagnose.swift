@@ -59,6 +59,11 @@ struct Diagnose: ParsableCommand {
                 } else {
                     checks.append(Check(name: "socket", ok: false, detail: "\(failure)", hint: "is accessd running?"))
                 }
+            } catch let error as RPCError where error.refusesTheConnection {
+                checks.append(
+                    Check(
+                        name: "socket", ok: false, detail: "accessd refused the connection: \(error.message)",
+                        hint: "accessd runs but is busy: which programs hold its socket? ss -xp | grep accessd"))
             } catch {
                 checks.append(Check(name: "socket", ok: false, detail: "accessd refused status.get: \(error)"))
             }

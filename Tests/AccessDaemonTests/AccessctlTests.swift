@@ -1,6 +1,7 @@
 import AccessCore
 import AccessJSON
 import BlueZTestSupport
+import ControlSocket
 import Foundation
 import SuiteTraits
 import Testing
@@ -103,6 +104,35 @@ struct AccessctlTests {
 
     /// Global options before the subcommand, a suggestion for a typo, kinds checked before
     /// anything is sent, a hint for `actions READER N`; usage errors are 64 (EX_USAGE).
+    /// Issue #35: with every place on the socket taken, accessd says so (-32005) before it
+    /// hangs up, but accessctl skipped the message (its id is null) and printed "accessd closed
+    /// the connection" (exit 69); diagnose asked "is accessd running?". Now both print
+    /// accessd's refusal, and the exit status is 75 (try again), as docs/protocol.md says.
+    @Test func aFullSocketIsReportedAsBusyNotDead() async throws {
+        let harness = try await DaemonHarness(config: "[socket]\nmax_clients = 8\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        // Eight connections (root's: operators may take every place), each proven admitted.
+        var held: [ControlConnection] = []
+        for _ in 0..<8 {
+            let connection = try harness.connect()
+            _ = try connection.call("status.get").get()
+            held.append(connection)
+        }
+        let status = try runCommand(
+            [Self.accessctl, "--socket", harness.socketPath, "status"], mergingErrors: true, timeout: .seconds(20))
+        #expect(status.status == 75, "\(status.output)")
+        #expect(
+            status.output == "accessctl: accessd refused the connection: too many clients (8); try again later\n",
+            "\(status.output)")
+        let diagnose = try runCommand(
+            [Self.accessctl, "--socket", harness.socketPath, "diagnose"], mergingErrors: true, timeout: .seconds(20))
+        #expect(diagnose.output.contains("accessd refused the connection: too many clients (8)"), "\(diagnose.output)")
+        #expect(!diagnose.output.contains("is accessd running"), "\(diagnose.output)")
+        print("$ accessctl status\n\(status.output)$ accessctl diagnose\n\(diagnose.output)")
+        held.removeAll()
+    }
+
     @Test func theGrammarTakesWhatPeopleType() async throws {
         let harness = try await DaemonHarness()
         try await harness.start()
