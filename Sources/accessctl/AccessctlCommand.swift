@@ -222,6 +222,6 @@ enum OnOff: String, ExpressibleByArgument, CaseIterable {
 func onOff(_ value: Bool) -> String { value ? "on" : "off" }
 
 func printError(_ text: String) {
-    let line = text + "\n"
+    let line = TerminalText.fitted(text) + "\n"
     _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
 }

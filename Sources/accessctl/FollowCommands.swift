@@ -104,7 +104,7 @@ private func sleepFor(_ duration: Duration) {
 /// One line to stdout at once, unbuffered: a follow mode piped into `grep` or `jq` is read
 /// as it happens (stdio buffered pipes in 4 KiB blocks, and a quiet door's events sat there).
 func printLine(_ text: String) {
-    var line = text
+    var line = TerminalText.fitted(text)
     line.append("\n")
     line.withUTF8 { bytes in
         var offset = 0

@@ -20,7 +20,7 @@ struct OpenNext: ParsableCommand {
             `accessctl open-next --cancel` closes the window.
             """)
     @OptionGroup var options: GlobalOptions
-    @Option(help: ArgumentHelp("Seconds the window stays open (1…60).", valueName: "seconds")) var expiry: Double?
+    @Option(help: ArgumentHelp("Seconds the window stays open (1 to 60).", valueName: "seconds")) var expiry: Double?
     @Flag(help: "Close the open-next window instead.") var cancel = false
     @Flag(help: "If the reader asks for a PIN, read it from standard input (one line per attempt).") var pinStdin =
         false

@@ -70,7 +70,7 @@ struct Priority: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The credential id (or a unique prefix).", completion: LiveCompletions.credentials) var id: String
     // Unconditional: a negative priority ("-5") is a value, not an option.
-    @Argument(parsing: .allUnrecognized, help: "The priority (-100…100).") var priority: [String] = []
+    @Argument(parsing: .allUnrecognized, help: "The priority (-100 to 100).") var priority: [String] = []
 
     func validate() throws {
         guard priority.count == 1, let value = Int(priority[0]), (-100...100).contains(value) else {

@@ -22,8 +22,8 @@ struct Probe: ParsableCommand {
             """)
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The reader id (as `accessctl readers` prints it).") var reader: String
-    @Option(help: ArgumentHelp("Seconds to listen (1…60).", valueName: "seconds")) var seconds: Double = 10
-    @Option(help: ArgumentHelp("Trial exchanges after listening (0…20).", valueName: "count")) var trials: Int = 3
+    @Option(help: ArgumentHelp("Seconds to listen (1 to 60).", valueName: "seconds")) var seconds: Double = 10
+    @Option(help: ArgumentHelp("Trial exchanges after listening (0 to 20).", valueName: "count")) var trials: Int = 3
     @Flag(help: "Trials are real accesses (the door opens) instead of action listings.") var access = false
     @Flag(help: "Suggest thresholds that open from here; no trials.") var calibrate = false
 

@@ -23,7 +23,8 @@ extension Readers {
         @Flag(help: "Take the reader off the allow or deny list.") var unlist = false
         // Unconditional: a negative offset ("-3") is a value, not an option.
         @Option(
-            parsing: .unconditional, help: ArgumentHelp("dB added to the reader's path loss (-30…30).", valueName: "dB")
+            parsing: .unconditional,
+            help: ArgumentHelp("dB added to the reader's path loss (-30 to 30).", valueName: "dB")
         )
         var offset: Double?
         @Flag(help: "Remove the reader's offset.") var noOffset = false

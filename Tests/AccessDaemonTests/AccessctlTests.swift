@@ -133,6 +133,19 @@ struct AccessctlTests {
         held.removeAll()
     }
 
+    /// Issue #35: `●`, `…` and `→` were printed under `LC_ALL=C`. Outside a UTF-8 locale
+    /// accessctl's own symbols are ASCII; under one they stay.
+    @Test func symbolsAreASCIIOutsideAUTF8Locale() throws {
+        let missing = NSTemporaryDirectory() + "accessd-\(UUID().uuidString).sock"
+        let ascii = try runCommand(
+            [Self.accessctl, "--socket", missing, "diagnose"], mergingErrors: true, environment: ["LC_ALL": "C"])
+        #expect(ascii.output.contains("does not exist  -> is accessd running?"), "\(ascii.output)")
+        #expect(!ascii.output.utf8.contains { $0 >= 0x80 }, "\(ascii.output)")
+        let utf8 = try runCommand(
+            [Self.accessctl, "--socket", missing, "diagnose"], mergingErrors: true, environment: ["LC_ALL": "C.UTF-8"])
+        #expect(utf8.output.contains("does not exist  → is accessd running?"), "\(utf8.output)")
+    }
+
     @Test func theGrammarTakesWhatPeopleType() async throws {
         let harness = try await DaemonHarness()
         try await harness.start()
@@ -267,10 +280,12 @@ struct AccessctlTests {
         #expect(mkfifo(keyboard, 0o600) == 0)
         let held = open(keyboard, O_RDWR)
         defer { close(held) }
-        let view = try ChildProcess([
-            "/bin/sh", "-c",
-            "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1",
-        ])
+        // A UTF-8 terminal, whatever the test runs under (its symbols are ASCII elsewhere).
+        let view = try ChildProcess(
+            [
+                "/bin/sh", "-c",
+                "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1",
+            ], environment: ["LC_ALL": "C.UTF-8"])
         defer {
             _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(harness.socketPath)"])
             _ = view.stop(grace: 1)

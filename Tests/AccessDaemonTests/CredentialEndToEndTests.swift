@@ -367,7 +367,8 @@ struct CredentialEndToEndTests {
         // What a person reads: status names the failing feature, diagnose the reason and fix.
         let status = try runCommand([AccessctlTests.accessctl, "status", "--socket", harness.socketPath])
         #expect(status.output.contains("  features:          failing: cloudConnection"), "\(status.output)")
-        let diagnose = try runCommand([AccessctlTests.accessctl, "diagnose", "--socket", harness.socketPath])
+        let diagnose = try runCommand(
+            [AccessctlTests.accessctl, "diagnose", "--socket", harness.socketPath], environment: ["LC_ALL": "C.UTF-8"])
         let siteLine =
             status.status == 0 ? diagnose.output.split(separator: "\n").first { $0.contains("  site  ") } : nil
         #expect(siteLine?.hasPrefix("FAIL") == true, "\(diagnose.output)")
