@@ -22,8 +22,9 @@ public struct RPCError: Error, Hashable, Sendable {
     public static func methodNotFound(_ method: String) -> RPCError {
         RPCError(code: -32601, message: "method not found: \(method)")
     }
+    public static let invalidParamsCode = -32602
     public static func invalidParams(_ detail: String) -> RPCError {
-        RPCError(code: -32602, message: "invalid params: \(detail)")
+        RPCError(code: invalidParamsCode, message: "invalid params: \(detail)")
     }
     public static func internalError(_ detail: String) -> RPCError {
         RPCError(code: -32603, message: "internal error: \(detail)")

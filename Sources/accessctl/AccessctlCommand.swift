@@ -11,6 +11,8 @@ import ControlSocket
 enum Exit {
     /// accessd answered with an error.
     static let refused: Int32 = 1
+    /// A value not accepted, by accessctl or by accessd (EX_USAGE, ArgumentParser's too).
+    static let usage: Int32 = 64
     /// accessd is not reachable on the socket (EX_UNAVAILABLE).
     static let unreachable: Int32 = 69
     /// The caller's role does not allow it (EX_NOPERM).
@@ -153,7 +155,13 @@ struct GlobalOptions: ParsableArguments {
             } else {
                 printError("accessctl: \(error.message)\(reason.map { " (\($0))" } ?? "")")
             }
-            throw ExitCode(error.code == RPCError.forbiddenCode ? Exit.forbidden : Exit.refused)
+            switch error.code {
+            case RPCError.forbiddenCode: throw ExitCode(Exit.forbidden)
+            // accessd found a value the person typed out of its bounds: bad usage, as when
+            // accessctl finds it itself (issue #35: `log verbose` exited 1).
+            case RPCError.invalidParamsCode: throw ExitCode(Exit.usage)
+            default: throw ExitCode(Exit.refused)
+            }
         }
     }
 }

@@ -167,6 +167,14 @@ struct AccessctlTests {
         #expect(actions.status == 64)
         #expect(actions.output.contains("accessctl action 2A01 2"), "\(actions.output)")
 
+        // Values accessd itself bounds are bad usage too (issue #35: they exited 1).
+        for arguments in [["log", "verbose"], ["access", "2A0G"], ["readers", "scope", "2A01", "--offset", "99"]] {
+            let refused = try runCommand(
+                [Self.accessctl, "--socket", harness.socketPath] + arguments, mergingErrors: true)
+            #expect(refused.status == 64, "\(arguments): \(refused.output)")
+            #expect(refused.output.hasPrefix("accessctl: "), "\(arguments): \(refused.output)")
+        }
+
         // Any client, not only accessctl, is told a kind it got wrong.
         let refused = try harness.connect().call("events.subscribe", ["kinds": ["sdk.stat"]])
         guard case .failure(let error) = refused else {
