@@ -93,7 +93,12 @@ struct Diagnose: ParsableCommand {
                         detail: adapter.map {
                             "\($0)\(states.contains("bleErrorDisabled") ? ", powered off or blocked" : "")"
                         } ?? "none",
-                        hint: radioOK ? nil : "bluetoothctl power on; rfkill unblock bluetooth"))
+                        hint: radioOK
+                            ? nil
+                            : adapter == nil
+                                // Nothing to power on (issue #35: this said "bluetoothctl power on").
+                                ? "no Bluetooth adapter: plug one in (the kernel's view is below)"
+                                : "bluetoothctl power on; rfkill unblock bluetooth"))
             }
             let credentials = status.credentialCount
             let usable = status.usableCredentialCount

@@ -237,6 +237,18 @@ struct AccessctlTests {
         #expect(harness.stop() == 0)
     }
 
+    /// Issue #35: with no adapter at all, `diagnose` suggested `bluetoothctl power on`.
+    @Test func withNoAdapterDiagnoseSaysPlugOneIn() async throws {
+        let harness = try await DaemonHarness(adapter: false)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { $0["bluetoothServicePresent"]?.bool == true }
+        let diagnose = try runCommand([Self.accessctl, "diagnose", "--socket", harness.socketPath])
+        let adapterLine = diagnose.output.split(separator: "\n").first { $0.contains("adapter (accessd)") } ?? ""
+        #expect(adapterLine.contains("no Bluetooth adapter: plug one in"), "\(diagnose.output)")
+        #expect(!adapterLine.contains("bluetoothctl power on"), "\(diagnose.output)")
+    }
+
     /// `--since` takes a time as people give it (an age, a local time), not only a sequence
     /// number; each event is one line of text with its local time.
     @Test func eventsSinceATime() async throws {
