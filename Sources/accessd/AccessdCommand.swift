@@ -231,12 +231,14 @@ func reload(
     }
     let (effective, outcome) = ConfigurationReload.apply(reloaded, over: running, logLevel: level)
     apply(effective)
-    logger.notice(
-        "configuration reloaded",
-        metadata: [
-            "applied": "\(outcome.applied.joined(separator: ","))",
-            "needRestart": "\(outcome.needRestart.joined(separator: ","))",
-        ])
+    if outcome.applied.isEmpty && outcome.needRestart.isEmpty {
+        logger.notice("configuration reloaded: nothing changed")
+    } else {
+        var metadata: Logger.Metadata = [:]
+        if !outcome.applied.isEmpty { metadata["applied"] = "\(outcome.applied.joined(separator: ","))" }
+        if !outcome.needRestart.isEmpty { metadata["needRestart"] = "\(outcome.needRestart.joined(separator: ","))" }
+        logger.notice("configuration reloaded", metadata: metadata)
+    }
     if !outcome.needRestart.isEmpty {
         logger.warning(
             "changed settings take effect at the next restart",

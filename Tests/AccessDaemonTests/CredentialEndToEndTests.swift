@@ -92,7 +92,11 @@ struct CredentialEndToEndTests {
             stuck.output.hasPrefix("accessctl: access failed: timeout while resolving the reader's services after 2"),
             "\(stuck.output)")
         #expect(harness.log.contains("manual request failed"), "logged too")
+        // In stable names, not a Swift value (issue #35: "outcome=failed(AccessCore.ExchangeFailure.timedOut)").
         #expect(harness.stop() == 0)
+        let ended = harness.log.split(separator: "\n").first { $0.contains("exchange ended") } ?? ""
+        #expect(ended.contains("outcome=failed") && ended.contains("error=timeout"), "\(harness.log)")
+        #expect(!harness.log.contains("AccessCore."), "\(harness.log)")
     }
 
     @Test func registersByURLAndByHostAndCode() async throws {

@@ -106,6 +106,9 @@ struct ProcessHygieneTests {
         let harness = try await DaemonHarness(config: "[log]\nlevel = \"info\"\n[range]\nsensitivity = \"normal\"\n")
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
+        // The file as it started: said so, not "applied= needRestart=" (issue #35).
+        kill(harness.daemon?.pid ?? 0, SIGHUP)
+        try await waitForLog(harness, "configuration reloaded: nothing changed")
         let subscriber = try harness.connect()
         _ = try subscriber.call("events.subscribe", [:]).get()
         // Path loss 22 (tx power -59, auto range 20): beyond auto range at normal sensitivity; at veryLow
@@ -134,6 +137,10 @@ struct ProcessHygieneTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(try autoRange(harness) == true, "the reloaded sensitivity judges the next advertisement")
+        // The same file again: only what still waits for a restart, no empty "applied=" (issue #35).
+        kill(harness.daemon?.pid ?? 0, SIGHUP)
+        try await waitForLog(harness, "configuration reloaded needRestart=access.connection_limit\n")
+        #expect(!harness.log.contains("applied= "), "\(harness.log)")
         // A file that does not load is refused whole; the daemon keeps running.
         try harness.writeConfig("[log]\nlevel = \"loud\"\n")
         kill(harness.daemon?.pid ?? 0, SIGHUP)

@@ -153,12 +153,14 @@ actor ExchangeEngine {
         run.standingReading?.cancel()
         run.writes?.finish()
         let timings = run.phases.timings(endedAt: ContinuousClock.now)
-        logger.info(
-            "exchange ended",
-            metadata: [
-                "reader": "\(reader)", "outcome": "\(outcome)",
-                "timings": "\(Render.json(timings).jsonText)",
-            ])
+        // The stable names access.completed carries, never a Swift value's description.
+        let rendered = Render.exchange(reader, origin: run.origin, outcome: outcome, timings: nil)
+        var metadata: Logger.Metadata = [
+            "reader": "\(reader)", "outcome": "\(rendered.outcome)", "timings": "\(Render.json(timings).jsonText)",
+        ]
+        if let decision = rendered.decision { metadata["decision"] = "\(decision)" }
+        if let error = rendered.error { metadata["error"] = "\(error)" }
+        logger.info("exchange ended", metadata: metadata)
         // Dropped in the background, after the last writes, so the decision is reported at
         // once. BlueZ reports the link going down after Disconnect returns, through the event
         // stream: reported after the next exchange's link was up, it ended that exchange as a
