@@ -109,6 +109,12 @@ struct ProcessHygieneTests {
         // The file as it started: said so, not "applied= needRestart=" (issue #35).
         kill(harness.daemon?.pid ?? 0, SIGHUP)
         try await waitForLog(harness, "configuration reloaded: nothing changed")
+        // Outside the journal each line carries its time (issue #35: none did).
+        let reloaded = harness.log.split(separator: "\n").first { $0.contains("nothing changed") } ?? ""
+        #expect(
+            reloaded.range(
+                of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d{4} accessd\[notice\]: configuration reloaded"#,
+                options: .regularExpression) != nil, "\(reloaded)")
         let subscriber = try harness.connect()
         _ = try subscriber.call("events.subscribe", [:]).get()
         // Path loss 22 (tx power -59, auto range 20): beyond auto range at normal sensitivity; at veryLow

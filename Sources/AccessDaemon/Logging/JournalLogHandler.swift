@@ -45,7 +45,8 @@ public struct JournalLogHandler: LogHandler {
             if Self.send(entry) { return }
         }
         // write(2) on fd 2: Swift 6 refuses the `stderr` FILE global as shared mutable state.
-        let line = "accessd[\(event.level)]: \(text)\n"
+        // Outside the journal nothing else stamps the line (issue #35): the local time first.
+        let line = "\(Self.timestamp()) accessd[\(event.level)]: \(text)\n"
         var bytes = Array(line.utf8)
         var offset = 0
         while offset < bytes.count {
@@ -53,6 +54,24 @@ public struct JournalLogHandler: LogHandler {
             if written <= 0 { break }
             offset += written
         }
+    }
+
+    /// Now as local time with milliseconds and the offset, `2026-11-27T21:45:25.123+0000`
+    /// (RFC 3339's order; strftime's `%z`).
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var date = [CChar](repeating: 0, count: 32)
+        var zone = [CChar](repeating: 0, count: 8)
+        strftime(&date, date.count, "%Y-%m-%dT%H:%M:%S", &parts)
+        strftime(&zone, zone.count, "%z", &parts)
+        let milliseconds = Int(now.tv_nsec / 1_000_000)
+        let fraction =
+            milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return String(cString: date) + "." + fraction + String(cString: zone)
     }
 
     /// The message and its fields on one line. Control characters are escaped (`\n` as
