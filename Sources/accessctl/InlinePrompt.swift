@@ -58,7 +58,7 @@ struct InlinePrompt {
                 pinStdin ? readLine() : PinPrompt.read("\(text) (reader \(reader), \(attemptsLeft) attempts left): ")
             guard let pin = typed, !pin.isEmpty else {
                 // Nothing typed (Enter, or end of input): decline now rather than let the reader wait.
-                cancel(request: request)
+                cancel(request: request, because: "no PIN given")
                 return
             }
             guard (try? PIN.validate(pin)) != nil else {
@@ -79,13 +79,16 @@ struct InlinePrompt {
                 return
             }
         }
+        // Three tries here and none right: declined at once, not left open and silent until
+        // the reader gives up (issue #35: 27 s). The attempts left stay for the next time.
+        cancel(request: request, because: "three tries")
     }
 
-    private func cancel(request: String) {
+    private func cancel(request: String, because reason: String) {
         guard let connection = try? ControlConnection(path: options.socket) else { return }
         connection.answerTimeout = .seconds(5)
         if case .success? = try? connection.call(.secondFactorCancel, ["request": .string(request)]) {
-            printError("accessctl: no PIN given: prompt \(request) declined")
+            printError("accessctl: \(reason): prompt \(request) declined")
         }
     }
 

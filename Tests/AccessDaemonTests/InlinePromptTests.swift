@@ -121,6 +121,24 @@ struct InlinePromptTests {
         await shell.stop()
     }
 
+    /// Issue #35: after three tries accessctl stopped asking and the prompt stayed open,
+    /// silent, until the reader gave up (27 s). Now it is declined at once; the wrong PINs
+    /// are counted, and the rest of the attempts stay.
+    @Test func threeTriesDeclineThePromptAtOnce() async throws {
+        let (shell, socket) = try await setUp()
+        let result = try await taskOnThreadOfItsOwn {
+            try runCommand(
+                [AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
+                input: "000000\n111111\n12\n", mergingErrors: true, timeout: .seconds(20))
+        }.value
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.output.contains("accessctl: wrong PIN (3 attempts left)"), "\(result.output)")
+        #expect(result.output.contains("accessctl: three tries: prompt sf-"), "\(result.output)")
+        #expect(result.output.contains("access failed: userCancelled"), "\(result.output)")
+        #expect(shell.failedPinAttempts == 2)
+        await shell.stop()
+    }
+
     /// Registering without a terminal used to register silently without a PIN, which cannot be
     /// added later. Now it is refused before anything is sent.
     @Test func registeringWithoutATerminalNeedsAChoice() throws {
