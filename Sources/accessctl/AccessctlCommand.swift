@@ -47,7 +47,23 @@ struct AccessctlCommand: ParsableCommand {
             printError(refusal)
             Glibc.exit(ExitCode.validationFailure.rawValue)
         }
-        main(arguments)
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            exit(withError: error)
+        }
+        do {
+            try command.run()
+        } catch let refusal as ValidationError {
+            // A value refused while running (two PINs that differ, no PIN on standard input):
+            // said in one line, as accessd's refusals are. ArgumentParser would add the top
+            // level's usage, which is about none of it (issue #35).
+            printError("accessctl: \(refusal.message)")
+            Glibc.exit(ExitCode.validationFailure.rawValue)
+        } catch {
+            exit(withError: error)
+        }
     }
 }
 

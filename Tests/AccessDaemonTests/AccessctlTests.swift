@@ -167,6 +167,14 @@ struct AccessctlTests {
         #expect(actions.status == 64)
         #expect(actions.output.contains("accessctl action 2A01 2"), "\(actions.output)")
 
+        // A refusal while running is one line, not the top level's usage (issue #35).
+        let noTerminal = try runCommand(
+            [Self.accessctl, "--socket", harness.socketPath, "credentials", "pin", "abc"], mergingErrors: true)
+        #expect(noTerminal.status == 64)
+        #expect(
+            noTerminal.output == "accessctl: no terminal to ask for the PINs: give --pin-stdin\n",
+            "\(noTerminal.output)")
+
         // Values accessd itself bounds are bad usage too (issue #35: they exited 1).
         for arguments in [["log", "verbose"], ["access", "2A0G"], ["readers", "scope", "2A01", "--offset", "99"]] {
             let refused = try runCommand(
