@@ -221,7 +221,8 @@ enum PinPrompt {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Nil when the person enters nothing (no PIN); throws when the two entries differ.
+    /// Nil when the person enters nothing (no PIN); throws after three tries without a PIN
+    /// of the right format entered twice the same.
     static func askTwice() throws -> String? {
         // The format is checked before the PIN is asked again (three tries).
         for _ in 0..<3 {
@@ -233,9 +234,13 @@ enum PinPrompt {
                     "accessctl: a PIN is \(PIN.allowedLengths.lowerBound) to \(PIN.allowedLengths.upperBound) digits")
                 continue
             }
-            guard read("PIN again: ") == first else { throw ValidationError("the two PINs differ") }
+            // Two that differ are asked again, as passwd(1) does (issue #35: it aborted).
+            guard read("PIN again: ") == first else {
+                printError("accessctl: the two PINs differ; again")
+                continue
+            }
             return first
         }
-        throw ValidationError("no PIN of 4 to 12 digits given")
+        throw ValidationError("no PIN of 4 to 12 digits given twice the same")
     }
 }

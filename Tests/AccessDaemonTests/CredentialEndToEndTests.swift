@@ -99,6 +99,44 @@ struct CredentialEndToEndTests {
         #expect(!harness.log.contains("AccessCore."), "\(harness.log)")
     }
 
+    /// Issue #35: two PINs that differ at registration aborted it (exit 64, and the top
+    /// level's usage); now they are asked for again, on a terminal (a pty through script(1)).
+    @Test func twoPINsThatDifferAreAskedForAgain() async throws {
+        let (harness, site) = try await setUp()
+        defer { site.stop() }
+        let fifo = harness.directory + "/keyboard"
+        let out = harness.directory + "/screen"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let keyboard = open(fifo, O_RDWR)
+        defer { close(keyboard) }
+        let url = try site.invite("Ada", secondFactor: true).url
+        let session = try ChildProcess([
+            "/bin/sh", "-c",
+            "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' credentials register '\(url)' --socket '\(harness.socketPath)'\" /dev/null < '\(fifo)' > '\(out)' 2>&1",
+        ])
+        func type(_ line: String) { _ = (line + "\n").withCString { write(keyboard, $0, strlen($0)) } }
+        _ = try await waitForText("(4-12 digits; empty for none): ", in: out)
+        type("482916")
+        _ = try await waitForText("PIN again: ", in: out)
+        type("482917")
+        _ = try await waitForText("the two PINs differ; again", in: out)
+        for _ in 0..<50 {
+            let screen = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            if screen.components(separatedBy: "empty for none): ").count == 3 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        type("482916")
+        try await Task.sleep(for: .milliseconds(300))
+        type("482916")
+        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(30)) }.value == 0)
+        let screen = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        let listed = try harness.connect().call("credentials.list").get()["credentials"]?.array ?? []
+        #expect(listed.count == 1, "\(screen)")
+        #expect(listed.first?["secondFactor"]?["pinSet"] == true, "\(listed)")
+        print("$ accessctl credentials register URL\n" + screen.replacingOccurrences(of: "\r", with: ""))
+        #expect(harness.stop() == 0)
+    }
+
     @Test func registersByURLAndByHostAndCode() async throws {
         let (harness, site) = try await setUp()
         defer { site.stop() }

@@ -155,13 +155,15 @@ struct InlinePromptTests {
             "\(result.output)")
     }
 
-    private func waitForText(_ text: String, in path: String) async throws -> String {
-        for _ in 0..<1000 {
-            let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if content.contains(text) { return content }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestEnvironmentError(
-            "no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+}
+
+/// What a pty session (script(1) into a file) has printed, once it holds `text`.
+func waitForText(_ text: String, in path: String) async throws -> String {
+    for _ in 0..<1000 {
+        let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        if content.contains(text) { return content }
+        try await Task.sleep(for: .milliseconds(20))
     }
+    throw TestEnvironmentError(
+        "no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
 }
