@@ -19,4 +19,14 @@ struct FuzzCorpusTests {
             harness.run(Array(try Data(contentsOf: directory.appendingPathComponent(file))))
         }
     }
+
+    /// scripts/fuzz names the harnesses it runs: every one of them (mqtt-command was missing).
+    @Test func scriptsFuzzRunsEveryHarness() throws {
+        let script = try String(
+            contentsOf: Self.corpus.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("scripts/fuzz"), encoding: .utf8)
+        let line = script.split(separator: "\n").first { $0.hasPrefix("harnesses=(") } ?? ""
+        let listed = Set(line.dropFirst("harnesses=(".count).dropLast().split(separator: " ").map(String.init))
+        #expect(listed == Set(FuzzHarness.allCases.map(\.rawValue)), "\(line)")
+    }
 }
