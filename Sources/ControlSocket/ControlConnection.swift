@@ -107,9 +107,18 @@ public final class ControlConnection {
     ) throws(Failure) -> Result<JSONValue, RPCError> {
         nextID += 1
         let id = nextID
-        try sendRaw(
-            JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params]).jsonText
-                + "\n")
+        do {
+            try sendRaw(
+                JSONValue.object(["jsonrpc": "2.0", "id": .int(id), "method": .string(method), "params": params])
+                    .jsonText + "\n")
+        } catch {
+            // accessd may have refused the connection and hung up before the request went out
+            // (EPIPE): its refusal is already in the receive queue, and is the answer.
+            if let message = try? readMessage(), message["id"] == .null, let refusal = message["error"] {
+                return .failure(Self.rpcError(refusal))
+            }
+            throw error
+        }
         let deadline = answerTimeout.map { ContinuousClock.now + $0 }
         while true {
             if let deadline, let answerTimeout, !waitReadable(timeout: max(.zero, deadline - ContinuousClock.now)) {
@@ -126,14 +135,13 @@ public final class ControlConnection {
             // hang-up reported as "accessd closed the connection").
             let connectionRefused = message["id"] == .null && message["error"] != nil
             guard message["id"]?.int == id || connectionRefused else { continue }
-            if let error = message["error"] {
-                return .failure(
-                    RPCError(
-                        code: Int(error["code"]?.int ?? -32603), message: error["message"]?.string ?? "",
-                        data: error["data"]))
-            }
+            if let error = message["error"] { return .failure(Self.rpcError(error)) }
             return .success(message["result"] ?? .null)
         }
+    }
+
+    private static func rpcError(_ error: JSONValue) -> RPCError {
+        RPCError(code: Int(error["code"]?.int ?? -32603), message: error["message"]?.string ?? "", data: error["data"])
     }
 
     /// The next notification (`{"method":…, "params":…}`), waiting for it.

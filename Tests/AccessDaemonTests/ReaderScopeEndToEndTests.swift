@@ -77,7 +77,7 @@ struct ReaderScopeEndToEndTests {
 
         // Refused: out of bounds (accessd says why), contradictory options (accessctl does).
         let far = try accessctl(["readers", "scope", "2A01", "--offset", "40"], harness)
-        #expect(far.status == 1 && far.output.contains("a path-loss offset is between -30 and 30 dB"), "\(far.output)")
+        #expect(far.status == 64 && far.output.contains("a path-loss offset is between -30 and 30 dB"), "\(far.output)")
         let both = try accessctl(["readers", "scope", "2A01", "--deny", "--allow"], harness)
         #expect(both.status == 64, "\(both.output)")
 
