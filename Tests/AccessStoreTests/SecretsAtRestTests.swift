@@ -49,7 +49,10 @@ struct SecretsAtRestTests {
         let key = P256.Signing.PrivateKey()
         let id = try store.insertTestCredential(byte: 4, key: key)
         var generator = SystemRandomNumberGenerator()
-        let sealed = try SealedSecondFactorKey.seal(key, pin: "482916", credential: id, using: &generator)
+        // scrypt at N = 2^10, as the shell harness seals: this suite runs on the cooperative
+        // pool, and the standard cost in a debug build held a thread for seconds under load.
+        let sealed = try SealedSecondFactorKey.seal(
+            key, pin: "482916", credential: id, parameters: .init(log2N: 10, r: 8, p: 1), using: &generator)
         #expect(try store.setSealedSecondFactor(id, sealed))
         #expect(try store.deleteCredential(id))
         #expect(try !store.setSealedSecondFactor(id, sealed))
