@@ -19,6 +19,9 @@ public protocol BluetoothCentral: Sendable {
     func setDiscoveryFilter(adapter: String, _ filter: DiscoveryFilter) async throws(BlueZError)
     func startDiscovery(adapter: String) async throws(BlueZError)
     func stopDiscovery(adapter: String) async throws(BlueZError)
+    /// `Adapter1.Powered`: the recovery ladder's power cycle (the kernel resets the
+    /// controller when it powers it on).
+    func setPowered(adapter: String, _ powered: Bool) async throws(BlueZError)
 
     func connect(device: String, timeout: Duration) async throws(BlueZError)
     func disconnect(device: String, timeout: Duration) async throws(BlueZError)

@@ -54,6 +54,8 @@ public actor FakeCentral: BluetoothCentral {
     /// a call at a lower index of `calls` came before that answer.
     public private(set) var connectAnswered: [String: Int] = [:]
 
+    private var wedged: [String: Wedge] = [:]
+
     public init() {
     }
 
@@ -76,7 +78,20 @@ public actor FakeCentral: BluetoothCentral {
         adapter.powered = powered
         if !powered { adapter.discovering = false }
         adapters[adapter.path] = adapter
+        if powered, wedged[adapter.path] == .soft { wedged[adapter.path] = nil }
         events.post(.adapterChanged(adapter))
+    }
+
+    public enum Wedge: Sendable { case soft, hard }
+
+    /// A stuck receiver, as the lab's `radioctl wedge`: nothing advertised on the adapter is
+    /// reported until it is powered on again (`soft`), or until `unwedge` (`hard`).
+    public func wedge(_ name: String = "hci0", _ kind: Wedge = .soft) {
+        wedged["/org/bluez/" + name] = kind
+    }
+
+    public func unwedge(_ name: String = "hci0") {
+        wedged["/org/bluez/" + name] = nil
     }
 
     /// A device heard advertising; again with new values to advertise again. Returns its path.
@@ -97,7 +112,7 @@ public actor FakeCentral: BluetoothCentral {
             device.servicesResolved = known.servicesResolved
         }
         devices[path] = device
-        events.post(.deviceAdvertised(device))
+        if wedged["/org/bluez/" + adapter] == nil { events.post(.deviceAdvertised(device)) }
         return path
     }
 
@@ -175,6 +190,12 @@ public actor FakeCentral: BluetoothCentral {
     public func stopDiscovery(adapter: String) async throws(BlueZError) {
         calls.append("StopDiscovery \(adapter)")
         try setDiscovering(adapter, false)
+    }
+
+    public func setPowered(adapter: String, _ powered: Bool) async throws(BlueZError) {
+        calls.append("SetPowered \(adapter) \(powered)")
+        guard present, adapters[adapter] != nil else { throw present ? .doesNotExist : .serviceUnknown }
+        setPowered(String(adapter.split(separator: "/").last ?? ""), powered)
     }
 
     private func setDiscovering(_ adapter: String, _ on: Bool) throws(BlueZError) {

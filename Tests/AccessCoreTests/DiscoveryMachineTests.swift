@@ -5,7 +5,7 @@ import Testing
 /// Discovery follows the setting, the SDK state and the adapter, one BlueZ call at a time.
 @Suite("Discovery machine", .timeLimit(.minutes(5)))
 struct DiscoveryMachineTests {
-    var machine = DiscoveryMachine(watchdog: .seconds(60))
+    var machine = DiscoveryMachine()
     var now = Timestamp.zero
 
     mutating func send(_ input: DiscoveryMachine.Input) -> [DiscoveryMachine.Action] {
@@ -73,17 +73,16 @@ struct DiscoveryMachineTests {
             send(.adapterChanged(path: "/org/bluez/hci1", discovering: false)) == [.start(adapter: "/org/bluez/hci1")])
     }
 
-    @Test mutating func theWatchdogRestartsAQuietDiscovery() {
+    /// The recovery ladder's first rung: stop, then start again once stopped; not when our
+    /// discovery does not run.
+    @Test mutating func aRestartStopsAndStartsAgain() {
+        #expect(send(.restart) == [])
         _ = send(.conditionsChanged(scanningEnabled: true, canScan: true))
         _ = send(.adapterChanged(path: "/org/bluez/hci0", discovering: false))
+        #expect(send(.restart) == [], "starting: nothing to restart yet")
         _ = send(.startFinished(.started))
-        now = .seconds(50)
-        machine.advertisementHeard(at: now)
-        now = .seconds(109)
-        #expect(send(.tick) == [])
-        now = .seconds(110)
-        #expect(send(.tick) == [.stop(adapter: "/org/bluez/hci0")])
-        #expect(send(.tick) == [])
+        #expect(send(.restart) == [.stop(adapter: "/org/bluez/hci0")])
+        #expect(send(.restart) == [], "one stop at a time")
         #expect(send(.stopFinished) == [.start(adapter: "/org/bluez/hci0")])
     }
 

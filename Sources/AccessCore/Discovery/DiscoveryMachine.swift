@@ -3,9 +3,9 @@
 /// a state: nothing else is asked of BlueZ until it ends, and a change that arrives meanwhile
 /// is acted on as soon as it ends (not at the next tick).
 ///
-/// The watchdog: when discovery has run for `watchdog` without one advertisement, it is
-/// stopped and started again (some controllers stop reporting without saying so). A start
-/// that failed is tried again at the next tick.
+/// `restart` stops and starts our discovery again: the first rung of the radio's recovery
+/// ladder (`RadioRecovery`), which decides when. A start that failed is tried again at the
+/// next tick.
 public struct DiscoveryMachine: Sendable {
     public enum Input: Hashable, Sendable {
         /// The operator's setting, and whether the SDK state allows scanning (service,
@@ -15,7 +15,9 @@ public struct DiscoveryMachine: Sendable {
         case adapterChanged(path: String?, discovering: Bool)
         case startFinished(StartResult)
         case stopFinished
-        /// Once a second: the watchdog, and a retry of a failed start.
+        /// Stop our discovery and start it again (the recovery ladder's first rung).
+        case restart
+        /// Once a second: a retry of a failed start.
         case tick
     }
 
@@ -37,20 +39,17 @@ public struct DiscoveryMachine: Sendable {
         /// No discovery session of ours on the adapter.
         case idle(adapter: String)
         case starting(adapter: String)
-        /// Our session runs; `quietSince`: its start or the last advertisement heard.
-        case running(adapter: String, quietSince: Timestamp)
-        /// `restart`: start again once stopped (the watchdog).
+        /// Our session runs.
+        case running(adapter: String)
+        /// `restart`: start again once stopped.
         case stopping(adapter: String, restart: Bool)
     }
 
     public private(set) var state: State = .noAdapter
     private var scanningEnabled = false
     private var canScan = false
-    private let watchdog: Duration
 
-    public init(watchdog: Duration = .seconds(60)) {
-        self.watchdog = watchdog
-    }
+    public init() {}
 
     /// Whether discovery of ours runs or is being started.
     public var isActive: Bool {
@@ -58,11 +57,6 @@ public struct DiscoveryMachine: Sendable {
         case .starting, .running: true
         default: false
         }
-    }
-
-    /// The hot path: called for every advertisement, so it only moves the watchdog.
-    public mutating func advertisementHeard(at now: Timestamp) {
-        if case .running(let adapter, _) = state { state = .running(adapter: adapter, quietSince: now) }
     }
 
     public mutating func handle(_ input: Input, at now: Timestamp) -> [Action] {
@@ -81,13 +75,13 @@ public struct DiscoveryMachine: Sendable {
             case .idle(let adapter), .starting(let adapter), .stopping(let adapter, _):
                 // Another adapter: a call in flight on the old one no longer matters.
                 if adapter != path { state = .idle(adapter: path) }
-            case .running(let adapter, _):
+            case .running(let adapter):
                 // BlueZ ended our session (power cycle, controller reset): start it again.
                 if adapter != path || !discovering { state = .idle(adapter: path) }
             }
         case .startFinished(let result):
             guard case .starting(let adapter) = state else { return [] }
-            state = result == .failed ? .idle(adapter: adapter) : .running(adapter: adapter, quietSince: now)
+            state = result == .failed ? .idle(adapter: adapter) : .running(adapter: adapter)
             if result == .failed { return [] }  // tried again at the next tick, not in a loop
         case .stopFinished:
             guard case .stopping(let adapter, let restart) = state else { return [] }
@@ -96,11 +90,13 @@ public struct DiscoveryMachine: Sendable {
                 state = .starting(adapter: adapter)
                 return [.start(adapter: adapter)]
             }
-        case .tick:
-            if case .running(let adapter, let quietSince) = state, now - quietSince >= watchdog {
+        case .restart:
+            if case .running(let adapter) = state {
                 state = .stopping(adapter: adapter, restart: true)
                 return [.stop(adapter: adapter)]
             }
+        case .tick:
+            break
         }
         return reconcile()
     }
@@ -110,7 +106,7 @@ public struct DiscoveryMachine: Sendable {
         case .idle(let adapter) where scanningEnabled && canScan:
             state = .starting(adapter: adapter)
             return [.start(adapter: adapter)]
-        case .running(let adapter, _) where !scanningEnabled:
+        case .running(let adapter) where !scanningEnabled:
             state = .stopping(adapter: adapter, restart: false)
             return [.stop(adapter: adapter)]
         default:

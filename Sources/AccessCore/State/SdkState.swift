@@ -9,6 +9,9 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
     case bleErrorDisabled
     /// BlueZ refuses us (D-Bus access denied).
     case bleErrorUnauthorized
+    /// The adapter hears nothing although discovery runs, and restarting discovery and
+    /// power-cycling it did not help: a stuck controller (`RadioRecovery`; a Linux name).
+    case errorBleStuck
     case errorNoCredentials
     /// A credential needs a second factor and no PIN has been set for it.
     case errorNoSecondFactorSet
@@ -28,11 +31,12 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
         case .errorNoBleFeature: 1
         case .bleErrorDisabled: 2
         case .bleErrorUnauthorized: 3
-        case .errorNoCredentials: 4
-        case .errorNoSecondFactorSet: 5
-        case .secondFactorLockedOut: 6
-        case .errorCredentialsOffline: 7
-        case .errorCredentialKeyUnavailable: 8
+        case .errorBleStuck: 4
+        case .errorNoCredentials: 5
+        case .errorNoSecondFactorSet: 6
+        case .secondFactorLockedOut: 7
+        case .errorCredentialsOffline: 8
+        case .errorCredentialKeyUnavailable: 9
         }
     }
 
@@ -49,6 +53,8 @@ public struct SdkStateInputs: Hashable, Sendable {
     public var adapterPowered = false
     /// rfkill soft or hard block.
     public var adapterBlocked = false
+    /// The recovery ladder found the adapter stuck (`RadioRecovery`).
+    public var adapterStuck = false
     /// False when BlueZ answered AccessDenied / NotPermitted.
     public var permissionGranted = true
     public var usableCredentialCount = 0
@@ -87,6 +93,8 @@ public struct SdkState: Hashable, Sendable {
             states.append(.errorNoBleFeature)
         } else if !inputs.adapterPowered || inputs.adapterBlocked {
             states.append(.bleErrorDisabled)
+        } else if inputs.adapterStuck {
+            states.append(.errorBleStuck)
         }
         if inputs.usableCredentialCount == 0 { states.append(.errorNoCredentials) }
         if inputs.credentialsMissingSecondFactor > 0 { states.append(.errorNoSecondFactorSet) }

@@ -17,7 +17,10 @@ actor DiscoveryService {
     let logger: Logger
     /// The adapter the configuration names (`/org/bluez/hciN`), or nil for any.
     let wantedAdapter: String?
-    var machine: DiscoveryMachine
+    var machine = DiscoveryMachine()
+    /// The radio's recovery ladder (`DiscoveryService+Recovery`).
+    var recovery: RadioRecovery
+    let exchangeActivity: ExchangeActivity
     var adapters: [String: AdapterState] = [:]
     var adapterPath: String?
     var scanningEnabled: Bool
@@ -25,7 +28,7 @@ actor DiscoveryService {
     init(
         central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
         sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: ExchangeEngine.Door,
-        clock: any Clock<Duration>, logger: Logger
+        exchangeActivity: ExchangeActivity, clock: any Clock<Duration>, logger: Logger
     ) {
         self.central = central
         self.sdk = sdk
@@ -34,7 +37,8 @@ actor DiscoveryService {
         self.clock = clock
         self.logger = logger
         self.wantedAdapter = configuration.adapter.map { "/org/bluez/" + $0 }
-        self.machine = DiscoveryMachine(watchdog: configuration.discoveryWatchdog)
+        self.recovery = RadioRecovery(limits: RadioRecovery.Limits(silenceAtAll: configuration.discoveryWatchdog))
+        self.exchangeActivity = exchangeActivity
         self.scanningEnabled = scanningEnabled
     }
 
@@ -99,15 +103,16 @@ actor DiscoveryService {
             chooseAdapter()
         case .deviceAdvertised(let device):
             guard scanningEnabled, device.adapterPath == adapterPath else { return }
-            machine.advertisementHeard(at: Clocks.monotonic())
             // Only readers go on: a lobby's phones and beacons stop here (the BlueZ client
             // filters them already; another central may not).
-            guard device.serviceData[ReaderAdvertisement.serviceDataUUIDString] != nil else { return }
+            let reader = device.serviceData[ReaderAdvertisement.serviceDataUUIDString] != nil
+            heard(reader: reader)
+            guard reader else { return }
             access.yield(.advertised(device))
         case .othersHeard:
-            // Not readers, but the radio hears: the discovery watchdog wants no more.
+            // Not readers, but the radio hears: the recovery ladder wants no more.
             guard scanningEnabled, adapterPath != nil else { return }
-            machine.advertisementHeard(at: Clocks.monotonic())
+            heard(reader: false)
         case .deviceConnectionChanged(let device):
             if !device.connected { exchanges.yield(.linkDropped(devicePath: device.path)) }
         case .deviceRemoved(let path):
@@ -149,9 +154,11 @@ actor DiscoveryService {
     }
 
     /// Every change of the SDK state's inputs may allow or forbid scanning.
-    private func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
+    func updateSdk(_ change: (inout SdkStateInputs) -> Void) {
         sdk.update(change)
         drive(conditions())
+        recovery.conditions(
+            canListen: scanningEnabled && adapterPath != nil && SdkState.canScan(sdk.inputs), at: Clocks.monotonic())
     }
 
     private func conditions() -> DiscoveryMachine.Input {
@@ -160,12 +167,13 @@ actor DiscoveryService {
 
     private func tick() {
         drive(.tick)
+        recoveryTick()
         access.yield(.tick)
     }
 
     // MARK: BlueZ calls
 
-    private func drive(_ input: DiscoveryMachine.Input) {
+    func drive(_ input: DiscoveryMachine.Input) {
         for action in machine.handle(input, at: Clocks.monotonic()) {
             switch action {
             case .start(let adapter):
@@ -185,9 +193,6 @@ actor DiscoveryService {
                     self.callFinished(.startFinished(result), adapter: adapter)
                 }
             case .stop(let adapter):
-                if case .stopping(_, restart: true) = machine.state {
-                    logger.notice("no advertisement for a while: restarting discovery")
-                }
                 Task { [central] in
                     do throws(BlueZError) {
                         try await central.stopDiscovery(adapter: adapter)

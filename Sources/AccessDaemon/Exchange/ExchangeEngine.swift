@@ -22,7 +22,10 @@ actor ExchangeEngine {
     let keys: KeyDerivation
     let clock: any Clock<Duration>
     let logger: Logger
-    var runs: [ReaderID: ExchangeRun] = [:]
+    var runs: [ReaderID: ExchangeRun] = [:] {
+        didSet { activity.set(runs.count) }
+    }
+    let activity = ExchangeActivity()
     /// Every link's owner and the order of its calls (`LinkMachine`), and what the shell
     /// keeps of them.
     var links = LinkMachine()
