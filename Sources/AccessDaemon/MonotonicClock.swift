@@ -7,6 +7,13 @@ import AccessCore
 /// The shell's clocks: CLOCK_MONOTONIC for the core's timers and ranges, the wall clock
 /// for event timestamps people read.
 enum Clocks {
+    /// Timestamps on `clock` (elapsed since this call): the core's time for a service whose
+    /// timers run on an injected clock, so a test's virtual clock ages what it looks at too.
+    static func timeSource<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Timestamp {
+        let origin = clock.now
+        return { Timestamp(nanoseconds: origin.duration(to: clock.now).nanoseconds) }
+    }
+
     static func monotonic() -> Timestamp {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -14,6 +14,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
     public var scanningOnStart = true
     /// Restart discovery when no advertisement arrived for this long (scanners go deaf).
     public var discoveryWatchdog: Duration = .seconds(60)
+    /// The radio's recovery ladder (`RadioRecovery`); off, nothing is tried.
+    public var radioRecovery = true
 
     // [access]
     public var automaticAccessOnStart = false

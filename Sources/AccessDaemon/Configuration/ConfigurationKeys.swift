@@ -45,6 +45,7 @@ enum ConfigurationKeys {
         },
         .bool("bluetooth", "scanning", "scanningOnStart", \.scanningOnStart),
         .seconds("bluetooth", "discovery_watchdog", "discoveryWatchdog", \.discoveryWatchdog, 5...3600),
+        .bool("bluetooth", "radio_recovery", "radioRecovery", \.radioRecovery),
     ]
 
     static let access: [ConfigurationKey] = [

@@ -143,7 +143,7 @@ extension AccessDaemonServices {
         let state = sdk.current
         let inputs = sdk.inputs
         let engine = await access.status
-        let (scanningEnabled, adapter) = await discovery.scanningAndAdapter
+        let (scanningEnabled, adapter, radio) = await discovery.scanningAndAdapter
         return StatusAnswer(
             version: AccessDaemon.version, protocolVersion: ControlProtocol.version, isScanning: state.isScanning,
             states: state.states.map(\.rawValue), featureErrors: state.featureSyncErrors,
@@ -154,7 +154,7 @@ extension AccessDaemonServices {
             uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
             scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status,
-            mqtt: mqtt?.status, secrets: book.secretsStatus)
+            mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio)
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

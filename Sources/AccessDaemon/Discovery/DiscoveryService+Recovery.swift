@@ -1,5 +1,6 @@
 import AccessCore
 import BlueZ
+import ControlSocket
 import Logging
 
 /// The radio's recovery ladder (`RadioRecovery`, docs/bluez.md "A radio that stops hearing"),
@@ -9,13 +10,14 @@ import Logging
 extension DiscoveryService {
     /// For every advertisement heard on the adapter in use.
     func heard(reader: Bool) {
-        guard let action = recovery.heard(at: Clocks.monotonic(), reader: reader) else { return }
+        guard recoveryEnabled, let action = recovery.heard(at: recoveryTime(), reader: reader) else { return }
         carryOut(action)
     }
 
     func recoveryTick() {
+        guard recoveryEnabled else { return }
         recovery.exchangeActive(exchangeActivity.isActive)
-        for action in recovery.tick(at: Clocks.monotonic()) { carryOut(action) }
+        for action in recovery.tick(at: recoveryTime()) { carryOut(action) }
     }
 
     private func carryOut(_ action: RadioRecovery.Action) {
@@ -28,18 +30,16 @@ extension DiscoveryService {
             guard let path = adapterPath else { return }
             logger.warning(
                 "the radio still hears nothing: power-cycling the adapter", metadata: ["adapter": "\(adapter)"])
+            powerCycleSawOff = false
             Task { [central] in
-                let ok: Bool
                 do throws(BlueZError) {
                     try await central.setPowered(adapter: path, false)
                     try await central.setPowered(adapter: path, true)
-                    ok = true
                 } catch {
                     self.logger.warning(
                         "the adapter cannot be power-cycled", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
-                    ok = false
+                    self.powerCycleEnded(ok: false)
                 }
-                self.powerCycleEnded(ok: ok)
             }
         case .reportStuck(let retryIn):
             logger.error(
@@ -60,7 +60,44 @@ extension DiscoveryService {
         }
     }
 
+    /// For `status.get` and the metrics.
+    var radioStatus: RadioStatus {
+        let now = recoveryTime()
+        var retry: Int?
+        let state: String
+        switch recovery.state {
+        case .idle: state = "idle"
+        case .listening: state = "listening"
+        case .climbed(.restartDiscovery, _): state = "restartedDiscovery"
+        case .climbed(.powerCycle, _): state = "powerCycled"
+        case .powerCycling: state = "powerCycling"
+        case .stuck(let at):
+            state = "stuck"
+            retry = max(0, Int((at - now).components.seconds))
+        }
+        let counts = RadioRecovery.Rung.allCases.flatMap { rung in
+            RadioRecovery.Result.allCases.compactMap { result in
+                recovery.counts[rung]?[result].map {
+                    RecoveryCount(rung: rung.rawValue, result: result.rawValue, count: $0)
+                }
+            }
+        }
+        return RadioStatus(state: state, recoveries: counts, retryInSeconds: retry)
+    }
+
+    /// The power cycle has ended when BlueZ reports the adapter powered again after it was
+    /// off (the reports, not the calls' answers: the conditions they change must reach the
+    /// ladder first, or it would take the adapter's going off for a change of conditions).
+    func powerCycleObserved(_ adapter: AdapterState) {
+        guard case .powerCycling = recovery.state, adapter.path == adapterPath else { return }
+        if !adapter.powered {
+            powerCycleSawOff = true
+        } else if powerCycleSawOff {
+            powerCycleEnded(ok: true)
+        }
+    }
+
     private func powerCycleEnded(ok: Bool) {
-        for action in recovery.powerCycleEnded(ok: ok, at: Clocks.monotonic()) { carryOut(action) }
+        for action in recovery.powerCycleEnded(ok: ok, at: recoveryTime()) { carryOut(action) }
     }
 }

@@ -1,5 +1,6 @@
 import AccessCore
 import BlueZ
+import ControlSocket
 import Logging
 
 /// Follows BlueZ: which adapter to use, whether bluetoothd and the adapter are there (the
@@ -21,6 +22,12 @@ actor DiscoveryService {
     /// The radio's recovery ladder (`DiscoveryService+Recovery`).
     var recovery: RadioRecovery
     let exchangeActivity: ExchangeActivity
+    /// The recovery ladder's time: `clock`'s, so a test's virtual clock drives it.
+    let recoveryTime: @Sendable () -> Timestamp
+    /// `[bluetooth] radio_recovery`.
+    let recoveryEnabled: Bool
+    /// During a power cycle of ours: the adapter was reported off.
+    var powerCycleSawOff = false
     var adapters: [String: AdapterState] = [:]
     var adapterPath: String?
     var scanningEnabled: Bool
@@ -39,6 +46,8 @@ actor DiscoveryService {
         self.wantedAdapter = configuration.adapter.map { "/org/bluez/" + $0 }
         self.recovery = RadioRecovery(limits: RadioRecovery.Limits(silenceAtAll: configuration.discoveryWatchdog))
         self.exchangeActivity = exchangeActivity
+        self.recoveryTime = Clocks.timeSource(clock)
+        self.recoveryEnabled = configuration.radioRecovery
         self.scanningEnabled = scanningEnabled
     }
 
@@ -61,7 +70,7 @@ actor DiscoveryService {
     var adapterName: String? { adapterPath.map { String($0.split(separator: "/").last ?? "") } }
 
     /// For `status.get`, in one hop.
-    var scanningAndAdapter: (Bool, String?) { (scanningEnabled, adapterName) }
+    var scanningAndAdapter: (Bool, String?, RadioStatus) { (scanningEnabled, adapterName, radioStatus) }
 
     /// `scanning.set` (already saved): discovery follows, and readers are forgotten when off.
     func setScanning(_ enabled: Bool) {
@@ -151,6 +160,7 @@ actor DiscoveryService {
             $0.discoveryRunning = adapter.discovering
         }
         drive(.adapterChanged(path: adapter.path, discovering: adapter.discovering))
+        powerCycleObserved(adapter)
     }
 
     /// Every change of the SDK state's inputs may allow or forbid scanning.
@@ -158,7 +168,7 @@ actor DiscoveryService {
         sdk.update(change)
         drive(conditions())
         recovery.conditions(
-            canListen: scanningEnabled && adapterPath != nil && SdkState.canScan(sdk.inputs), at: Clocks.monotonic())
+            canListen: scanningEnabled && adapterPath != nil && SdkState.canScan(sdk.inputs), at: recoveryTime())
     }
 
     private func conditions() -> DiscoveryMachine.Input {

@@ -27,6 +27,8 @@ final class DaemonMetrics: Sendable {
         "accessd_scanning": "1 while scanning for readers, else 0.",
         "accessd_bluetoothd_present": "1 while bluetoothd is on the system bus, else 0.",
         "accessd_adapter_present": "1 while accessd has a Bluetooth adapter to use, else 0.",
+        "accessd_adapter_recoveries_total":
+            "Rungs of the radio's recovery ladder taken since start, by rung (restartDiscovery, powerCycle) and result (recovered, silent, failed).",
         "accessd_readers_known": "Readers heard recently (as accessctl readers lists them).",
         "accessd_readers_in_auto_range": "Readers within automatic-access range now.",
         "accessd_advertisements_total": "Reader advertisements heard since start, refused ones included.",
@@ -167,6 +169,11 @@ final class DaemonMetrics: Sendable {
             total("accessd_door_inputs_dropped_total", count, [("door", door)])
         }
         total("accessd_door_advertisements_merged_total", snapshot.doorAdvertisementsMerged)
+        for recovery in snapshot.adapterRecoveries {
+            total(
+                "accessd_adapter_recoveries_total", recovery.count,
+                [("rung", recovery.rung), ("result", recovery.result)])
+        }
     }
 
     /// A total kept elsewhere, as a counter: incremented by its growth since the last scrape.

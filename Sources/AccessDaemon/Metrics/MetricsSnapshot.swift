@@ -29,6 +29,8 @@ public struct MetricsSnapshot: Sendable {
     /// Inputs the engines' doors refused (full) and reader reports merged while waiting, by door.
     public var doorInputsDropped: [String: Int] = [:]
     public var doorAdvertisementsMerged = 0
+    /// The recovery ladder's rungs since start, by rung and result.
+    public var adapterRecoveries: [RecoveryCount] = []
 
     public init() {}
 
@@ -45,7 +47,7 @@ extension AccessDaemonServices {
     /// The daemon's part of a scrape.
     public func metricsSnapshot() async -> MetricsSnapshot {
         let engine = await access.status
-        let (scanningEnabled, adapter) = await discovery.scanningAndAdapter
+        let (scanningEnabled, adapter, radio) = await discovery.scanningAndAdapter
         var snapshot = MetricsSnapshot()
         snapshot.readersKnown = engine.readerCount
         snapshot.readersInAutoRange = engine.readersInAutoRange
@@ -57,6 +59,7 @@ extension AccessDaemonServices {
         snapshot.scanning = sdk.current.isScanning && scanningEnabled
         snapshot.bluetoothdPresent = sdk.inputs.bluetoothServicePresent
         snapshot.adapterPresent = adapter != nil
+        snapshot.adapterRecoveries = radio.recoveries
         let first = (try? journal.store.firstSequence()) ?? nil
         snapshot.journalEvents = first.map { max(0, journal.lastSequence - $0 + 1) } ?? 0
         snapshot.auditBacklog = audit.status.backlog

@@ -6,7 +6,7 @@ extension AccessDaemonServices {
         let state = sdk.current
         let inputs = sdk.inputs
         let engine = await access.status
-        let (_, adapter) = await discovery.scanningAndAdapter
+        let (_, adapter, _) = await discovery.scanningAndAdapter
         let scanning =
             state.isScanning
             ? "scanning on \(adapter ?? "?")"

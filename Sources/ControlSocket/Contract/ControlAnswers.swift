@@ -36,6 +36,8 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     public var mqtt: MQTTStatus?
     /// How the credentials' keys are kept at rest.
     public var secrets: SecretsStatus?
+    /// The adapter's recovery ladder.
+    public var radio: RadioStatus?
 
     public init(
         version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
@@ -44,9 +46,10 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
         lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
         configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil,
         audit: AuditStatus? = nil,
-        mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil
+        mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil, radio: RadioStatus? = nil
     ) {
         self.secrets = secrets
+        self.radio = radio
         self.audit = audit
         self.mqtt = mqtt
         self.logLevel = logLevel

@@ -46,7 +46,18 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     func writeConfig(_ text: String) throws {
-        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try Self.withoutRadioRecovery(text).write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// The radio's recovery ladder off unless the test names it: readers in a test advertise
+    /// when told, not several times a second, so their silence is no stuck radio. The key goes
+    /// where it shifts no line a test reads: after `[bluetooth]`, or in a section at the end.
+    static func withoutRadioRecovery(_ text: String) -> String {
+        guard !text.contains("radio_recovery") else { return text }
+        if let header = text.range(of: "[bluetooth]\n") {
+            return text.replacingCharacters(in: header, with: "[bluetooth]\nradio_recovery = false\n")
+        }
+        return text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n") + "[bluetooth]\nradio_recovery = false\n"
     }
 
     /// Starts accessd (through `wrapper`, a command that execs its arguments, when given)

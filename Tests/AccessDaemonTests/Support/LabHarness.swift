@@ -176,7 +176,10 @@ final class LabDaemon: @unchecked Sendable {
     init(directory: String, config: String) throws {
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try config.write(toFile: directory + "/accessd.toml", atomically: true, encoding: .utf8)
+        // The scenarios walk people away (no reports at all) for seconds at a time: that is
+        // no stuck radio, so the ladder is off unless a scenario turns it on.
+        try DaemonHarness.withoutRadioRecovery(config).write(
+            toFile: directory + "/accessd.toml", atomically: true, encoding: .utf8)
     }
 
     func start() async throws {

@@ -44,6 +44,8 @@ final class ShellHarness: @unchecked Sendable {
         store = try AccessStore(directory: directory + "/state", dataKey: .success(.forTests))
         var configuration = AccessdConfiguration()
         configuration.stateDirectory = directory + "/state"
+        // Off unless a test turns it on: the fake readers advertise when told (DaemonHarness).
+        configuration.radioRecovery = false
         configure(&configuration)
         var sealed: SealedSecondFactorKey?
         if secondFactor {
