@@ -49,4 +49,13 @@ public struct LabRadio: Sendable {
     public func off(_ scanner: String, _ advertiser: String) throws {
         try send("off \(scanner) \(advertiser)")
     }
+
+    /// A stuck receiver (`radioctl wedge`): `hard` survives a power cycle, only `unwedge` clears it.
+    public func wedge(_ controller: String, hard: Bool = false) throws {
+        try send("wedge \(controller)\(hard ? " hard" : "")")
+    }
+
+    public func unwedge(_ controller: String) throws {
+        try send("unwedge \(controller)")
+    }
 }
