@@ -73,6 +73,18 @@ enum EventText {
             return "\(feature.feature): failed: \(feature.message ?? feature.error ?? "?")\(retry)"
         case .eventsLost(let lost):
             return "!! \(lost.count) events lost while the journal could not be written"
+        case .radioRecovery(let step):
+            let silent = step.silentSeconds.map { " after \($0) s of silence" } ?? ""
+            switch step.step {
+            case .restartingDiscovery: return "\(step.adapter): hears nothing\(silent): restarting discovery"
+            case .powerCycling: return "\(step.adapter): still hears nothing\(silent): power-cycling the adapter"
+            case .cannotPowerCycle: return "\(step.adapter): cannot be power-cycled: \(step.error ?? "?")"
+            case .stuck:
+                let retry = step.retryInSeconds.map { "; next power cycle in \($0) s" } ?? ""
+                return "!! \(step.adapter): stuck\(silent): unplug and replug it, or reboot the kiosk\(retry)"
+            case .recovered: return "\(step.adapter): hears again after \(step.after ?? "?")\(silent)"
+            default: return "\(step.adapter): \(step.step.rawValue)"
+            }
         }
     }
 

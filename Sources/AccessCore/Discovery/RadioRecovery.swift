@@ -106,6 +106,11 @@ public struct RadioRecovery: Sendable {
         }
     }
 
+    /// How long the adapter has heard nothing, while a recovery is under way.
+    public func silence(at now: Timestamp) -> Duration? {
+        silenceBegan.map { now - $0 }
+    }
+
     public var isStuck: Bool {
         if case .stuck = state { return true }
         return false

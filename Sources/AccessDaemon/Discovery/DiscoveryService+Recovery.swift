@@ -20,42 +20,39 @@ extension DiscoveryService {
         for action in recovery.tick(at: recoveryTime()) { carryOut(action) }
     }
 
+    /// Each step is a `radio.recovery` event (journalled with its `MESSAGE_ID`, at warning
+    /// from the power cycle on), so a fleet alerts on one query.
     private func carryOut(_ action: RadioRecovery.Action) {
         let adapter = adapterName ?? "?"
+        let silent = recovery.silence(at: recoveryTime()).map { Int($0.components.seconds) }
         switch action {
         case .restartDiscovery:
-            logger.notice("the radio hears nothing: restarting discovery", metadata: ["adapter": "\(adapter)"])
+            journal.emit(RadioRecoveryEvent(adapter: adapter, step: .restartingDiscovery, silentSeconds: silent))
             drive(.restart)
         case .powerCycle:
             guard let path = adapterPath else { return }
-            logger.warning(
-                "the radio still hears nothing: power-cycling the adapter", metadata: ["adapter": "\(adapter)"])
+            journal.emit(RadioRecoveryEvent(adapter: adapter, step: .powerCycling, silentSeconds: silent))
             powerCycleSawOff = false
-            Task { [central] in
+            Task { [central, journal] in
                 do throws(BlueZError) {
                     try await central.setPowered(adapter: path, false)
                     try await central.setPowered(adapter: path, true)
                 } catch {
-                    self.logger.warning(
-                        "the adapter cannot be power-cycled", metadata: ["adapter": "\(adapter)", "error": "\(error)"])
+                    journal.emit(RadioRecoveryEvent(adapter: adapter, step: .cannotPowerCycle, error: "\(error)"))
                     self.powerCycleEnded(ok: false)
                 }
             }
         case .reportStuck(let retryIn):
-            logger.error(
-                "the adapter is stuck: it hears nothing after a restart of discovery and a power cycle",
-                metadata: [
-                    "adapter": "\(adapter)", "retryInSeconds": "\(retryIn.components.seconds)",
-                    "next": "unplug and replug it, or reboot the kiosk",
-                ])
+            journal.emit(
+                RadioRecoveryEvent(
+                    adapter: adapter, step: .stuck, silentSeconds: silent,
+                    retryInSeconds: Int(retryIn.components.seconds)))
             updateSdk { $0.adapterStuck = true }
         case .reportRecovered(let rung, let after):
-            logger.notice(
-                "the radio hears again",
-                metadata: [
-                    "adapter": "\(adapter)", "after": "\(rung.rawValue)",
-                    "silentSeconds": "\(Double(after.components.seconds))",
-                ])
+            journal.emit(
+                RadioRecoveryEvent(
+                    adapter: adapter, step: .recovered, silentSeconds: Int(after.components.seconds),
+                    after: rung.rawValue))
             updateSdk { $0.adapterStuck = false }
         }
     }

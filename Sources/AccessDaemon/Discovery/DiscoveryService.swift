@@ -12,6 +12,8 @@ import Logging
 actor DiscoveryService {
     let central: any BluetoothCentral
     let sdk: SdkStatePublisher
+    /// For the recovery ladder's `radio.recovery` events.
+    let journal: EventJournal
     let access: AccessEngine.Door
     let exchanges: ExchangeEngine.Door
     let clock: any Clock<Duration>
@@ -34,11 +36,12 @@ actor DiscoveryService {
 
     init(
         central: any BluetoothCentral, configuration: AccessdConfiguration, scanningEnabled: Bool,
-        sdk: SdkStatePublisher, access: AccessEngine.Door, exchanges: ExchangeEngine.Door,
+        sdk: SdkStatePublisher, journal: EventJournal, access: AccessEngine.Door, exchanges: ExchangeEngine.Door,
         exchangeActivity: ExchangeActivity, clock: any Clock<Duration>, logger: Logger
     ) {
         self.central = central
         self.sdk = sdk
+        self.journal = journal
         self.access = access
         self.exchanges = exchanges
         self.clock = clock

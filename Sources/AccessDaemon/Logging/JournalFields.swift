@@ -49,6 +49,8 @@ public enum JournalFields {
         case .accessCompleted, .sdkState, .credentialsChanged, .secondFactorRequired: .notice
         case .featureState(let feature): feature.state == .failed ? .warning : .notice
         case .eventsLost: .warning
+        case .radioRecovery(let step):
+            [.powerCycling, .cannotPowerCycle, .stuck].contains(step.step) ? .warning : .notice
         case .secondFactorAnswered(let answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice
         case .readerUpdated: .debug
         case .readerUnavailable, .readersScopeChanged, .accessStarted, .accessNextWindow: .info
@@ -81,6 +83,12 @@ public enum JournalFields {
             values = ["reason": change.reason.rawValue, "state": change.state]
         case .secondFactorAnswered(let answer):
             values = ["result": answer.result.rawValue]
+        case .radioRecovery(let step):
+            values = [
+                "adapter": step.adapter, "step": step.step.rawValue, "after": step.after, "error": step.error,
+                "silentSeconds": step.silentSeconds.map(String.init),
+                "retryInSeconds": step.retryInSeconds.map(String.init),
+            ]
         case .sdkState(let state):
             metadata["sdkState"] = "\(state.states.joined(separator: ","))"
         case .readerUpdated, .readerUnavailable, .readersScopeChanged, .secondFactorRequired, .eventsLost:

@@ -25,6 +25,7 @@ public enum ControlEvent: Sendable, Hashable {
     case credentialsChanged(CredentialsChangedEvent)
     case eventsLost(EventsLostEvent)
     case featureState(FeatureStateEvent)
+    case radioRecovery(RadioRecoveryEvent)
 
     /// The event a journal entry or a notification carries; throws (`-32602`, naming the
     /// field) when its data is not of its kind's type, or the kind is not one.
@@ -43,6 +44,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .credentialsChanged: self = .credentialsChanged(try data.decode(CredentialsChangedEvent.self))
         case .eventsLost: self = .eventsLost(try data.decode(EventsLostEvent.self))
         case .featureState: self = .featureState(try data.decode(FeatureStateEvent.self))
+        case .radioRecovery: self = .radioRecovery(try data.decode(RadioRecoveryEvent.self))
         }
     }
 
@@ -75,6 +77,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .credentialsChanged(let data): data
         case .eventsLost(let data): data
         case .featureState(let data): data
+        case .radioRecovery(let data): data
         }
     }
 
@@ -92,7 +95,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .accessCompleted(let answer): answer.reader
         case .secondFactorRequired(let event): event.reader
         case .secondFactorAnswered(let event): event.reader
-        case .sdkState, .credentialsChanged, .eventsLost, .featureState: nil
+        case .sdkState, .credentialsChanged, .eventsLost, .featureState, .radioRecovery: nil
         }
     }
 
@@ -105,7 +108,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .secondFactorAnswered(let event): event.credential
         case .credentialsChanged(let event): event.credential
         case .sdkState, .readerUpdated, .readerUnavailable, .readersScopeChanged, .accessNextWindow, .eventsLost,
-            .featureState:
+            .featureState, .radioRecovery:
             nil
         }
     }

@@ -14,6 +14,7 @@ public enum EventKind: String, CaseIterable, Sendable {
     case credentialsChanged = "credentials.changed"
     case eventsLost = "events.lost"
     case featureState = "feature.state"
+    case radioRecovery = "radio.recovery"
 
     /// The kinds named that are not kinds, for the refusal.
     public static func unknown(among names: [String]) -> [String] {

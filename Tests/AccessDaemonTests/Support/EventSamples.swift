@@ -65,6 +65,10 @@ enum EventSamples {
             FeatureStateEvent(
                 feature: "cloudConnection", state: .failed, error: "site.unreachable",
                 message: "the site cannot be reached", retryInSeconds: 5)
+        case .radioRecovery:
+            RadioRecoveryEvent(
+                adapter: "hci1", step: .recovered, silentSeconds: 11, after: "powerCycle", retryInSeconds: 30,
+                error: "org.bluez.Error.Busy")
         }
     }
 
@@ -94,6 +98,8 @@ enum EventSamples {
             CredentialsChangedEvent(reason: .registered, credential: nil)
         case .featureState:
             FeatureStateEvent(feature: "itemSync", state: .ok)
+        case .radioRecovery:
+            RadioRecoveryEvent(adapter: "hci1", step: .restartingDiscovery)
         }
     }
 }

@@ -1,0 +1,46 @@
+import AccessDaemon
+import AccessJSON
+import BlueZTestSupport
+import Foundation
+import Testing
+
+extension SystemdLabTests {
+    /// The recovery ladder as shipped (`radio_recovery` on by default) under the unit's
+    /// sandbox, as user accessd with the package's D-Bus policy: bluetoothd takes the power
+    /// cycle from it, the journal says each step under one `MESSAGE_ID`, and the wedged
+    /// controller hears again (issue #38).
+    @Test func aWedgedRadioIsPowerCycledByTheSandboxedService() async throws {
+        try await Lab.ensureInstalled()
+        let directory = "/tmp/systemd-wedge"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let radio = LabRadio()
+        try radio.send("reset")
+        let site = try SiteHarness(directory: directory)
+        try await site.serve()
+        defer { site.stop() }
+        let readers = LabReaders(directory: directory)
+        try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
+        defer { readers.stop() }
+        try radio.rssi("hci1", "hci0", -60)
+        try await Lab.waitFor("the reader heard") {
+            try Lab.call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
+        }
+        let cursor = try Lab.cursor()
+        let wedged = ContinuousClock.now
+        try radio.wedge("hci1")
+        defer { try? radio.unwedge("hci1") }
+        let messageID = JournalFields.messageID(kind: "radio.recovery")
+        let steps = "journalctl -u accessd --after-cursor='\(cursor)' MESSAGE_ID=\(messageID) -o json --no-pager"
+        try await Lab.waitFor("heard again after a power cycle", timeout: .seconds(60)) {
+            try Lab.must(steps).contains("\"ACCESSD_STEP\":\"recovered\"")
+        }
+        print("systemd: wedge → heard again: \(ContinuousClock.now - wedged)")
+        let entries = try Lab.must(steps).split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        #expect(entries.map { $0["ACCESSD_STEP"]?.string ?? "?" } == ["restartingDiscovery", "powerCycling", "recovered"])
+        #expect(entries.first { $0["ACCESSD_STEP"] == "powerCycling" }?["PRIORITY"] == "4")
+        #expect(entries.last?["ACCESSD_AFTER"] == "powerCycle")
+        let status = try Lab.call("status.get").get()
+        #expect(status["radio"]?["state"] == "listening", "\(status["radio"]?.jsonText ?? "")")
+        #expect(!(try Lab.journal(since: cursor).contains("cannot be power-cycled")))
+    }
+}
