@@ -85,7 +85,8 @@ public final class AccessDaemonServices: Sendable {
             reports: accessDoor, keys: keys, clock: clock, logger: logger)
         let discovery = DiscoveryService(
             central: central, configuration: configuration, scanningEnabled: scanning, sdk: sdk,
-            journal: journal, access: accessDoor, exchanges: commandDoor, exchangeActivity: exchanges.activity, clock: clock,
+            journal: journal, access: accessDoor, exchanges: commandDoor, exchangeActivity: exchanges.activity,
+            clock: clock,
             logger: logger)
         let sync = SiteSync(
             site: site, book: book, journal: journal, sdk: sdk, interval: configuration.siteSyncInterval,

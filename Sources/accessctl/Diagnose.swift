@@ -100,6 +100,17 @@ struct Diagnose: ParsableCommand {
                                 ? "no Bluetooth adapter: plug one in (the kernel's view is below)"
                                 : "bluetoothctl power on; rfkill unblock bluetooth"))
             }
+            if let radio = status.radio, adapter != nil {
+                // What the ladder tried, and what only a person can do (issue #38).
+                let stuck = radio.state == "stuck"
+                checks.append(
+                    Check(
+                        name: "radio", ok: !stuck, detail: StatusText.radioLine(radio),
+                        hint: stuck
+                            ? "unplug and replug the adapter, or reboot the kiosk; the steps: "
+                                + "journalctl -u accessd ACCESSD_KIND=radio.recovery"
+                            : nil))
+            }
             let credentials = status.credentialCount
             let usable = status.usableCredentialCount
             checks.append(

@@ -21,6 +21,7 @@ enum StatusText {
         } else {
             row("adapter", "none")
         }
+        if let radio = status.radio { row("radio", radioLine(radio)) }
         row("bluetoothd", status.bluetoothServicePresent ? "present" : "absent")
         row("states", status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))
         row(
@@ -61,6 +62,23 @@ enum StatusText {
         let waiting = "\(audit.backlog) event\(audit.backlog == 1 ? "" : "s") waiting"
         return failing == 0
             ? waiting + " (sending)" : waiting + " (\(failing) of \(audit.sites.count) sites not taking them)"
+    }
+
+    /// `listening`, `listening (recovered twice: restartDiscovery 1, powerCycle 1)`, or
+    /// `STUCK: …` with what was tried (docs/bluez.md, "A radio that stops hearing").
+    static func radioLine(_ radio: RadioStatus) -> String {
+        let recovered = radio.recoveries.filter { $0.result == "recovered" }
+        let tried = radio.recoveries.map { "\($0.rung) \($0.result) \($0.count)" }.joined(separator: ", ")
+        switch radio.state {
+        case "stuck":
+            let retry = radio.retryInSeconds.map { "; next power cycle in \($0) s" } ?? ""
+            return "STUCK: hears nothing after a restart of discovery and a power cycle (\(tried))\(retry)"
+        case "listening", "idle":
+            guard !recovered.isEmpty else { return radio.state }
+            return "\(radio.state) (recoveries since start: \(tried))"
+        default:
+            return "recovering: \(radio.state)" + (tried.isEmpty ? "" : " (\(tried))")
+        }
     }
 
     /// `sealed to this machine (tpm2), 0 keys unavailable`, or what is weaker and why.

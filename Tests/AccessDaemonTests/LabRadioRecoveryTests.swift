@@ -10,7 +10,9 @@ import Testing
 /// (hci0). scripts/test runs this suite in the same boot as LabEndToEndTests.
 @Suite("Radio recovery in the lab", .threadOfItsOwn, .serialized, .enabled(if: Lab.isBumble), .timeLimit(.minutes(10)))
 struct LabRadioRecoveryTests {
-    static let recovering = "[bluetooth]\nradio_recovery = true\n"
+    /// Continues the `[bluetooth]` section LabScenario opens (the other lab suites run
+    /// without the ladder, so that a reader falling silent on purpose never power-cycles).
+    static let recovering = "radio_recovery = true\n"
 
     /// Wedged while the reader is heard: discovery restarted, then the adapter power-cycled,
     /// heard again, and the next manual access granted. Prints wedge → hearing again.
@@ -32,7 +34,8 @@ struct LabRadioRecoveryTests {
         }
         let healed = ContinuousClock.now - wedged
         print("wedge → heard again: \(healed); radio \(radio.jsonText)")
-        #expect(radio["recoveries"]?.array?.contains { $0["rung"] == "powerCycle" && $0["result"] == "recovered" } == true)
+        #expect(
+            radio["recoveries"]?.array?.contains { $0["rung"] == "powerCycle" && $0["result"] == "recovered" } == true)
         #expect(healed < .seconds(20), "target 15 s with the defaults")
         let granted = try lab.manual("access.request", ["reader": "2A01"]).get()
         #expect(granted["granted"] == true, "\(granted)")
@@ -57,6 +60,15 @@ struct LabRadioRecoveryTests {
         }
         print("wedge → stuck: \(ContinuousClock.now - wedged); radio \(status["radio"]?.jsonText ?? "")")
         #expect(status["states"]?.array?.contains("errorBleStuck") == true)
+        // What an operator sees: the steps, and what only a person can do.
+        let (_, steps) = try lab.daemon.accessctl(["events", "--kinds", "radio.recovery"])
+        let (_, diagnose) = try lab.daemon.accessctl(["diagnose"])
+        print("$ accessctl events --kinds radio.recovery\n\(steps)$ accessctl diagnose\n\(diagnose)")
+        #expect(steps.contains("hci1: still hears nothing after "), "\(steps)")
+        #expect(steps.contains("of silence: power-cycling the adapter"), "\(steps)")
+        #expect(steps.contains("!! hci1: stuck"), "\(steps)")
+        #expect(diagnose.contains("STUCK: hears nothing after a restart of discovery and a power cycle"), "\(diagnose)")
+        #expect(diagnose.contains("unplug and replug the adapter, or reboot the kiosk"), "\(diagnose)")
         // Over the next 40 s: the backoff allows one more power cycle at most.
         let before = powerCycles(status)
         try await Task.sleep(for: .seconds(40))
