@@ -11,20 +11,13 @@ extension SystemdLabTests {
     /// controller hears again (issue #38).
     @Test func aWedgedRadioIsPowerCycledByTheSandboxedService() async throws {
         try await Lab.ensureInstalled()
-        let directory = "/tmp/systemd-wedge"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let radio = LabRadio()
-        try radio.send("reset")
-        let site = try SiteHarness(directory: directory)
-        try await site.serve()
-        defer { site.stop() }
-        let readers = LabReaders(directory: directory)
-        try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
-        defer { readers.stop() }
-        try radio.rssi("hci1", "hci0", -60)
-        try await Lab.waitFor("the reader heard") {
-            try Lab.call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
+        try await Lab.withTheFrontDoor(directory: "/tmp/systemd-wedge") { _, _, radio in
+            try await Lab.waitForTheFrontDoor()
+            try await wedgeAndHearAgain(radio)
         }
+    }
+
+    private func wedgeAndHearAgain(_ radio: LabRadio) async throws {
         // Steps after this one: earlier tests leave no reader advertising, and with nothing
         // heard for discovery_watchdog the ladder climbs too (docs/bluez.md).
         let before = try #require(try Lab.call("status.get").get()["lastSequence"]?.int)

@@ -145,12 +145,11 @@ enum SystemdLab {
         return output.split(separator: "\n").last.map { String($0.dropFirst("-- cursor: ".count)) } ?? ""
     }
 
-    /// A site and the front door's reader on the lab radio; a credential registered with the
-    /// packaged accessctl as root (an admin), over the packaged unit's socket, without a PIN;
-    /// then manual access at the door (again once if the emulated radio lost the attempt, lab
-    /// README). The site and reader stop afterwards. Returns the invitation URL and the
-    /// access command's result.
-    static func openTheFrontDoor(directory: String, cardholder: String) async throws -> (String, CommandResult) {
+    /// A site and the front door's reader on the lab radio, heard by the kiosk's adapter at
+    /// -60 dBm, for `body`; the site and reader stop afterwards.
+    static func withTheFrontDoor<T>(
+        directory: String, _ body: (SiteHarness, LabReaders, LabRadio) async throws -> T
+    ) async throws -> T {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let radio = LabRadio()
         try radio.send("reset")
@@ -161,16 +160,30 @@ enum SystemdLab {
         try await readers.startWithRetry(site: site, readers: LabEndToEndTests.frontDoor)
         defer { readers.stop() }
         try radio.rssi("hci1", "hci0", -60)
-        let invitation = try site.invite(cardholder, byName: true).url
-        let provisioned = readers.provisionedCount
-        let register = try sh("accessctl credentials register '\(invitation)' --no-pin")
-        guard register.status == 0 else { throw TestEnvironmentError("register: \(register.output)") }
-        try await readers.waitForProvisioning(beyond: provisioned)
+        return try await body(site, readers, radio)
+    }
+
+    /// The front door (`withTheFrontDoor`); a credential registered with the packaged
+    /// accessctl as root (an admin), over the packaged unit's socket, without a PIN; then
+    /// manual access at the door (again once if the emulated radio lost the attempt, lab
+    /// README). Returns the invitation URL and the access command's result.
+    static func openTheFrontDoor(directory: String, cardholder: String) async throws -> (String, CommandResult) {
+        try await withTheFrontDoor(directory: directory) { site, readers, _ in
+            let invitation = try site.invite(cardholder, byName: true).url
+            let provisioned = readers.provisionedCount
+            let register = try sh("accessctl credentials register '\(invitation)' --no-pin")
+            guard register.status == 0 else { throw TestEnvironmentError("register: \(register.output)") }
+            try await readers.waitForProvisioning(beyond: provisioned)
+            try await waitForTheFrontDoor()
+            var access = try sh("accessctl access 2A01")
+            if access.status != 0 { access = try sh("accessctl access 2A01") }
+            return (invitation, access)
+        }
+    }
+
+    static func waitForTheFrontDoor() async throws {
         try await waitFor("the reader heard") {
             try call("readers.list").get()["readers"]?.array?.contains { $0["id"] == "00002A01" } == true
         }
-        var access = try sh("accessctl access 2A01")
-        if access.status != 0 { access = try sh("accessctl access 2A01") }
-        return (invitation, access)
     }
 }
