@@ -98,7 +98,11 @@ final class ShellHarness: @unchecked Sendable {
                 for service in services { group.addTask { try? await service.run() } }
             }
         }
-        try await waitUntil("discovery started") { await self.central.callCount("StartDiscovery") > 0 }
+        // A readiness wait, not a measure: generous, for a 2-core machine running the whole
+        // suite at once (30 s was exceeded there, in CI).
+        try await waitUntil("discovery started", timeout: .seconds(120)) {
+            await self.central.callCount("StartDiscovery") > 0
+        }
     }
 
     /// The control API on a real Unix socket, for the real `accessctl` against the fake
