@@ -107,6 +107,28 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
+    /// `connect()`, or with `wait` (`--wait` of the follow modes) until accessd's socket
+    /// answers, as `journalctl -f` starts before the service: said once on stderr, tried
+    /// again every 0.25 s doubling to 2 s. A socket the user may not use is not waited for.
+    func connect(waiting wait: Bool) throws -> ControlConnection {
+        guard wait else { return try connect() }
+        var delay = Duration.milliseconds(250)
+        var said = false
+        while true {
+            do {
+                return try ControlConnection(path: socket)
+            } catch {
+                if case .cannotConnect(_, let code) = error, code == EACCES { return try connect() }
+                if !said {
+                    printError("accessctl: waiting for accessd at \(socket) (\(error))")
+                    said = true
+                }
+            }
+            sleepFor(delay)
+            delay = min(delay * 2, .seconds(2))
+        }
+    }
+
     /// Calls a method in the contract's types; the answer as it came too (for `--json`).
     func call<Call: ControlCall>(
         _ connection: ControlConnection, _ call: Call.Type, _ params: Call.Params,

@@ -10,13 +10,22 @@ import ControlSocket
 /// is lost it says so on stderr, reconnects (0.25 s, doubling to 5 s), subscribes again after
 /// the last event it handed out (so nothing is lost and nothing repeated), and says when it
 /// is back. `events --follow` and `readers --watch` died with exit 69 on every restart.
+///
+/// Every wait has a deadline, reconnecting included: a live view redraws its clock and marks
+/// what it shows stale while accessd is away (issue #35: the view froze, showing the old
+/// table as live, until some reader moved after the restart).
 struct Following {
     let options: GlobalOptions
     let kinds: [String]?
     /// Replay from `lastSequence` on reconnecting (events); false: live only (readers).
     let resumes: Bool
     private(set) var lastSequence: Int64
-    private var connection: ControlConnection
+    /// Nil while accessd is away.
+    private(set) var current: ControlConnection?
+    /// Since when accessd has been away (nil while connected).
+    private(set) var lostAt: ContinuousClock.Instant?
+    private var retryAt = ContinuousClock.now
+    private var retryDelay = Duration.milliseconds(250)
     /// Called on each new connection before subscribing again (readers: the table afresh).
     var reconnected: (ControlConnection) throws -> Void = { _ in }
 
@@ -25,7 +34,7 @@ struct Following {
         options: GlobalOptions, connection: ControlConnection, kinds: [String]?, since: Int64?, sinceTime: Double? = nil
     ) throws {
         self.options = options
-        self.connection = connection
+        self.current = connection
         self.kinds = kinds
         resumes = since != nil || sinceTime != nil
         let answer = try options.call(
@@ -39,12 +48,33 @@ struct Following {
     /// `events.dropped` notice. Blocks; reconnects as long as it takes.
     mutating func next() throws -> JSONValue {
         while true {
+            if let notification = try next(within: .seconds(3600)) { return notification }
+        }
+    }
+
+    /// The next notification if one comes within `timeout`; nil otherwise (a live view
+    /// redraws its clock and ages meanwhile, and says when accessd is away).
+    mutating func next(within timeout: Duration) throws -> JSONValue? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            guard let connection = current else {
+                if ContinuousClock.now >= retryAt {
+                    try reconnect()
+                } else {
+                    sleepFor(min(retryAt, deadline) - ContinuousClock.now)
+                }
+                continue
+            }
+            guard connection.waitReadable(timeout: deadline - ContinuousClock.now) else { return nil }
             let notification: JSONValue
             do {
                 notification = try connection.nextNotification()
             } catch {
                 printError("accessctl: \(error); reconnecting")
-                try reconnect()
+                current = nil
+                lostAt = .now
+                retryDelay = .milliseconds(250)
+                retryAt = .now + retryDelay
                 continue
             }
             if let sequence = notification["params"]?["seq"]?.int {
@@ -53,48 +83,38 @@ struct Following {
             }
             return notification
         }
+        return nil
     }
 
-    /// The next notification if one comes within `timeout`; nil otherwise (a live view
-    /// redraws its clock and ages meanwhile).
-    mutating func next(within timeout: Duration) throws -> JSONValue? {
-        guard connection.waitReadable(timeout: timeout) else { return nil }
-        return try next()
-    }
-
-    /// The connection in use now (it changes when accessd restarts), for calls between events.
-    var current: ControlConnection { connection }
-
+    /// One attempt; on failure the next is due after the delay, doubling to 5 s.
     private mutating func reconnect() throws {
-        var delay = Duration.milliseconds(250)
-        while true {
-            sleepFor(delay)
-            delay = min(delay * 2, .seconds(5))
-            guard let fresh = try? ControlConnection(path: options.socket) else { continue }
-            try reconnected(fresh)
-            let params = SubscribeParams(since: resumes ? lastSequence : nil, kinds: kinds)
-            // Gone again before it answered: try again. A refusal (a role taken away) ends the
-            // follow as it would have at the start.
-            guard let result = try? fresh.call(ControlCalls.EventsSubscribe.method, JSONValue(encoding: params)) else {
-                continue
-            }
-            let answer: SubscribeAnswer
-            switch result {
-            case .success(let value): answer = try value.decode(SubscribeAnswer.self)
-            case .failure(let error):
-                printError("accessctl: accessd refused to resume: \(error.message)")
-                throw ExitCode(Exit.refused)
-            }
-            connection = fresh
-            if !resumes { lastSequence = answer.lastSequence }
-            printError(
-                resumes ? "accessctl: reconnected; resuming after event \(lastSequence)" : "accessctl: reconnected")
+        retryDelay = min(retryDelay * 2, .seconds(5))
+        retryAt = .now + retryDelay
+        guard let fresh = try? ControlConnection(path: options.socket) else { return }
+        try reconnected(fresh)
+        let params = SubscribeParams(since: resumes ? lastSequence : nil, kinds: kinds)
+        // Gone again before it answered: try again. A refusal (a role taken away) ends the
+        // follow as it would have at the start.
+        guard let result = try? fresh.call(ControlCalls.EventsSubscribe.method, JSONValue(encoding: params)) else {
             return
         }
+        let answer: SubscribeAnswer
+        switch result {
+        case .success(let value): answer = try value.decode(SubscribeAnswer.self)
+        case .failure(let error):
+            printError("accessctl: accessd refused to resume: \(error.message)")
+            throw ExitCode(Exit.refused)
+        }
+        current = fresh
+        lostAt = nil
+        if !resumes { lastSequence = answer.lastSequence }
+        printError(
+            resumes ? "accessctl: reconnected; resuming after event \(lastSequence)" : "accessctl: reconnected")
     }
 }
 
-private func sleepFor(_ duration: Duration) {
+/// Sleeps the thread (accessctl is synchronous), through signals.
+func sleepFor(_ duration: Duration) {
     var left = timespec(
         tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
     var asked = left
@@ -136,6 +156,7 @@ struct Events: ParsableCommand {
             """)
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Keep printing events as they happen.") var follow = false
+    @Flag(help: "With --follow: if accessd is not running yet, wait for it.") var wait = false
     @Option(
         help: ArgumentHelp(
             "Where to start (default: the last 20 events).",
@@ -151,6 +172,7 @@ struct Events: ParsableCommand {
     private var start: EventsStart { since.flatMap { EventsStart($0) } ?? EventsStart(sequence: nil, time: nil) }
 
     func validate() throws {
+        if wait && !follow { throw ValidationError("--wait goes with --follow") }
         if let since, EventsStart(since) == nil {
             throw ValidationError(
                 "--since: a sequence number (1200), an age (10m, 2h, 1d) or a local time (2026-11-23 08:00, 08:00)")
@@ -163,7 +185,7 @@ struct Events: ParsableCommand {
     private var kindList: [String]? { kinds?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
 
     func run() throws {
-        let connection = try options.connect()
+        let connection = try options.connect(waiting: wait)
         let last = try options.call(connection, ControlCalls.StatusGet.self).answer.lastSequence
         var following = try Following(
             options: options, connection: connection,

@@ -25,21 +25,29 @@ struct LiveView {
             ],
             since: nil)
         var state = Screen(readers: ReaderTable.byID(readers))
-        state.status = try? options.call(following.current, ControlCalls.StatusGet.self).answer
+        state.status = try? options.call(connection, ControlCalls.StatusGet.self).answer
         var lastPoll = ContinuousClock.now
         while true {
             draw(state)
+            let wasAway = following.current == nil
             if let notification = try following.next(within: .seconds(1)) {
                 state.apply(notification)
             }
-            // Ages and the header come from accessd once a second; events in between redraw at once.
-            if ContinuousClock.now - lastPoll >= .seconds(1) {
+            guard let current = following.current else {
+                // What is on screen is as it was when accessd went: said so, the clock moves on.
+                if state.awayFrom == nil { state.awayFrom = Double(time(nil)) }
+                continue
+            }
+            state.awayFrom = nil
+            // Ages and the header come from accessd once a second, and at once when it is back
+            // (the table is listed afresh: readers heard before the restart may be gone);
+            // events in between redraw at once.
+            if wasAway || ContinuousClock.now - lastPoll >= .seconds(1) {
                 lastPoll = .now
-                if let listed = try? options.call(following.current, ControlCalls.ReadersList.self) {
+                if let listed = try? options.call(current, ControlCalls.ReadersList.self) {
                     state.readers = ReaderTable.byID(listed.answer.readers)
                 }
-                state.status =
-                    (try? options.call(following.current, ControlCalls.StatusGet.self))?.answer ?? state.status
+                state.status = (try? options.call(current, ControlCalls.StatusGet.self))?.answer ?? state.status
             }
         }
     }
@@ -54,7 +62,11 @@ struct LiveView {
     static func lines(_ screen: Screen, now: Double) -> [String] {
         var lines: [String] = []
         let clock = String(localTime(now).dropFirst(11).prefix(8))
-        if let status = screen.status {
+        if let away = screen.awayFrom {
+            lines.append(
+                "accessd unreachable since \(localTime(away).dropFirst(11).prefix(8)): reconnecting; "
+                    + "below is what it said then   \(clock)")
+        } else if let status = screen.status {
             lines.append(
                 "accessd \(status.version)   scanning \(status.isScanning ? "on" : "off")   adapter \(status.adapter ?? "none")"
                     + "   automatic access \(onOff(status.automaticAccessEnabled))   \(clock)")
@@ -68,7 +80,8 @@ struct LiveView {
         for reader in screen.readers.values.sorted(by: { $0.id < $1.id }) {
             let label = (reader.id + " " + (reader.name ?? "")).padding(toLength: 24, withPad: " ", startingAt: 0)
             let loss = ReaderTable.decimal(reader.measuredPathLoss).leftPadded(to: 6) + " dB"
-            let heard = reader.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s" } ?? "-"
+            let heard =
+                screen.awayFrom != nil ? "stale" : reader.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s" } ?? "-"
             lines.append(
                 "\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).padding(toLength: 6, withPad: " ", startingAt: 0))"
                     + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  "
@@ -121,6 +134,8 @@ struct LiveView {
         var readers: [String: ReaderInfo]
         /// Newest last, at most five.
         var accesses: [String] = []
+        /// When accessd went away (wall-clock seconds), while it is.
+        var awayFrom: Double?
 
         mutating func apply(_ notification: JSONValue) {
             guard let event = ControlEvent(eventNotification: notification) else { return }

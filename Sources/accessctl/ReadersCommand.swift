@@ -24,9 +24,14 @@ extension Readers {
                 """)
         @OptionGroup var options: GlobalOptions
         @Flag(help: "Keep the table current until interrupted.") var watch = false
+        @Flag(help: "With --watch: if accessd is not running yet, wait for it.") var wait = false
+
+        func validate() throws {
+            if wait && !watch { throw ValidationError("--wait goes with --watch") }
+        }
 
         func run() throws {
-            let connection = try options.connect()
+            let connection = try options.connect(waiting: wait)
             let (answer, raw) = try options.call(connection, ControlCalls.ReadersList.self)
             guard watch else {
                 if options.json {

@@ -372,19 +372,4 @@ struct AccessctlTests {
         #expect(try complete("accessctl access --socket \(harness.socketPath) 2A") == "")
         #expect(ContinuousClock.now - started < .seconds(5))
     }
-
-    /// The first line with `text` after the first `after` lines, within 30 s (a readiness
-    /// wait: the whole suite at once on 2 cores took accessctl past 10 s).
-    private func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
-        for _ in 0..<1500 {
-            let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-            if let line = content.split(separator: "\n").dropFirst(after).first(where: { $0.contains(text) }) {
-                return String(line)
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestEnvironmentError(
-            "no line with \(text) in \(path) within 30 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")"
-        )
-    }
 }
