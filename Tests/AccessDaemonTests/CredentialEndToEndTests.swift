@@ -510,8 +510,9 @@ struct CredentialTLSTests {
         }
         #expect(error.data?["error"] == "site.unreachable")
         #expect(
-            error.message == "the site cannot be reached: its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): "
-                + "set [site] ca_file to the site's CA certificate", "\(error.message)")
+            error.message
+                == "the site cannot be reached: the certificate of 127.0.0.1:\(site.port) is not trusted "
+                + "(CERTIFICATE_VERIFY_FAILED): set [site] ca_file to the site's CA certificate", "\(error.message)")
         #expect(try untrusting.connect().call("credentials.list").get()["credentials"]?.array?.isEmpty == true)
         #expect(untrusting.stop() == 0)
     }

@@ -80,8 +80,9 @@ struct CredentialAdmin: Sendable {
                 credentialKey: credentialKey.publicKey,
                 secondFactorKey: secondFactorKey?.publicKey)
         } catch {
+            // The caller gets the reason; the feature states are the sites accessd holds
+            // credentials with (a mistyped URL marked the healthy site failing: issue #35).
             logger.warning("registration refused", metadata: ["site": "\(address)", "error": "\(error.code)"])
-            if error.isTransient { await sync.setFeature("cloudConnection", ok: false, error: error.code) }
             return .failure(.failed(error.code, error.description))
         }
         var sealed: SealedSecondFactorKey?
@@ -128,7 +129,6 @@ struct CredentialAdmin: Sendable {
             metadata: [
                 "credential": "\(credential.id)", "site": "\(registration.siteName)", "uid": "\(uid)",
             ])
-        await sync.setFeature("cloudConnection", ok: true, error: nil)
         journal.emit(
             CredentialsChangedEvent(
                 reason: .registered, credential: credential.id.description,

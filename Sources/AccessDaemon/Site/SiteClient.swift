@@ -47,6 +47,11 @@ public final class SiteClient: Sendable {
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.timeout = .init(connect: .seconds(Int64(min(timeout.components.seconds, 10))))
+        // A refused connection or an untrusted certificate is the answer: by default the
+        // library tries again until the connect timeout, and every call to a site that was
+        // down took exactly 10 s (issue #35). accessd retries on its own schedule (the sync's
+        // backoff, the change channel's), and a person at `register` wants the reason now.
+        configuration.connectionPool.retryConnectionEstablishment = false
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.timeout = .nanoseconds(
             Int64(timeout.components.seconds) * 1_000_000_000

@@ -9,14 +9,15 @@ enum SiteConnectionFailure {
         let host = hostAndPort(url)
         func has(_ markers: String...) -> Bool { markers.contains { text.contains($0) } }
         if has("CERTIFICATE_VERIFY_FAILED", "unableToValidateCertificate", "UNABLE_TO_GET_ISSUER", "SELF_SIGNED") {
-            return
-                "its certificate is not trusted (CERTIFICATE_VERIFY_FAILED): set [site] ca_file to the site's CA certificate"
+            return "the certificate of \(host) is not trusted (CERTIFICATE_VERIFY_FAILED): "
+                + "set [site] ca_file to the site's CA certificate"
         }
         if has("HOSTNAME_MISMATCH", "unableToValidateHostname", "invalidHostname") {
-            return "its certificate does not name \(host) (hostname mismatch): use the name the certificate is for"
+            return
+                "the certificate of \(host) does not name it (hostname mismatch): use the name the certificate is for"
         }
         if has("CERTIFICATE_EXPIRED", "certificateExpired") {
-            return "its certificate has expired, or this kiosk's clock is wrong (timedatectl status)"
+            return "the certificate of \(host) has expired, or this kiosk's clock is wrong (timedatectl status)"
         }
         if has("handshakeFailed", "WRONG_VERSION_NUMBER", "sslError") {
             return "the TLS handshake with \(host) failed (is it https? a proxy in the way?)"
