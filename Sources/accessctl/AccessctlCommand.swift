@@ -132,12 +132,13 @@ struct GlobalOptions: ParsableArguments {
     /// Calls a method in the contract's types; the answer as it came too (for `--json`).
     func call<Call: ControlCall>(
         _ connection: ControlConnection, _ call: Call.Type, _ params: Call.Params,
-        onNotification: ((JSONValue) -> Void)? = nil
+        onNotification: ((JSONValue) -> Void)? = nil, passing: Set<String> = []
     ) throws -> (answer: Call.Answer, raw: JSONValue) {
         let raw: JSONValue
         do {
             raw = try self.call(
-                connection, Call.method, try JSONValue(encoding: params), onNotification: onNotification)
+                connection, Call.method, try JSONValue(encoding: params), onNotification: onNotification,
+                passing: passing)
             return (try raw.decode(Call.Answer.self), raw)
         } catch let error as RPCError {
             printError(
@@ -154,11 +155,12 @@ struct GlobalOptions: ParsableArguments {
         try self.call(connection, call, NoParams())
     }
 
-    /// Calls a method; prints accessd's refusal and exits with its status on error.
-    /// Notifications that arrive meanwhile go to `onNotification` if given.
+    /// Calls a method; prints accessd's refusal and exits with its status on error, except
+    /// for refusals whose `error` is in `passing`: those are thrown as `PassedRefusal`, for
+    /// the command to handle. Notifications that arrive meanwhile go to `onNotification`.
     func call(
         _ connection: ControlConnection, _ method: ControlMethod, _ params: JSONValue = [:],
-        onNotification: ((JSONValue) -> Void)? = nil
+        onNotification: ((JSONValue) -> Void)? = nil, passing: Set<String> = []
     ) throws -> JSONValue {
         let result: Result<JSONValue, RPCError>
         do {
@@ -180,6 +182,8 @@ struct GlobalOptions: ParsableArguments {
         case .failure(let error) where error.refusesTheConnection:
             printError("accessctl: accessd refused the connection: \(error.message)")
             throw ExitCode(Exit.timedOut)
+        case .failure(let error) where error.data?["error"]?.string.map(passing.contains) == true:
+            throw PassedRefusal(error: error)
         case .failure(let error):
             let reason = error.data?["error"]?.string
             if let left = error.data?["attemptsLeft"]?.int, !json {
@@ -202,6 +206,11 @@ struct GlobalOptions: ParsableArguments {
             }
         }
     }
+}
+
+/// A refusal a command asked to handle itself (`call(passing:)`).
+struct PassedRefusal: Error {
+    let error: RPCError
 }
 
 struct Status: ParsableCommand {

@@ -50,24 +50,32 @@ struct Credentials: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register an invitation: by URL, or by --host and --code.",
             discussion: """
-                If the site asks for a second factor, set a PIN now: it is asked for twice without echo \
-                (or read from standard input with --pin-stdin). Without one, the credential works only at \
-                readers that need no second factor.
+                When the site asks for a second factor on this credential, a PIN is asked for twice \
+                without echo (or read from standard input with --pin-stdin); otherwise none is asked \
+                (--ask-pin sets one anyway). A second-factor invitation is never used without a PIN.
                 """)
         @OptionGroup var options: GlobalOptions
         @Argument(help: "The invitation URL.") var url: String?
         @Option(help: "The site's host (with the code, instead of a URL).") var host: String?
         @Option(help: "The invitation code.") var code: String?
         @Option(help: "The name the site shows for this device (default: accessd's).") var deviceName: String?
-        @Flag(help: "Set no PIN, and do not ask.") var noPin = false
+        @Flag(help: "Set no PIN, and do not ask (refused when the site asks for one).") var noPin = false
         @Flag(help: "Read the PIN from standard input (one line), for scripts.") var pinStdin = false
+        @Flag(help: "Set a PIN although the site does not ask for one (asked twice).") var askPin = false
         @Flag(help: "Replace the credential held for that site (it is deleted, and its site told).") var replace = false
+
+        static let secondFactorRequired = "invitation.secondFactorRequired"
 
         func validate() throws {
             guard (url != nil) != (host != nil || code != nil), url != nil || (host != nil && code != nil) else {
                 throw ValidationError("give an invitation URL, or --host and --code")
             }
-            guard !(noPin && pinStdin) else { throw ValidationError("--no-pin and --pin-stdin exclude each other") }
+            guard [noPin, pinStdin, askPin].filter({ $0 }).count <= 1 else {
+                throw ValidationError("--no-pin, --pin-stdin and --ask-pin exclude each other")
+            }
+            if askPin && !PinPrompt.hasTerminal {
+                throw ValidationError("no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input)")
+            }
         }
 
         func run() throws {
@@ -76,19 +84,36 @@ struct Credentials: ParsableCommand {
             if pinStdin {
                 guard let line = readLine(), !line.isEmpty else { throw ValidationError("no PIN on standard input") }
                 params.pin = line
-            } else if !noPin {
-                // Without a terminal the PIN could never be asked, and cannot be added later:
-                // refuse rather than register silently without one.
-                guard PinPrompt.hasTerminal else {
-                    throw ValidationError(
-                        "no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin")
-                }
+            } else if askPin {
                 params.pin = try PinPrompt.askTwice()
             }
             let connection = try options.connect()
             // The site may take up to [site] request_timeout: say what is being waited for.
             if isatty(2) == 1 && !options.json { printError("registering with the site…") }
-            let (credential, raw) = try options.call(connection, ControlCalls.CredentialsRegister.self, params)
+            var registered: (answer: CredentialInfo, raw: JSONValue)
+            do {
+                registered = try options.call(
+                    connection, ControlCalls.CredentialsRegister.self, params,
+                    passing: params.pin == nil ? [Self.secondFactorRequired] : [])
+            } catch let refusal as PassedRefusal {
+                // The site asks for a second factor and refused the invitation without one,
+                // leaving it unused (issue #35: it registered a credential that could never
+                // get a PIN): the PIN now, or why it cannot be asked.
+                guard !noPin else {
+                    printError("accessctl: \(refusal.error.message): this invitation needs a PIN; run without --no-pin")
+                    throw ExitCode(Exit.refused)
+                }
+                guard PinPrompt.hasTerminal else {
+                    printError(
+                        "accessctl: \(refusal.error.message): give the PIN on standard input with --pin-stdin")
+                    throw ExitCode(Exit.refused)
+                }
+                printError("The site asks for a second factor: set this credential's PIN.")
+                guard let pin = try PinPrompt.askTwice(optional: false) else { throw ExitCode(Exit.refused) }
+                params.pin = pin
+                registered = try options.call(connection, ControlCalls.CredentialsRegister.self, params)
+            }
+            let (credential, raw) = registered
             if options.json {
                 print(raw.jsonText)
                 return
@@ -221,13 +246,16 @@ enum PinPrompt {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Nil when the person enters nothing (no PIN); throws after three tries without a PIN
-    /// of the right format entered twice the same.
-    static func askTwice() throws -> String? {
+    /// Nil when the person enters nothing (no PIN) where a PIN is `optional`; throws after
+    /// three tries without a PIN of the right format entered twice the same.
+    static func askTwice(optional: Bool = true) throws -> String? {
         // The format is checked before the PIN is asked again (three tries).
         for _ in 0..<3 {
-            guard let first = read("PIN for the second factor (4-12 digits; empty for none): "), !first.isEmpty else {
-                return nil
+            let first = read("PIN for the second factor (4-12 digits\(optional ? "; empty for none" : "")): ")
+            guard let first, !first.isEmpty else {
+                if optional { return nil }
+                printError("accessctl: this credential needs a PIN")
+                continue
             }
             guard (try? PIN.validate(first)) != nil else {
                 printError(

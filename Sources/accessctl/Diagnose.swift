@@ -124,6 +124,16 @@ struct Diagnose: ParsableCommand {
                                 ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
                                 : "accessd holds no credential: register one with `accessctl credentials register URL`")
             )
+            if states.contains("errorNoSecondFactorSet") {
+                // A site that registered a second-factor credential without its key (issue #35:
+                // diagnose said ok): no PIN can ever be set on it.
+                checks.append(
+                    Check(
+                        name: "second factor", ok: false,
+                        detail: "a credential whose site asks for a second factor has no PIN (errorNoSecondFactorSet)",
+                        hint: "readers that require one deny it: delete it (accessctl credentials) and register "
+                            + "a new invitation with a PIN"))
+            }
             if let secrets = status.secrets {
                 let ok = secrets.problem == nil && secrets.keyUnavailable == 0
                 checks.append(

@@ -139,22 +139,23 @@ struct InlinePromptTests {
         await shell.stop()
     }
 
-    /// Registering without a terminal used to register silently without a PIN, which cannot be
-    /// added later. Now it is refused before anything is sent.
-    @Test func registeringWithoutATerminalNeedsAChoice() throws {
-        let result = try runCommand(
-            [
-                "/usr/bin/setsid", "-w", AccessctlTests.accessctl, "credentials", "register",
-                "https://site.example/v1/invitations/0123456789ABCDEF", "--socket", "/nonexistent",
-            ],
-            mergingErrors: true)
-        #expect(result.status == 64, "\(result.output)")
-        #expect(
-            result.output.contains(
-                "no terminal to ask for a PIN: give --pin-stdin (the PIN on standard input) or --no-pin"),
-            "\(result.output)")
+    /// Issue #35: a credential whose site asks for a second factor and that has no PIN (a site
+    /// registered it without the key) was `ok` in diagnose while every such reader denied it.
+    @Test func diagnoseNamesACredentialWithoutItsPIN() async throws {
+        let shell = try ShellHarness(secondFactor: true, pinSet: false)
+        try await shell.start()
+        let socket = try await shell.serveSocket()
+        let result = try await taskOnThreadOfItsOwn {
+            try runCommand(
+                [AccessctlTests.accessctl, "diagnose", "--socket", socket], mergingErrors: true,
+                environment: ["LC_ALL": "C.UTF-8"])
+        }.value
+        let line = result.output.split(separator: "\n").first { $0.contains("second factor") } ?? ""
+        #expect(line.hasPrefix("FAIL"), "\(result.output)")
+        #expect(line.contains("register a new invitation with a PIN"), "\(result.output)")
+        #expect(result.status != 0)
+        await shell.stop()
     }
-
 }
 
 /// What a pty session (script(1) into a file) has printed, once it holds `text`.

@@ -132,6 +132,9 @@ struct SiteAPI: Sendable {
             return .error(409, "invitation.used", "the invitation was already used")
         case .failure(.expired(let at)):
             return .error(410, "invitation.expired", "the invitation expired at \(Self.iso(at))")
+        case .failure(.secondFactorRequired):
+            return .error(
+                422, "invitation.secondFactorRequired", "this invitation asks for a second factor: register with a PIN")
         case .success(let credential):
             return .json(
                 201,

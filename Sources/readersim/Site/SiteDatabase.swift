@@ -147,6 +147,8 @@ final class SiteDatabase: Sendable {
         case unknown
         case expired(Double)
         case used
+        /// The invitation asks for a second factor and the registration brought no key.
+        case secondFactorRequired
     }
 
     /// Uses an invitation and records the credential in one transaction: both or neither.
@@ -163,6 +165,8 @@ final class SiteDatabase: Sendable {
             if (row["usedAt"] as Double?) != nil { return .failure(.used) }
             let expiresAt: Double = row["expiresAt"]
             if expiresAt <= now { return .failure(.expired(expiresAt)) }
+            // Without the key a PIN could never be set: refused, the invitation left unused.
+            if row["secondFactor"] as Bool, secondFactorKey == nil { return .failure(.secondFactorRequired) }
             var idBytes = [UInt8](repeating: 0, count: 16)
             var generator = SystemRandomNumberGenerator()
             for index in idBytes.indices { idBytes[index] = UInt8.random(in: 0...255, using: &generator) }

@@ -33,9 +33,11 @@ final class ShellHarness: @unchecked Sendable {
     private var socket: Task<Void, Never>?
     private var nextClient: UInt64 = 0
 
-    /// `secondFactor`: the credential's second factor is sealed under `pin`.
+    /// `secondFactor`: the credential's second factor is sealed under `pin` (with `pinSet`;
+    /// without, its site asks for one and it has none, as a site that registered it without
+    /// the key leaves it).
     init(
-        secondFactor: Bool = false, credentialState: CredentialState = .active,
+        secondFactor: Bool = false, pinSet: Bool = true, credentialState: CredentialState = .active,
         clock: any Clock<Duration> = ContinuousClock(),
         siteURL: String = "http://127.0.0.1:9", configure: (inout AccessdConfiguration) -> Void = { _ in }
     ) throws {
@@ -48,7 +50,7 @@ final class ShellHarness: @unchecked Sendable {
         configuration.radioRecovery = false
         configure(&configuration)
         var sealed: SealedSecondFactorKey?
-        if secondFactor {
+        if secondFactor && pinSet {
             var generator = SystemRandomNumberGenerator()
             // scrypt at N = 2^10, not the standard 2^15: the daemon opens a key with the
             // parameters it was sealed with, and at the standard cost (unoptimized in a debug
