@@ -25,9 +25,27 @@ extension Readers {
         @OptionGroup var options: GlobalOptions
         @Flag(help: "Keep the table current until interrupted.") var watch = false
         @Flag(help: "With --watch: if accessd is not running yet, wait for it.") var wait = false
+        @Option(
+            name: [.customShort("f"), .long],
+            help: ArgumentHelp(
+                "Columns, comma-separated, or all.",
+                discussion:
+                    "Columns: \(ReaderColumn.allCases.map(\.rawValue).joined(separator: ", ")). "
+                    + "Default: \(ReaderColumn.defaults.map(\.rawValue).joined(separator: ",")).",
+                valueName: "columns")) var fields: String?
 
         func validate() throws {
             if wait && !watch { throw ValidationError("--wait goes with --watch") }
+            if let fields, case .failure(let failure) = ReaderColumn.parse(fields) {
+                throw ValidationError(failure.message)
+            }
+        }
+
+        private var columns: [ReaderColumn] {
+            guard let fields, case .success(let columns) = ReaderColumn.parse(fields) else {
+                return ReaderColumn.defaults
+            }
+            return columns
         }
 
         func run() throws {
@@ -37,7 +55,7 @@ extension Readers {
                 if options.json {
                     for reader in raw["readers"]?.array ?? [] { print(reader.jsonText) }
                 } else {
-                    print(ReaderTable.text(answer.readers))
+                    print(ReaderTable.text(answer.readers, columns: columns))
                 }
                 return
             }
@@ -56,7 +74,7 @@ extension Readers {
                 // One shape for the whole stream: a snapshot first, then each change.
                 printLine(JSONValue.object(["snapshot": raw["readers"] ?? .array([])]).jsonText)
             } else {
-                printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+                printLine("\n" + ReaderTable.text(Array(current.readers.values), columns: self.columns))
             }
             following.reconnected = { fresh in
                 let listed = try? self.options.call(fresh, ControlCalls.ReadersList.self)
@@ -64,7 +82,7 @@ extension Readers {
                 if self.options.json {
                     printLine(JSONValue.object(["snapshot": listed?.raw["readers"] ?? .array([])]).jsonText)
                 } else {
-                    printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+                    printLine("\n" + ReaderTable.text(Array(current.readers.values), columns: self.columns))
                 }
             }
             while true {
@@ -78,8 +96,61 @@ extension Readers {
                 var screen = LiveView.Screen(readers: current.readers)
                 screen.apply(notification)
                 current.readers = screen.readers
-                printLine("\n" + ReaderTable.text(Array(current.readers.values)))
+                printLine("\n" + ReaderTable.text(Array(current.readers.values), columns: self.columns))
             }
+        }
+    }
+}
+
+/// One column of `accessctl readers` (`--fields`, as nmcli's `-f`): the defaults fit 80
+/// columns for readers with names of a dozen characters (issue #35: all eleven made 121).
+enum ReaderColumn: String, CaseIterable {
+    case id, name, kind, rssi
+    case pathLoss = "path-loss"
+    case thresholds, range, distance, heard, flags, scope
+
+    static let defaults: [ReaderColumn] = [.id, .name, .pathLoss, .range, .distance, .heard, .scope]
+
+    /// `id,range,heard` (any case) or `all`; a failure names the first word that is not a column.
+    static func parse(_ text: String) -> Result<[ReaderColumn], ValidationFailure> {
+        if text.lowercased() == "all" { return .success(allCases) }
+        var columns: [ReaderColumn] = []
+        for word in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = word.trimmingCharacters(in: .whitespaces).lowercased()
+            guard let column = ReaderColumn(rawValue: name) else { return .failure(ValidationFailure(word: name)) }
+            columns.append(column)
+        }
+        return .success(columns)
+    }
+
+    struct ValidationFailure: Error {
+        let word: String
+        var message: String {
+            "--fields: no column '\(word)' (columns: \(ReaderColumn.allCases.map(\.rawValue).joined(separator: ",")), or all)"
+        }
+    }
+
+    var header: String {
+        switch self {
+        case .pathLoss: "PATH LOSS"
+        case .thresholds: "AUTO/MANUAL"
+        default: rawValue.uppercased()
+        }
+    }
+
+    func value(_ r: ReaderInfo) -> String {
+        switch self {
+        case .id: r.id
+        case .name: r.name ?? "-"
+        case .kind: r.kind
+        case .rssi: "\(r.rssi) dBm"
+        case .pathLoss: ReaderTable.pathLoss(r.measuredPathLoss)
+        case .thresholds: "\(r.autoConnectPathLoss)/\(r.manualConnectPathLoss) dB"
+        case .range: ReaderTable.range(r)
+        case .distance: r.distance
+        case .heard: r.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s ago" } ?? "-"
+        case .flags: ReaderTable.flags(r)
+        case .scope: ScopeText.effective(r.scope)
         }
     }
 }
@@ -90,19 +161,10 @@ enum ReaderTable {
         Dictionary(readers.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
     }
 
-    static func text(_ readers: [ReaderInfo]) -> String {
-        let header = [
-            "ID", "NAME", "KIND", "RSSI", "PATH LOSS", "AUTO/MANUAL", "RANGE", "DISTANCE", "HEARD", "FLAGS", "SCOPE",
-        ]
-        var rows = [header]
-        for r in readers.sorted(by: { $0.id < $1.id }) {
-            rows.append([
-                r.id, r.name ?? "-", r.kind, "\(r.rssi) dBm", pathLoss(r.measuredPathLoss),
-                "\(r.autoConnectPathLoss)/\(r.manualConnectPathLoss) dB", range(r), r.distance,
-                r.heardSecondsAgo.map { "\(decimal($0)) s ago" } ?? "-", flags(r), ScopeText.effective(r.scope),
-            ])
-        }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+    static func text(_ readers: [ReaderInfo], columns: [ReaderColumn] = ReaderColumn.defaults) -> String {
+        var rows = [columns.map(\.header)]
+        for reader in readers.sorted(by: { $0.id < $1.id }) { rows.append(columns.map { $0.value(reader) }) }
+        let widths = columns.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines = rows.map { row in
             row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
                 .joined(separator: "  ").trailingSpacesRemoved
