@@ -120,13 +120,14 @@ struct AccessctlTests {
             held.append(connection)
         }
         let status = try runCommand(
-            [Self.accessctl, "--socket", harness.socketPath, "status"], mergingErrors: true, timeout: .seconds(20))
+            [Self.accessctl, "--socket", harness.socketPath, "status"], mergingErrors: true, timeout: readinessCeiling)
         #expect(status.status == 75, "\(status.output)")
         #expect(
             status.output == "accessctl: accessd refused the connection: too many clients (8); try again later\n",
             "\(status.output)")
         let diagnose = try runCommand(
-            [Self.accessctl, "--socket", harness.socketPath, "diagnose"], mergingErrors: true, timeout: .seconds(20))
+            [Self.accessctl, "--socket", harness.socketPath, "diagnose"], mergingErrors: true, timeout: readinessCeiling
+        )
         #expect(diagnose.output.contains("accessd refused the connection: too many clients (8)"), "\(diagnose.output)")
         #expect(!diagnose.output.contains("is accessd running"), "\(diagnose.output)")
         print("$ accessctl status\n\(status.output)$ accessctl diagnose\n\(diagnose.output)")

@@ -138,7 +138,7 @@ struct AuditUploadTests {
 
         site.mode.withLockedValue { $0 = .up }
         let all = try journalled(shell).count
-        try await shell.waitUntil("the site has all three", timeout: .seconds(20)) {
+        try await shell.waitUntil("the site has all three", timeout: readinessCeiling) {
             site.kept.withLockedValue { $0.events.count } == all
         }
         #expect(site.kept.withLockedValue { $0.events.keys.sorted() } == (try journalled(shell).map(\.sequence)))
@@ -161,7 +161,7 @@ struct AuditUploadTests {
         try await shell.waitUntil("the decision waits") { try await self.audit(shell)["backlog"] == 1 }
         shell.daemon.book.setState(.revoked, of: ShellHarness.credentialID)
         site.mode.withLockedValue { $0 = .up }
-        try await shell.waitUntil("the site has it", timeout: .seconds(20)) {
+        try await shell.waitUntil("the site has it", timeout: readinessCeiling) {
             site.kept.withLockedValue { $0.events.count } == 1
         }
         #expect(site.kept.withLockedValue { $0.events.keys.sorted() } == (try journalled(shell).map(\.sequence)))

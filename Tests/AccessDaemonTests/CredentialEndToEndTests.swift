@@ -130,7 +130,7 @@ struct CredentialEndToEndTests {
         type("482916")
         try await Task.sleep(for: .milliseconds(300))
         type("482916")
-        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(30)) }.value == 0)
+        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: readinessCeiling) }.value == 0)
         let screen = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
         let listed = try harness.connect().call("credentials.list").get()["credentials"]?.array ?? []
         #expect(listed.count == 1, "\(screen)")
@@ -356,7 +356,7 @@ struct CredentialEndToEndTests {
         _ = try watcher.call("events.subscribe", ["kinds": ["credentials.changed"]])
         try site.run(["revoke", id])
         let revoked = try #require(
-            try waitForEvent(watcher, timeout: .seconds(30)) {
+            try waitForEvent(watcher, timeout: readinessCeiling) {
                 $0["params"]?["data"]?["reason"] == "state" && $0["params"]?["data"]?["state"] == "revoked"
             })
         #expect(revoked["params"]?["data"]?["id"] == .string(id))

@@ -290,7 +290,7 @@ struct DaemonEndToEndTests {
         _ = try harness.connect().call("scanning.set", ["enabled": false])
         // 20 s: only reached on failure; a loaded 2-core machine took over 2 s for the first.
         for client in clients {
-            #expect(try waitForEvent(client, timeout: .seconds(20)) { $0["params"]?["kind"] == "sdk.state" } != nil)
+            #expect(try waitForEvent(client, timeout: readinessCeiling) { $0["params"]?["kind"] == "sdk.state" } != nil)
         }
         #expect(harness.stop() == 0)
     }

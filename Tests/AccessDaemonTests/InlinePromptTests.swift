@@ -56,7 +56,7 @@ struct InlinePromptTests {
         _ = typed.withCString { write(keyboard, $0, strlen($0)) }
         let final = try await waitForText("granted", in: out)
         #expect(!final.contains(ShellHarness.pin), "the PIN was echoed: \(final)")
-        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: .seconds(20)) }.value == 0)
+        #expect(try await taskOnThreadOfItsOwn { session.waitForExit(timeout: readinessCeiling) }.value == 0)
         // The screen as docs/operations.md shows it.
         print(
             "$ accessctl access 2A01\n"
@@ -84,7 +84,7 @@ struct InlinePromptTests {
                 input: "\(ShellHarness.pin)\n", mergingErrors: true)
         }.value
         #expect(pin.status == 0 && pin.output == "PIN accepted\n", "\(pin.output)")
-        #expect(try await taskOnThreadOfItsOwn { access.waitForExit(timeout: .seconds(20)) }.value == 0)
+        #expect(try await taskOnThreadOfItsOwn { access.waitForExit(timeout: readinessCeiling) }.value == 0)
         #expect(try String(contentsOfFile: out, encoding: .utf8).contains("granted: granted (access)"))
         // None open now: said, exit 1.
         let none = try await taskOnThreadOfItsOwn {
@@ -129,7 +129,7 @@ struct InlinePromptTests {
         let result = try await taskOnThreadOfItsOwn {
             try runCommand(
                 [AccessctlTests.accessctl, "access", "2A01", "--pin-stdin", "--socket", socket],
-                input: "000000\n111111\n12\n", mergingErrors: true, timeout: .seconds(20))
+                input: "000000\n111111\n12\n", mergingErrors: true, timeout: readinessCeiling)
         }.value
         #expect(result.status == 1, "\(result.output)")
         #expect(result.output.contains("accessctl: wrong PIN (3 attempts left)"), "\(result.output)")
@@ -160,11 +160,13 @@ struct InlinePromptTests {
 
 /// What a pty session (script(1) into a file) has printed, once it holds `text`.
 func waitForText(_ text: String, in path: String) async throws -> String {
-    for _ in 0..<1000 {
+    let deadline = ContinuousClock.now + readinessCeiling
+    while ContinuousClock.now < deadline {
         let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         if content.contains(text) { return content }
         try await Task.sleep(for: .milliseconds(20))
     }
     throw TestEnvironmentError(
-        "no '\(text)' in \(path) within 20 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+        "no '\(text)' in \(path) within \(readinessCeiling): \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")"
+    )
 }

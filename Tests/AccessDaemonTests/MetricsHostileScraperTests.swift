@@ -92,7 +92,7 @@ struct MetricsHostileScraperTests {
         defer { _ = harness.stop() }
         let tcp = try runCommand(
             ["/usr/bin/socat", "-t", "5", "-", "TCP:127.0.0.1:\(port)"],
-            input: "GET /metrics HTTP/1.1\r\nHost: kiosk\r\n\r\n", timeout: .seconds(20))
+            input: "GET /metrics HTTP/1.1\r\nHost: kiosk\r\n\r\n", timeout: readinessCeiling)
         #expect(
             tcp.output.hasPrefix("HTTP/1.1 200 OK") && tcp.output.contains("accessd_uptime_seconds"), "\(tcp.output)")
         _ = harness.stop()
@@ -104,7 +104,7 @@ struct MetricsHostileScraperTests {
         try await harness.start()
         let unix = try runCommand(
             ["/usr/bin/socat", "-t", "5", "-", "UNIX-CONNECT:\(socketPath)"],
-            input: "GET /metrics HTTP/1.0\r\n\r\n", timeout: .seconds(20))
+            input: "GET /metrics HTTP/1.0\r\n\r\n", timeout: readinessCeiling)
         #expect(unix.output.hasPrefix("HTTP/1.0 200 OK"), "\(unix.output)")
         var info = stat()
         #expect(

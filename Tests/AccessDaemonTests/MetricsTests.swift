@@ -17,7 +17,7 @@ struct MetricsTests {
         // `target`: curl's options, then the base URL, to which `path` is added.
         let arguments = target.dropLast() + [(target.last ?? "") + path]
         let result = try runCommand(
-            ["/usr/bin/curl", "-s", "-X", method, "-w", "\n%{http_code}"] + arguments, timeout: .seconds(20))
+            ["/usr/bin/curl", "-s", "-X", method, "-w", "\n%{http_code}"] + arguments, timeout: readinessCeiling)
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }

@@ -91,7 +91,7 @@ struct ReaderScopeShellTests {
         #expect(try shell.events("access.started").isEmpty)
 
         _ = try await shell.call("readers.resetScope", ["reader": "2A01"], role: .operator).get()
-        let granted = try await shell.waitForEvent("access.completed", timeout: .seconds(10))
+        let granted = try await shell.waitForEvent("access.completed", timeout: readinessCeiling)
         #expect(granted["reader"] == "00002A01" && granted["origin"] == "automatic", "\(granted)")
         await shell.stop()
     }

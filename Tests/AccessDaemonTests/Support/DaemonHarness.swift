@@ -103,7 +103,8 @@ final class DaemonHarness: @unchecked Sendable {
     func waitForStatus(_ condition: (JSONValue) -> Bool) async throws -> JSONValue {
         let connection = try connect()
         var last: JSONValue = .null
-        for _ in 0..<1500 {  // 30 s: a loaded CI machine runs many daemons at once
+        let deadline = ContinuousClock.now + readinessCeiling
+        while ContinuousClock.now < deadline {
             if case .success(let status) = try connection.call("status.get") {
                 last = status
                 if condition(status) { return status }
@@ -125,7 +126,8 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// Waits until the mock recorded `method` on `path`.
     func waitForCall(_ method: String, on path: String = "/org/bluez/hci0") async throws -> Bool {
-        for _ in 0..<1500 {  // 30 s: only reached on failure
+        let deadline = ContinuousClock.now + readinessCeiling
+        while ContinuousClock.now < deadline {
             if try await mock.calls(path).contains(method) { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -151,7 +153,7 @@ func readNotifications(_ connection: ControlConnection, count: Int64, timeout: D
 
 /// Reads notifications until `predicate` matches one (or the deadline passes).
 func waitForEvent(
-    _ connection: ControlConnection, timeout: Duration = .seconds(30),
+    _ connection: ControlConnection, timeout: Duration = readinessCeiling,
     _ predicate: (JSONValue) -> Bool
 ) throws -> JSONValue? {
     let deadline = ContinuousClock.now + timeout

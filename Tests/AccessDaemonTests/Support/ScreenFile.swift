@@ -3,10 +3,10 @@ import Foundation
 
 /// The first line of the file at `path`, past its first `after` lines, that contains `text`,
 /// as soon as it is there (a follow mode or a live view writing into a file); throws after
-/// 30 s with what the file holds (a readiness wait: the whole suite at once on 2 cores took
-/// accessctl past 10 s).
+/// `readinessCeiling` with what the file holds.
 func waitForLine(in path: String, containing text: String, after: Int = 0) async throws -> String {
-    for _ in 0..<1500 {
+    let deadline = ContinuousClock.now + readinessCeiling
+    while ContinuousClock.now < deadline {
         let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         if let line = content.split(whereSeparator: \.isNewline).dropFirst(after).first(where: { $0.contains(text) }) {
             return String(line)
@@ -14,7 +14,8 @@ func waitForLine(in path: String, containing text: String, after: Int = 0) async
         try await Task.sleep(for: .milliseconds(20))
     }
     throw TestEnvironmentError(
-        "no line with \(text) in \(path) within 30 s: \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")")
+        "no line with \(text) in \(path) within \(readinessCeiling): \((try? String(contentsOfFile: path, encoding: .utf8)) ?? "")"
+    )
 }
 
 /// How many lines the file at `path` has now (for `waitForLine(after:)`). A pty ends lines

@@ -102,7 +102,7 @@ final class ShellHarness: @unchecked Sendable {
         }
         // A readiness wait, not a measure: generous, for a 2-core machine running the whole
         // suite at once (30 s was exceeded there, in CI).
-        try await waitUntil("discovery started", timeout: .seconds(120)) {
+        try await waitUntil("discovery started") {
             await self.central.callCount("StartDiscovery") > 0
         }
     }
@@ -181,7 +181,7 @@ final class ShellHarness: @unchecked Sendable {
     }
 
     func waitForEvent(
-        _ kind: String, timeout: Duration = .seconds(30),
+        _ kind: String, timeout: Duration = readinessCeiling,
         where predicate: (JSONValue) -> Bool = { _ in true }
     ) async throws -> JSONValue {
         let deadline = ContinuousClock.now + timeout
@@ -192,7 +192,8 @@ final class ShellHarness: @unchecked Sendable {
         throw TestEnvironmentError("no \(kind) event within \(timeout): \(try events(kind))")
     }
 
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws
+    func waitUntil(_ what: String, timeout: Duration = readinessCeiling, _ condition: () async throws -> Bool)
+        async throws
     {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
