@@ -61,4 +61,65 @@ struct SiteFailFastTests {
         #expect(siteLine?.hasPrefix("ok") == true, "\(diagnose.output)")
         #expect(harness.stop() == 0)
     }
+
+    /// A site address where connection attempts vanish (a firewall that drops them): with a
+    /// 3 s request timeout, registration ends after the connect timeout, saying so and naming
+    /// the host; it said "the connection to … failed (HTTPClientError)".
+    @Test func aSiteThatDropsConnectionAttemptsIsNamedAfterTheConnectTimeout() async throws {
+        let blackhole = try DroppingListener()
+        defer { blackhole.close() }
+        let harness = try await DaemonHarness(config: "[site]\nrequest_timeout = 3\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let started = ContinuousClock.now
+        let answer = try harness.connect().call(
+            "credentials.register", ["host": .string("http://127.0.0.1:\(blackhole.port)"), "code": "7KQ2M9XD4TPAZC3N"])
+        let after = ContinuousClock.now - started
+        guard case .failure(let refusal) = answer else {
+            Issue.record("registered through a listener that accepts nothing")
+            return
+        }
+        #expect(
+            refusal.message.contains("127.0.0.1:\(blackhole.port) did not accept a connection in time (connect timeout)"),
+            "\(refusal.message)")
+        print("register to a host that drops connection attempts: \(after): \(refusal.message)")
+    }
+}
+
+/// A TCP listener on loopback whose accept queue is full: the kernel drops every further SYN,
+/// as a firewall between a kiosk and its site does (no refusal, no answer).
+struct DroppingListener {
+    let port: UInt16
+    private let descriptors: [Int32]
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TestEnvironmentError("no listener: errno \(errno)") }
+        port = UInt16(bigEndian: address.sin_port)
+        // Backlog 0 queues one connection; two more fill what the kernel allows beyond it.
+        var filling: [Int32] = []
+        for _ in 0..<3 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            _ = fcntl(client, F_SETFL, O_NONBLOCK)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) }
+            }
+            filling.append(client)
+        }
+        descriptors = [listener] + filling
+    }
+
+    func close() {
+        for descriptor in descriptors { _ = Glibc.close(descriptor) }
+    }
 }

@@ -46,7 +46,11 @@ public final class SiteClient: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
-        configuration.timeout = .init(connect: .seconds(Int64(min(timeout.components.seconds, 10))))
+        // Connecting gets half the call's time, 5 s at most: a site whose connection attempts
+        // vanish (a firewall that drops them) is then reported as unreachable, by name, before
+        // the call's own deadline hides why (issue #35).
+        let connectMilliseconds = min(timeout.components.seconds * 500, 5000)
+        configuration.timeout = .init(connect: .milliseconds(max(connectMilliseconds, 500)))
         // A refused connection or an untrusted certificate is the answer: by default the
         // library tries again until the connect timeout, and every call to a site that was
         // down took exactly 10 s (issue #35). accessd retries on its own schedule (the sync's
@@ -255,10 +259,7 @@ public final class SiteClient: Sendable {
         let buffer: ByteBuffer
         do {
             (status, buffer) = try await fetchWithinTimeout(request, holding: holding)
-        } catch let error as HTTPClientError
-            where error == .deadlineExceeded || error == .readTimeout
-            || error == .connectTimeout
-        {
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             throw .timedOut
         } catch let error as HTTPClientError where error == .invalidURL || error == .emptyHost {
             throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))

@@ -25,6 +25,12 @@ enum SiteConnectionFailure {
         if has("connectionRefused", "Connection refused", "ECONNREFUSED") {
             return "nothing accepts connections at \(host) (connection refused)"
         }
+        if has("connectTimeout") {
+            // A host that drops connection attempts (a firewall, a wrong address on another
+            // network): nothing refuses, so only the connect timeout ends the call.
+            return "\(host) did not accept a connection in time (connect timeout): "
+                + "check that this kiosk can reach it (address, firewall, proxy)"
+        }
         if has("NXDOMAIN", "dnsAError", "dnsAAAAError", "Name or service not known", "nodename nor servname") {
             return "the name in \(host) does not resolve (DNS)"
         }
