@@ -80,7 +80,8 @@ struct SiteFailFastTests {
             return
         }
         #expect(
-            refusal.message.contains("127.0.0.1:\(blackhole.port) did not accept a connection in time (connect timeout)"),
+            refusal.message.contains(
+                "127.0.0.1:\(blackhole.port) did not accept a connection in time (connect timeout)"),
             "\(refusal.message)")
         print("register to a host that drops connection attempts: \(after): \(refusal.message)")
     }
