@@ -61,13 +61,13 @@ public actor FakeCentral: BluetoothCentral {
 
     // MARK: What the test does
 
-    public func addAdapter(_ name: String = "hci0", powered: Bool = true) {
-        let adapter = AdapterState(
-            path: "/org/bluez/" + name,
-            properties: [
-                "Powered": .bool(powered),
-                "Address": .string("00:AA:00:00:00:01"),
-            ])
+    /// `roles`: `Adapter1.Roles` as BlueZ gives it (empty: a BR/EDR-only controller; nil:
+    /// not given, as before BlueZ 5.48).
+    public func addAdapter(_ name: String = "hci0", powered: Bool = true, roles: [String]? = ["central", "peripheral"])
+    {
+        var properties: [String: DBusValue] = ["Powered": .bool(powered), "Address": .string("00:AA:00:00:00:01")]
+        if let roles { properties["Roles"] = .strings(roles) }
+        let adapter = AdapterState(path: "/org/bluez/" + name, properties: properties)
         adapters[adapter.path] = adapter
         events.post(.adapterAdded(adapter))
     }

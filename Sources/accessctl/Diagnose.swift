@@ -101,15 +101,21 @@ struct Diagnose: ParsableCommand {
                                 : "bluetoothctl power on; rfkill unblock bluetooth"))
             }
             if let radio = status.radio, adapter != nil {
-                // What the ladder tried, and what only a person can do (issue #38).
+                // What the ladder tried, and what only a person can do (issue #38); an adapter
+                // that cannot do the job at all says so first.
                 let stuck = radio.state == "stuck"
+                let hint =
+                    radio.unfit != nil
+                    ? "use an adapter with Bluetooth LE (4.0 or later): name it in [bluetooth] adapter, "
+                        + "or remove that line to take the first fit one"
+                    : stuck
+                        ? "unplug and replug the adapter, or reboot the kiosk; the steps: "
+                            + "journalctl -u accessd ACCESSD_KIND=radio.recovery"
+                        : nil
                 checks.append(
                     Check(
-                        name: "radio", ok: !stuck, detail: StatusText.radioLine(radio),
-                        hint: stuck
-                            ? "unplug and replug the adapter, or reboot the kiosk; the steps: "
-                                + "journalctl -u accessd ACCESSD_KIND=radio.recovery"
-                            : nil))
+                        name: "radio", ok: !stuck && radio.unfit == nil, detail: StatusText.radioLine(radio), hint: hint
+                    ))
             }
             let credentials = status.credentialCount
             let usable = status.usableCredentialCount

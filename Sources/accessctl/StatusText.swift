@@ -69,6 +69,7 @@ enum StatusText {
     static func radioLine(_ radio: RadioStatus) -> String {
         let recovered = radio.recoveries.filter { $0.result == "recovered" }
         let tried = radio.recoveries.map { "\($0.rung) \($0.result) \($0.count)" }.joined(separator: ", ")
+        if let unfit = radio.unfit { return "NOT USABLE: \(unfit)" }
         switch radio.state {
         case "stuck":
             let retry = radio.retryInSeconds.map { "; next power cycle in \($0) s" } ?? ""

@@ -22,12 +22,13 @@ struct SdkStateTests {
         #expect(SdkState.canScan(Self.ready))
     }
 
-    @Test(arguments: MobileAccessState.allCases.prefix(4))
+    @Test(arguments: MobileAccessState.allCases.prefix(5))
     func eachMissingRadioPreconditionHasItsStateAndStopsScanning(_ expected: MobileAccessState) {
         var inputs = Self.ready
         switch expected {
         case .bluetoothServiceUnavailable: inputs.bluetoothServicePresent = false
         case .errorNoBleFeature: inputs.adapterPresent = false
+        case .errorDeviceNotSupported: inputs.adapterUnfit = true
         case .bleErrorDisabled: inputs.adapterPowered = false
         case .bleErrorUnauthorized: inputs.permissionGranted = false
         default: Issue.record("not a radio state: \(expected)")
@@ -70,5 +71,20 @@ struct SdkStateTests {
         #expect(change?.states == [.bleErrorDisabled])
         #expect(tracker.update { $0.adapterPowered = false } == nil)
         #expect(tracker.update { $0.featureSyncErrors = ["aperio"] }?.featureSyncErrors == ["aperio"])
+    }
+}
+
+/// What bluetoothd's `Adapter1.Roles` says an adapter can do (issue #38, part 3).
+@Suite("Adapter fitness")
+struct AdapterFitnessTests {
+    @Test func anLECentralIsFitAndAnUnsaidOneGetsTheBenefitOfTheDoubt() {
+        #expect(AdapterFitness.problem(roles: ["central", "peripheral", "central-peripheral"]) == nil)
+        #expect(AdapterFitness.problem(roles: ["central"]) == nil)
+        #expect(AdapterFitness.problem(roles: nil) == nil)
+    }
+
+    @Test func noLEOrNoCentralRoleIsUnfitWithTheReason() {
+        #expect(AdapterFitness.problem(roles: [])?.contains("BR/EDR-only") == true)
+        #expect(AdapterFitness.problem(roles: ["peripheral"])?.contains("no LE central role") == true)
     }
 }

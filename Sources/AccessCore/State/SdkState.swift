@@ -5,6 +5,8 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
     case bluetoothServiceUnavailable
     /// No Bluetooth adapter (the SDK's `errorNoBleFeature`).
     case errorNoBleFeature
+    /// The adapter cannot do the job (no LE central role: `AdapterFitness`); the SDK's name.
+    case errorDeviceNotSupported
     /// The adapter is powered off or blocked by rfkill.
     case bleErrorDisabled
     /// BlueZ refuses us (D-Bus access denied).
@@ -29,14 +31,15 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
         switch self {
         case .bluetoothServiceUnavailable: 0
         case .errorNoBleFeature: 1
-        case .bleErrorDisabled: 2
-        case .bleErrorUnauthorized: 3
-        case .errorBleStuck: 4
-        case .errorNoCredentials: 5
-        case .errorNoSecondFactorSet: 6
-        case .secondFactorLockedOut: 7
-        case .errorCredentialsOffline: 8
-        case .errorCredentialKeyUnavailable: 9
+        case .errorDeviceNotSupported: 2
+        case .bleErrorDisabled: 3
+        case .bleErrorUnauthorized: 4
+        case .errorBleStuck: 5
+        case .errorNoCredentials: 6
+        case .errorNoSecondFactorSet: 7
+        case .secondFactorLockedOut: 8
+        case .errorCredentialsOffline: 9
+        case .errorCredentialKeyUnavailable: 10
         }
     }
 
@@ -50,6 +53,8 @@ public enum MobileAccessState: String, Sendable, CaseIterable, Comparable {
 public struct SdkStateInputs: Hashable, Sendable {
     public var bluetoothServicePresent = false
     public var adapterPresent = false
+    /// The adapter cannot do the job (`AdapterFitness`): it is not used.
+    public var adapterUnfit = false
     public var adapterPowered = false
     /// rfkill soft or hard block.
     public var adapterBlocked = false
@@ -91,6 +96,8 @@ public struct SdkState: Hashable, Sendable {
             states.append(.bleErrorUnauthorized)
         } else if !inputs.adapterPresent {
             states.append(.errorNoBleFeature)
+        } else if inputs.adapterUnfit {
+            states.append(.errorDeviceNotSupported)
         } else if !inputs.adapterPowered || inputs.adapterBlocked {
             states.append(.bleErrorDisabled)
         } else if inputs.adapterStuck {
@@ -111,7 +118,7 @@ public struct SdkState: Hashable, Sendable {
     /// starts only once they do): bluetoothd present, permitted, an adapter powered.
     public static func canScan(_ inputs: SdkStateInputs) -> Bool {
         inputs.bluetoothServicePresent && inputs.permissionGranted && inputs.adapterPresent
-            && inputs.adapterPowered && !inputs.adapterBlocked
+            && !inputs.adapterUnfit && inputs.adapterPowered && !inputs.adapterBlocked
     }
 }
 

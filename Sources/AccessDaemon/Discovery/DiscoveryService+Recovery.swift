@@ -79,7 +79,7 @@ extension DiscoveryService {
                 }
             }
         }
-        return RadioStatus(state: state, recoveries: counts, retryInSeconds: retry)
+        return RadioStatus(state: state, recoveries: counts, retryInSeconds: retry, unfit: unfitReason)
     }
 
     /// The power cycle has ended when BlueZ reports the adapter powered again after it was

@@ -32,6 +32,8 @@ actor DiscoveryService {
     var powerCycleSawOff = false
     var adapters: [String: AdapterState] = [:]
     var adapterPath: String?
+    /// Why the adapter in use cannot do the job (`AdapterFitness`), reported in `status.get`.
+    var unfitReason: String?
     var scanningEnabled: Bool
 
     init(
@@ -95,11 +97,13 @@ actor DiscoveryService {
             updateSdk {
                 $0.bluetoothServicePresent = false
                 $0.adapterPresent = false
+                $0.adapterUnfit = false
                 $0.discoveryRunning = false
             }
         case .adapterAdded(let adapter), .adapterChanged(let adapter):
             adapters[adapter.path] = adapter
-            if adapterPath == nil { chooseAdapter() }
+            // A fit adapter appearing beside an unfit one in use is taken.
+            if adapterPath == nil || unfitReason != nil { chooseAdapter() }
             guard adapter.path == adapterPath else { return }
             if !adapter.powered { access.yield(.forgetReaders) }
             adopt(adapter)
@@ -110,6 +114,7 @@ actor DiscoveryService {
             use(nil)
             updateSdk {
                 $0.adapterPresent = false
+                $0.adapterUnfit = false
                 $0.discoveryRunning = false
             }
             chooseAdapter()
@@ -132,32 +137,45 @@ actor DiscoveryService {
         }
     }
 
-    /// The configured adapter, or the first powered one.
+    /// The configured adapter, or the first fit and powered one (an unfit one only when there
+    /// is nothing else, so that the state says why nothing is heard).
     private func chooseAdapter() {
         let candidates = adapters.values.filter { wantedAdapter == nil || $0.path == wantedAdapter }
-        guard
-            let chosen = candidates.sorted(by: { ($0.powered ? 0 : 1, $0.path) < ($1.powered ? 0 : 1, $1.path) }).first
-        else {
+        func rank(_ adapter: AdapterState) -> (Int, Int, String) {
+            (AdapterFitness.problem(roles: adapter.roles) == nil ? 0 : 1, adapter.powered ? 0 : 1, adapter.path)
+        }
+        guard let chosen = candidates.sorted(by: { rank($0) < rank($1) }).first else {
             if adapterPath == nil { updateSdk { $0.adapterPresent = false } }
             return
         }
         guard chosen.path != adapterPath else { return }
+        if let current = adapterPath.flatMap({ adapters[$0] }), rank(current) <= rank(chosen) { return }
         logger.notice("using adapter", metadata: ["adapter": "\(chosen.name)", "powered": "\(chosen.powered)"])
         use(chosen.path)
         adopt(chosen)
     }
 
     private func use(_ path: String?) {
-        if path == nil, adapterPath != nil { access.yield(.forgetReaders) }
+        let leaving = adapterPath != nil && path != adapterPath
+        if leaving { access.yield(.forgetReaders) }
+        if path == nil { unfitReason = nil }
         adapterPath = path
         access.yield(.adapter(path))
-        if path == nil { drive(.adapterChanged(path: nil, discovering: false)) }
+        // The machine leaves the old adapter before the new one's conditions reach it: taking
+        // a fit adapter in place of an unfit one otherwise started discovery on the unfit one.
+        if leaving || path == nil { drive(.adapterChanged(path: nil, discovering: false)) }
     }
 
     /// The SDK state follows the adapter in use; discovery follows the SDK state.
     private func adopt(_ adapter: AdapterState) {
+        let problem = AdapterFitness.problem(roles: adapter.roles)
+        if problem != unfitReason, let problem {
+            logger.warning("adapter not usable", metadata: ["adapter": "\(adapter.name)", "reason": "\(problem)"])
+        }
+        unfitReason = problem
         updateSdk {
             $0.adapterPresent = true
+            $0.adapterUnfit = problem != nil
             $0.adapterPowered = adapter.powered
             $0.adapterBlocked = adapter.isBlocked
             $0.discoveryRunning = adapter.discovering

@@ -12,6 +12,9 @@ public struct AdapterState: Hashable, Sendable {
     public var discovering: Bool
     /// `PowerState` (BlueZ ≥ 5.66): "on", "off", "off-blocked" (rfkill), "off-enabling", "on-disabling".
     public var powerState: String?
+    /// `Roles` (BlueZ ≥ 5.48): the LE roles it supports ("central", "peripheral",
+    /// "central-peripheral"); empty for a BR/EDR-only controller, nil when not said.
+    public var roles: [String]?
 
     /// `hci0`
     public var name: String { String(path.split(separator: "/").last ?? "") }
@@ -24,6 +27,7 @@ public struct AdapterState: Hashable, Sendable {
         self.powered = properties["Powered"]?.bool ?? false
         self.discovering = properties["Discovering"]?.bool ?? false
         self.powerState = properties["PowerState"]?.string
+        self.roles = properties["Roles"]?.strings
     }
 
     mutating func apply(_ changed: [String: DBusValue]) {
@@ -31,6 +35,7 @@ public struct AdapterState: Hashable, Sendable {
         if let value = changed["Powered"]?.bool { powered = value }
         if let value = changed["Discovering"]?.bool { discovering = value }
         if let value = changed["PowerState"]?.string { powerState = value }
+        if let value = changed["Roles"]?.strings { roles = value }
     }
 }
 

@@ -8,11 +8,15 @@ public struct RadioStatus: Codable, Sendable, Hashable {
     public var recoveries: [RecoveryCount]
     /// When the adapter is stuck: seconds until the next power cycle.
     public var retryInSeconds: Int?
+    /// Why the adapter cannot do the job (no LE central role), when it cannot: it is not
+    /// used, and the SDK state is `errorDeviceNotSupported`.
+    public var unfit: String?
 
-    public init(state: String, recoveries: [RecoveryCount], retryInSeconds: Int? = nil) {
+    public init(state: String, recoveries: [RecoveryCount], retryInSeconds: Int? = nil, unfit: String? = nil) {
         self.state = state
         self.recoveries = recoveries
         self.retryInSeconds = retryInSeconds
+        self.unfit = unfit
     }
 }
 
