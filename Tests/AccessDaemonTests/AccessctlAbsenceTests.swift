@@ -20,20 +20,9 @@ struct AccessctlAbsenceTests {
         let harness = try await DaemonHarness()
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
-        let keyboard = harness.directory + "/keyboard"
-        let screen = harness.directory + "/screen"
-        #expect(mkfifo(keyboard, 0o600) == 0)
-        let held = open(keyboard, O_RDWR)
-        defer { close(held) }
-        let view = try ChildProcess(
-            [
-                "/bin/sh", "-c",
-                "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1",
-            ], environment: ["LC_ALL": "C.UTF-8"])
-        defer {
-            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(harness.socketPath)"])
-            _ = view.stop(grace: 1)
-        }
+        let view = try ReadersWatchOnATerminal(harness)
+        defer { view.stop() }
+        let screen = view.screen
         try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
         try await harness.advertise(payload: DaemonEndToEndTests.payload, rssi: -90)
         _ = try await waitForLine(in: screen, containing: "00002A01 Front door")

@@ -304,21 +304,9 @@ struct AccessctlTests {
         let harness = try await DaemonHarness()
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
-        let keyboard = harness.directory + "/keyboard"
-        let screen = harness.directory + "/screen"
-        #expect(mkfifo(keyboard, 0o600) == 0)
-        let held = open(keyboard, O_RDWR)
-        defer { close(held) }
-        // A UTF-8 terminal, whatever the test runs under (its symbols are ASCII elsewhere).
-        let view = try ChildProcess(
-            [
-                "/bin/sh", "-c",
-                "exec /usr/bin/script -qec \"'\(Self.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(keyboard)' > '\(screen)' 2>&1",
-            ], environment: ["LC_ALL": "C.UTF-8"])
-        defer {
-            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(harness.socketPath)"])
-            _ = view.stop(grace: 1)
-        }
+        let view = try ReadersWatchOnATerminal(harness)
+        defer { view.stop() }
+        let screen = view.screen
         _ = try await waitForLine(in: screen, containing: "(no readers heard)")
         try await harness.mock.addDevice(DaemonHarness.readerAddress, alias: "Front door")
         // tx −59 dBm at −90 dBm: 31 dB, between the reader's auto (20) and manual (40) thresholds.

@@ -94,19 +94,14 @@ struct DroppingListener {
     private let descriptors: [Int32]
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try LoopbackPort.bound()
+        guard listen(listener, 0) == 0 else { throw TestEnvironmentError("listen: errno \(errno)") }
+        self.port = UInt16(port)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TestEnvironmentError("no listener: errno \(errno)") }
-        port = UInt16(bigEndian: address.sin_port)
+        address.sin_port = self.port.bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
         // Backlog 0 queues one connection; two more fill what the kernel allows beyond it.
         var filling: [Int32] = []
         for _ in 0..<3 {

@@ -23,3 +23,33 @@ func waitForLine(in path: String, containing text: String, after: Int = 0) async
 func lineCount(_ path: String) -> Int {
     ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline).count
 }
+
+/// `accessctl readers --watch` on a terminal, as a person sees it: script(1) gives it a pty
+/// whose output goes to `screen`, its keyboard a FIFO held open so it never reads an end of
+/// file; a UTF-8 terminal, whatever the test runs under (its symbols are ASCII elsewhere).
+final class ReadersWatchOnATerminal {
+    let screen: String
+    private let socketPath: String
+    private let keyboard: Int32
+    private let view: ChildProcess
+
+    init(_ harness: DaemonHarness) throws {
+        screen = harness.directory + "/screen"
+        socketPath = harness.socketPath
+        let fifo = harness.directory + "/keyboard"
+        guard mkfifo(fifo, 0o600) == 0 else { throw TestEnvironmentError("mkfifo \(fifo): errno \(errno)") }
+        keyboard = open(fifo, O_RDWR)
+        view = try ChildProcess(
+            [
+                "/bin/sh", "-c",
+                "exec /usr/bin/script -qec \"'\(AccessctlTests.accessctl)' readers --watch --socket '\(harness.socketPath)'\" /dev/null < '\(fifo)' > '\(screen)' 2>&1",
+            ], environment: ["LC_ALL": "C.UTF-8"])
+    }
+
+    /// The view and script(1) both: the pty's child outlives the shell's exec otherwise.
+    func stop() {
+        _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl readers --watch --socket \(socketPath)"])
+        _ = view.stop(grace: 1)
+        close(keyboard)
+    }
+}
