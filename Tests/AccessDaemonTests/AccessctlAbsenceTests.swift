@@ -52,16 +52,9 @@ struct AccessctlAbsenceTests {
     /// `--wait` starts a follow before accessd, as `journalctl -f` can.
     @Test func eventsFollowWaitsForAccessdToStart() async throws {
         let harness = try await DaemonHarness()
-        let out = harness.directory + "/follow.out"
-        let err = harness.directory + "/follow.err"
-        let follow = try ChildProcess([
-            "/bin/sh", "-c",
-            "'\(AccessctlTests.accessctl)' events --follow --wait --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'",
-        ])
-        defer {
-            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl events --follow --wait .*\(harness.socketPath)"])
-            _ = follow.stop(grace: 1)
-        }
+        let follow = try EventsFollowThroughAPipe(harness, "--wait")
+        defer { follow.stop() }
+        let (out, err) = (follow.out, follow.err)
         _ = try await waitForLine(in: err, containing: "accessctl: waiting for accessd at \(harness.socketPath)")
         try await Task.sleep(for: .seconds(1))
         #expect(follow.isRunning)

@@ -22,17 +22,9 @@ struct AccessctlTests {
         try await harness.start()
         let control = try harness.connect()
         let since = try control.call("status.get").get()["lastSequence"]?.int ?? 0
-        let out = harness.directory + "/follow.out"
-        let err = harness.directory + "/follow.err"
-        let follow = try ChildProcess([
-            "/bin/sh", "-c",
-            "'\(Self.accessctl)' events --follow --since \(since) --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'",
-        ])
-        defer {
-            // The shell's children too: a follow outlives accessd by design.
-            _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl events --follow .*\(harness.socketPath)"])
-            _ = follow.stop(grace: 1)
-        }
+        let follow = try EventsFollowThroughAPipe(harness, "--since \(since)")
+        defer { follow.stop() }
+        let (out, err) = (follow.out, follow.err)
         _ = try control.call("scanning.set", ["enabled": false]).get()
         let beforeRestart = try await waitForLine(in: out, containing: "sdk.state  scanning off")
         #expect(

@@ -53,3 +53,30 @@ final class ReadersWatchOnATerminal {
         close(keyboard)
     }
 }
+
+/// `accessctl events --follow …` through `| cat` into `out`, its stderr into `err`: a
+/// script's pipe, where stdio buffering and a restart of accessd once lost lines.
+final class EventsFollowThroughAPipe {
+    let out: String
+    let err: String
+    private let socketPath: String
+    private let follow: ChildProcess
+
+    init(_ harness: DaemonHarness, _ arguments: String) throws {
+        out = harness.directory + "/follow.out"
+        err = harness.directory + "/follow.err"
+        socketPath = harness.socketPath
+        follow = try ChildProcess([
+            "/bin/sh", "-c",
+            "'\(AccessctlTests.accessctl)' events --follow \(arguments) --socket '\(harness.socketPath)' 2>'\(err)' | cat > '\(out)'",
+        ])
+    }
+
+    var isRunning: Bool { follow.isRunning }
+
+    /// The shell's children too: a follow outlives accessd by design.
+    func stop() {
+        _ = try? runCommand(["/usr/bin/pkill", "-f", "accessctl events --follow .*\(socketPath)"])
+        _ = follow.stop(grace: 1)
+    }
+}
