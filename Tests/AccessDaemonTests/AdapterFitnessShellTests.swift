@@ -15,12 +15,7 @@ struct AdapterFitnessShellTests {
     @Test func aBREDROnlyAdapterIsReportedNotTriedAndAFitOneIsTakenWhenItAppears() async throws {
         let shell = try ShellHarness { $0.adapter = nil }
         await shell.central.addAdapter("hci0", roles: [])
-        let services = shell.daemon.services
-        let running = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for service in services { group.addTask { try? await service.run() } }
-            }
-        }
+        shell.runServices()
         try await shell.waitUntil("unfit reported") {
             try await shell.call("status.get").get()["states"]?.array?.contains("errorDeviceNotSupported") == true
         }
@@ -40,8 +35,6 @@ struct AdapterFitnessShellTests {
         #expect(fit["states"]?.array?.contains("errorDeviceNotSupported") == false, "\(fit.jsonText)")
         #expect(fit["radio"]?["unfit"] == nil || fit["radio"]?["unfit"] == .null)
         #expect(await shell.central.callCount("StartDiscovery /org/bluez/hci0") == 0)
-        running.cancel()
-        await running.value
         await shell.stop()
     }
 

@@ -43,12 +43,7 @@ struct DiscoveryServiceTests {
     @Test func theConfiguredAdapterIsTheOnlyOneUsed() async throws {
         let shell = try ShellHarness { $0.adapter = "hci1" }
         await shell.central.addAdapter("hci0")
-        let services = shell.daemon.services
-        let running = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for service in services { group.addTask { try? await service.run() } }
-            }
-        }
+        shell.runServices()
         try await shell.waitUntil("no adapter") {
             try await shell.call("status.get").get()["states"]?.array?.contains("errorNoBleFeature") == true
         }
@@ -58,8 +53,6 @@ struct DiscoveryServiceTests {
             await shell.central.callCount("StartDiscovery /org/bluez/hci1") == 1
         }
         #expect(await shell.central.callCount("StartDiscovery /org/bluez/hci0") == 0)
-        running.cancel()
-        await running.value
         await shell.stop()
     }
 }

@@ -33,7 +33,9 @@ actor DiscoveryService {
     var adapters: [String: AdapterState] = [:]
     var adapterPath: String?
     /// Why the adapter in use cannot do the job (`AdapterFitness`), reported in `status.get`.
-    var unfitReason: String?
+    var unfitReason: String? {
+        adapterPath.flatMap { adapters[$0] }.flatMap { AdapterFitness.problem(roles: $0.roles) }
+    }
     var scanningEnabled: Bool
 
     init(
@@ -158,7 +160,6 @@ actor DiscoveryService {
     private func use(_ path: String?) {
         let leaving = adapterPath != nil && path != adapterPath
         if leaving { access.yield(.forgetReaders) }
-        if path == nil { unfitReason = nil }
         adapterPath = path
         access.yield(.adapter(path))
         // The machine leaves the old adapter before the new one's conditions reach it: taking
@@ -169,10 +170,10 @@ actor DiscoveryService {
     /// The SDK state follows the adapter in use; discovery follows the SDK state.
     private func adopt(_ adapter: AdapterState) {
         let problem = AdapterFitness.problem(roles: adapter.roles)
-        if problem != unfitReason, let problem {
+        // Once when it becomes unfit, not at each of its property changes.
+        if let problem, !sdk.inputs.adapterUnfit {
             logger.warning("adapter not usable", metadata: ["adapter": "\(adapter.name)", "reason": "\(problem)"])
         }
-        unfitReason = problem
         updateSdk {
             $0.adapterPresent = true
             $0.adapterUnfit = problem != nil

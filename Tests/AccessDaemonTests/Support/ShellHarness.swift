@@ -94,16 +94,22 @@ final class ShellHarness: @unchecked Sendable {
     /// Starts the services with one powered adapter, and waits until discovery runs.
     func start() async throws {
         await central.addAdapter("hci0")
+        runServices()
+        // A readiness wait, not a measure: generous, for a 2-core machine running the whole
+        // suite at once (30 s was exceeded there, in CI).
+        try await waitUntil("discovery started") {
+            await self.central.callCount("StartDiscovery") > 0
+        }
+    }
+
+    /// The daemon's services, running until `stop()`, with whatever adapters the test gave the
+    /// fake central (`start()` adds hci0 first and waits for discovery).
+    func runServices() {
         let services = daemon.services
         running = Task {
             await withTaskGroup(of: Void.self) { group in
                 for service in services { group.addTask { try? await service.run() } }
             }
-        }
-        // A readiness wait, not a measure: generous, for a 2-core machine running the whole
-        // suite at once (30 s was exceeded there, in CI).
-        try await waitUntil("discovery started") {
-            await self.central.callCount("StartDiscovery") > 0
         }
     }
 
