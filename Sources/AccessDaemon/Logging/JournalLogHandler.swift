@@ -71,7 +71,10 @@ public struct JournalLogHandler: LogHandler {
         let milliseconds = Int(now.tv_nsec / 1_000_000)
         let fraction =
             milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
-        return String(cString: date) + "." + fraction + String(cString: zone)
+        func text(_ buffer: [CChar]) -> String {
+            String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return text(date) + "." + fraction + text(zone)
     }
 
     /// The message and its fields on one line. Control characters are escaped (`\n` as
