@@ -135,6 +135,18 @@ public struct RadioRecovery: Sendable {
         }
     }
 
+    /// Scanning moved to another adapter: what was measured of the old one (silence, the
+    /// rung reached, the backoff) is not the new one's. The counts stay: they are the kiosk's.
+    public mutating func adapterChanged() {
+        state = .idle
+        listeningSince = nil
+        lastHeard = nil
+        lastReaderHeard = nil
+        silenceBegan = nil
+        lastPowerCycle = nil
+        backoff = limits.backoffFirst
+    }
+
     /// An exchange (or a held link) runs on the adapter, or none does.
     public mutating func exchangeActive(_ active: Bool) {
         exchangeActive = active
