@@ -72,6 +72,17 @@ public actor FakeCentral: BluetoothCentral {
         events.post(.adapterAdded(adapter))
     }
 
+    /// The adapter unplugged: bluetoothd drops it and the devices heard on it.
+    public func removeAdapter(_ name: String) {
+        let path = "/org/bluez/" + name
+        guard adapters.removeValue(forKey: path) != nil else { return }
+        for device in devices.keys.sorted() where device.hasPrefix(path + "/") {
+            devices[device] = nil
+            events.post(.deviceRemoved(path: device))
+        }
+        events.post(.adapterRemoved(path: path))
+    }
+
     /// The adapter powered on or off (off: BlueZ ends discovery).
     public func setPowered(_ name: String = "hci0", _ powered: Bool) {
         guard var adapter = adapters["/org/bluez/" + name] else { return }

@@ -83,6 +83,9 @@ enum EventText {
                 let retry = step.retryInSeconds.map { "; next power cycle in \($0) s" } ?? ""
                 return "!! \(step.adapter): stuck\(silent): unplug and replug it, or reboot the kiosk\(retry)"
             case .recovered: return "\(step.adapter): hears again after \(step.after ?? "?")\(silent)"
+            case .switchedAdapter:
+                let from = step.previous.map { "from \($0) " } ?? ""
+                return "scanning moved \(from)to \(step.adapter) (\(step.reason ?? "?"))"
             default: return "\(step.adapter): \(step.step.rawValue)"
             }
         }

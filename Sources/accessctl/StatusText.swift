@@ -18,9 +18,12 @@ enum StatusText {
             row("adapter", adapter)
         } else if let configured = status.configuredAdapter {
             row("adapter", "none: \(configured) is configured ([bluetooth] adapter) and not present")
+        } else if let listed = status.radio?.adapters, !listed.isEmpty, listed.allSatisfy({ $0.role == .absent }) {
+            row("adapter", "none: \(listed.map(\.name).joined(separator: ", ")) ([bluetooth] adapters) not present")
         } else {
             row("adapter", "none")
         }
+        if let listed = status.radio?.adapters, listed.count > 1 { row("adapters", adaptersLine(listed)) }
         if let radio = status.radio { row("radio", radioLine(radio)) }
         row("bluetoothd", status.bluetoothServicePresent ? "present" : "absent")
         row("states", status.states.isEmpty ? "ok" : status.states.joined(separator: ", "))
@@ -66,6 +69,18 @@ enum StatusText {
 
     /// `listening`, `listening (recovered twice: restartDiscovery 1, powerCycle 1)`, or
     /// `STUCK: …` with what was tried (docs/bluez.md, "A radio that stops hearing").
+    /// "hci1 in use, hci2 standby": every adapter accessd may use, in preference order.
+    static func adaptersLine(_ adapters: [AdapterRole]) -> String {
+        adapters.map { adapter in
+            switch adapter.role {
+            case .inUse: "\(adapter.name) in use"
+            case .stuck: "\(adapter.name) stuck" + (adapter.quarantineSeconds.map { " (tried again in \($0) s)" } ?? "")
+            case .off: "\(adapter.name) powered off"
+            default: "\(adapter.name) \(adapter.role.rawValue)"
+            }
+        }.joined(separator: ", ")
+    }
+
     static func radioLine(_ radio: RadioStatus) -> String {
         let recovered = radio.recoveries.filter { $0.result == "recovered" }
         let tried = radio.recoveries.map { "\($0.rung) \($0.result) \($0.count)" }.joined(separator: ", ")

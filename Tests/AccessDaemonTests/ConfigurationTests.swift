@@ -46,6 +46,13 @@ struct ConfigurationTests {
             "not read by accessd: \(documented.subtracting(declared).sorted())")
     }
 
+    @Test func adaptersAreAListInPreferenceOrderOrAuto() throws {
+        let listed = try ConfigurationLoader.parse("[bluetooth]\nadapters = [\"hci1\", \"hci0\"]\n", file: "t")
+        #expect(listed.adapters == ["hci1", "hci0"] && listed.adapterOrder == ["hci1", "hci0"])
+        #expect(try ConfigurationLoader.parse("[bluetooth]\nadapters = \"auto\"\n", file: "t").adapterOrder == nil)
+        #expect(try ConfigurationLoader.parse("[bluetooth]\nadapter = \"hci2\"\n", file: "t").adapterOrder == ["hci2"])
+    }
+
     @Test func absentFileMeansDefaultsOnlyWhenAllowed() throws {
         #expect(
             try ConfigurationLoader.load(path: "/nonexistent/accessd.toml", mayBeAbsent: true) == AccessdConfiguration()
@@ -112,6 +119,11 @@ struct ConfigurationTests {
 
     @Test(arguments: [
         ("[bluetooth]\nscanning = \"yes\"\n", 2, "scanning must be true or false"),
+        ("[bluetooth]\nadapters = \"hci0\"\n", 2, "adapters must be \"auto\" or a list of adapter names"),
+        ("[bluetooth]\nadapters = [\"usb0\"]\n", 2, "adapters must be \"auto\" or a list"),
+        ("[bluetooth]\nadapters = []\n", 2, "adapters must be \"auto\" or a list"),
+        ("[bluetooth]\nadapters = [\"hci1\", \"hci1\"]\n", 2, "hci1 is listed twice"),
+        ("[bluetooth]\nadapter = \"hci1\"\nadapters = [\"hci2\"]\n", 3, "set adapter (one) or adapters (a list)"),
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
         (
             "[range]\nsensitivity = \"extreme\"\n", 2,

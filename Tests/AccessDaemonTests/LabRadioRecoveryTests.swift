@@ -83,6 +83,57 @@ struct LabRadioRecoveryTests {
         #expect(try lab.daemon.call("status.get").get()["states"]?.array?.contains("errorBleStuck") == false)
     }
 
+    /// Two kiosk adapters (issue #38, part 2): the one in use wedges for good, the ladder
+    /// finds it stuck, scanning moves to the second, and the door opens through it. Prints
+    /// wedge → moved and moved → scanning.
+    @Test func aSecondAdapterTakesOverWhenTheFirstIsStuck() async throws {
+        let lab = try await LabScenario(
+            name: "two-adapters", adapters: ["hci1", "hci2"], accessdConfig: Self.recovering,
+            readers: LabEndToEndTests.frontDoor)
+        defer { lab.tearDown() }
+        _ = try await lab.register()
+        try lab.radio.rssi("hci1", "hci0", -90)
+        try lab.radio.rssi("hci2", "hci0", -90)
+        _ = try await lab.waitForReader("00002A01")
+        let before = try lab.daemon.call("status.get").get()
+        #expect(before["adapter"] == "hci1", "\(before.jsonText)")
+        #expect(
+            before["radio"]?["adapters"] == [["name": "hci1", "role": "inUse"], ["name": "hci2", "role": "standby"]],
+            "\(before.jsonText)")
+
+        let wedged = ContinuousClock.now
+        try lab.radio.wedge("hci1", hard: true)
+        defer { try? lab.radio.unwedge("hci1") }
+        var moved: ContinuousClock.Instant?
+        var scanning: ContinuousClock.Instant?
+        var status = JSONValue.null
+        for _ in 0..<600 {
+            status = try lab.daemon.call("status.get").get()
+            if moved == nil, status["adapter"] == "hci2" { moved = .now }
+            if moved != nil, status["isScanning"] == true {
+                scanning = .now
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let (movedAt, scanningAt) = (try #require(moved), try #require(scanning))
+        print("wedge → moved to hci2: \(movedAt - wedged); moved → scanning on hci2: \(scanningAt - movedAt)")
+        #expect(scanningAt - movedAt < .seconds(3))
+        #expect(status["states"]?.array?.contains("errorBleStuck") == false, "\(status.jsonText)")
+        let hci1 = status["radio"]?["adapters"]?.array?.first
+        #expect(hci1?["name"] == "hci1" && hci1?["role"] == "stuck", "\(status.jsonText)")
+
+        // The door, through the second adapter.
+        _ = try await lab.waitForReader("00002A01")
+        let granted = try lab.manual("access.request", ["reader": "2A01"]).get()
+        #expect(granted["granted"] == true, "\(granted)")
+        let (_, steps) = try lab.daemon.accessctl(["events", "--kinds", "radio.recovery"])
+        let (_, shown) = try lab.daemon.accessctl(["status"])
+        print("$ accessctl events --kinds radio.recovery\n\(steps)$ accessctl status\n\(shown)")
+        #expect(steps.contains("scanning moved from hci1 to hci2 (stuck)"), "\(steps)")
+        #expect(shown.contains("adapters:          hci1 stuck (tried again in "), "\(shown)")
+    }
+
     private func powerCycles(_ status: JSONValue) -> Int64 {
         (status["radio"]?["recoveries"]?.array ?? []).filter { $0["rung"] == "powerCycle" }
             .reduce(0) { $0 + ($1["count"]?.int ?? 0) }

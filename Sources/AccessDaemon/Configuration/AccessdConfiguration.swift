@@ -11,6 +11,11 @@ public struct AccessdConfiguration: Hashable, Sendable {
     // [bluetooth]
     /// Adapter name ("hci0"); nil: the first powered adapter BlueZ offers.
     public var adapter: String? = nil
+    /// Adapter names in preference order (`[bluetooth] adapters`); nil: `auto`, every adapter
+    /// BlueZ offers, by index (`AdapterSelection`).
+    public var adapters: [String]? = nil
+    /// The adapters accessd may use, in preference order: `adapter` alone, or `adapters`.
+    public var adapterOrder: [String]? { adapter.map { [$0] } ?? adapters }
     public var scanningOnStart = true
     /// Restart discovery when no advertisement arrived for this long (scanners go deaf).
     public var discoveryWatchdog: Duration = .seconds(60)

@@ -43,6 +43,31 @@ enum ConfigurationKeys {
             }
             c.adapter = v
         },
+        .custom("bluetooth", "adapters", "adapters") { c, r throws(ConfigurationError) in
+            guard let raw = r.value("bluetooth", "adapters") else { return }
+            let usage = "adapters must be \"auto\" or a list of adapter names like [\"hci0\", \"hci1\"]"
+            switch raw {
+            case .string("auto"):
+                c.adapters = nil
+            case .array(let items) where !items.isEmpty && items.count <= 16:
+                var names: [String] = []
+                for item in items {
+                    guard case .string(let name) = item, name.hasPrefix("hci"), Int(name.dropFirst(3)) != nil else {
+                        throw r.fail("bluetooth", "adapters", usage)
+                    }
+                    guard !names.contains(name) else {
+                        throw r.fail("bluetooth", "adapters", "\(name) is listed twice")
+                    }
+                    names.append(name)
+                }
+                c.adapters = names
+            default:
+                throw r.fail("bluetooth", "adapters", usage + " (16 at most)")
+            }
+            if c.adapter != nil {
+                throw r.fail("bluetooth", "adapters", "set adapter (one) or adapters (a list), not both")
+            }
+        },
         .bool("bluetooth", "scanning", "scanningOnStart", \.scanningOnStart),
         .seconds("bluetooth", "discovery_watchdog", "discoveryWatchdog", \.discoveryWatchdog, 5...3600),
         .bool("bluetooth", "radio_recovery", "radioRecovery", \.radioRecovery),

@@ -48,12 +48,14 @@ extension DiscoveryService {
                     adapter: adapter, step: .stuck, silentSeconds: silent,
                     retryInSeconds: Int(retryIn.components.seconds)))
             updateSdk { $0.adapterStuck = true }
+            selectionHeard(stuck: true)
         case .reportRecovered(let rung, let after):
             journal.emit(
                 RadioRecoveryEvent(
                     adapter: adapter, step: .recovered, silentSeconds: Int(after.components.seconds),
                     after: rung.rawValue))
             updateSdk { $0.adapterStuck = false }
+            selectionHeard(stuck: false)
         }
     }
 
@@ -79,7 +81,8 @@ extension DiscoveryService {
                 }
             }
         }
-        return RadioStatus(state: state, recoveries: counts, retryInSeconds: retry, unfit: unfitReason)
+        return RadioStatus(
+            state: state, recoveries: counts, retryInSeconds: retry, unfit: unfitReason, adapters: adapterRoles)
     }
 
     /// The power cycle has ended when BlueZ reports the adapter powered again after it was

@@ -18,8 +18,8 @@ actor DiscoveryService {
     let exchanges: ExchangeEngine.Door
     let clock: any Clock<Duration>
     let logger: Logger
-    /// The adapter the configuration names (`/org/bluez/hciN`), or nil for any.
-    let wantedAdapter: String?
+    /// Which adapter to scan on (`DiscoveryService+Adapters`).
+    var selection: AdapterSelection
     var machine = DiscoveryMachine()
     /// The radio's recovery ladder (`DiscoveryService+Recovery`).
     var recovery: RadioRecovery
@@ -31,6 +31,9 @@ actor DiscoveryService {
     /// During a power cycle of ours: the adapter was reported off.
     var powerCycleSawOff = false
     var adapters: [String: AdapterState] = [:]
+    /// bluetoothd's objects have all been reported (`serviceAppeared`), so an adapter can be
+    /// chosen among all of them.
+    var serviceReported = false
     var adapterPath: String?
     /// Why the adapter in use cannot do the job (`AdapterFitness`), reported in `status.get`.
     var unfitReason: String? {
@@ -50,7 +53,7 @@ actor DiscoveryService {
         self.exchanges = exchanges
         self.clock = clock
         self.logger = logger
-        self.wantedAdapter = configuration.adapter.map { "/org/bluez/" + $0 }
+        self.selection = AdapterSelection(policy: AdapterSelection.Policy(order: configuration.adapterOrder))
         self.recovery = RadioRecovery(limits: RadioRecovery.Limits(silenceAtAll: configuration.discoveryWatchdog))
         self.exchangeActivity = exchangeActivity
         self.recoveryTime = Clocks.timeSource(clock)
@@ -91,11 +94,13 @@ actor DiscoveryService {
         case .serviceAppeared:
             logger.notice("bluetoothd is on the bus")
             updateSdk { $0.bluetoothServicePresent = true }
-            chooseAdapter()
+            serviceReported = true
+            reselect()
         case .serviceVanished:
             logger.warning("bluetoothd left the bus; waiting for it to come back")
             adapters.removeAll()
-            use(nil)
+            serviceReported = false
+            reselect()
             updateSdk {
                 $0.bluetoothServicePresent = false
                 $0.adapterPresent = false
@@ -104,22 +109,16 @@ actor DiscoveryService {
             }
         case .adapterAdded(let adapter), .adapterChanged(let adapter):
             adapters[adapter.path] = adapter
-            // A fit adapter appearing beside an unfit one in use is taken.
-            if adapterPath == nil || unfitReason != nil { chooseAdapter() }
+            // bluetoothd's adapters at start come one by one (by path), then serviceAppeared:
+            // choosing at the first would take hci0 before a preferred hci1 is known.
+            if serviceReported { reselect() }
             guard adapter.path == adapterPath else { return }
             if !adapter.powered { access.yield(.forgetReaders) }
             adopt(adapter)
         case .adapterRemoved(let path):
             adapters[path] = nil
-            guard path == adapterPath else { return }
-            logger.warning("adapter removed", metadata: ["adapter": "\(path)"])
-            use(nil)
-            updateSdk {
-                $0.adapterPresent = false
-                $0.adapterUnfit = false
-                $0.discoveryRunning = false
-            }
-            chooseAdapter()
+            if path == adapterPath { logger.warning("adapter removed", metadata: ["adapter": "\(path)"]) }
+            reselect()
         case .deviceAdvertised(let device):
             guard scanningEnabled, device.adapterPath == adapterPath else { return }
             // Only readers go on: a lobby's phones and beacons stop here (the BlueZ client
@@ -139,25 +138,7 @@ actor DiscoveryService {
         }
     }
 
-    /// The configured adapter, or the first fit and powered one (an unfit one only when there
-    /// is nothing else, so that the state says why nothing is heard).
-    private func chooseAdapter() {
-        let candidates = adapters.values.filter { wantedAdapter == nil || $0.path == wantedAdapter }
-        func rank(_ adapter: AdapterState) -> (Int, Int, String) {
-            (AdapterFitness.problem(roles: adapter.roles) == nil ? 0 : 1, adapter.powered ? 0 : 1, adapter.path)
-        }
-        guard let chosen = candidates.sorted(by: { rank($0) < rank($1) }).first else {
-            if adapterPath == nil { updateSdk { $0.adapterPresent = false } }
-            return
-        }
-        guard chosen.path != adapterPath else { return }
-        if let current = adapterPath.flatMap({ adapters[$0] }), rank(current) <= rank(chosen) { return }
-        logger.notice("using adapter", metadata: ["adapter": "\(chosen.name)", "powered": "\(chosen.powered)"])
-        use(chosen.path)
-        adopt(chosen)
-    }
-
-    private func use(_ path: String?) {
+    func use(_ path: String?) {
         let leaving = adapterPath != nil && path != adapterPath
         if leaving { access.yield(.forgetReaders) }
         adapterPath = path
@@ -168,7 +149,7 @@ actor DiscoveryService {
     }
 
     /// The SDK state follows the adapter in use; discovery follows the SDK state.
-    private func adopt(_ adapter: AdapterState) {
+    func adopt(_ adapter: AdapterState) {
         let problem = AdapterFitness.problem(roles: adapter.roles)
         // Once when it becomes unfit, not at each of its property changes.
         if let problem, !sdk.inputs.adapterUnfit {
@@ -199,6 +180,7 @@ actor DiscoveryService {
 
     private func tick() {
         drive(.tick)
+        reselect()
         recoveryTick()
         access.yield(.tick)
     }

@@ -49,6 +49,8 @@ public enum JournalFields {
         case .accessCompleted, .sdkState, .credentialsChanged, .secondFactorRequired: .notice
         case .featureState(let feature): feature.state == .failed ? .warning : .notice
         case .eventsLost: .warning
+        case .radioRecovery(let step) where step.step == .switchedAdapter:
+            step.reason == "preferredBack" ? .notice : .warning
         case .radioRecovery(let step):
             [.powerCycling, .cannotPowerCycle, .stuck].contains(step.step) ? .warning : .notice
         case .secondFactorAnswered(let answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice

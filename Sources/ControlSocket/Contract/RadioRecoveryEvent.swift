@@ -14,11 +14,18 @@ public struct RadioRecoveryEvent: ControlEventData {
     public var retryInSeconds: Int?
     /// `cannotPowerCycle`: bluetoothd's answer.
     public var error: String?
+    /// `switchedAdapter`: the adapter left (`adapter` is the one taken), nil when there was none.
+    public var previous: String?
+    /// `switchedAdapter`: why (`removed`, `poweredOff`, `blocked`, `unfit`, `stuck`,
+    /// `preferredBack`, `present`).
+    public var reason: String?
 
     public init(
         adapter: String, step: Step, silentSeconds: Int? = nil, after: String? = nil, retryInSeconds: Int? = nil,
-        error: String? = nil
+        error: String? = nil, previous: String? = nil, reason: String? = nil
     ) {
+        self.previous = previous
+        self.reason = reason
         self.adapter = adapter
         self.step = step
         self.silentSeconds = silentSeconds
@@ -42,5 +49,7 @@ public struct RadioRecoveryEvent: ControlEventData {
         public static let stuck = Self(rawValue: "stuck")
         /// Heard again.
         public static let recovered = Self(rawValue: "recovered")
+        /// Scanning moved to another adapter (`previous` to `adapter`, for `reason`).
+        public static let switchedAdapter = Self(rawValue: "switchedAdapter")
     }
 }

@@ -68,7 +68,7 @@ enum EventSamples {
         case .radioRecovery:
             RadioRecoveryEvent(
                 adapter: "hci1", step: .recovered, silentSeconds: 11, after: "powerCycle", retryInSeconds: 30,
-                error: "org.bluez.Error.Busy")
+                error: "org.bluez.Error.Busy", previous: "hci0", reason: "stuck")
         }
     }
 

@@ -326,20 +326,25 @@ final class LabScenario: @unchecked Sendable {
     let radio = LabRadio()
     let events: ControlConnection
 
-    init(name: String, adapter: String = "hci1", accessdConfig: String = "", readers readerConfig: String) async throws
-    {
+    /// `adapters`: `[bluetooth] adapters` in place of `adapter` (several kiosk adapters).
+    init(
+        name: String, adapter: String = "hci1", adapters: [String]? = nil, accessdConfig: String = "",
+        readers readerConfig: String
+    ) async throws {
         try Lab.requireBluetoothd()
         directory = "/tmp/lab-\(name)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Out of range until the scenario says otherwise.
         try radio.send("reset")
         try radio.off("*", "*")
-        Lab.forgetDevices(on: adapter)
+        for each in adapters ?? [adapter] { Lab.forgetDevices(on: each) }
         site = try SiteHarness(directory: directory)
         try await site.serve()
         daemon = try LabDaemon(
             directory: directory + "/accessd",
-            config: "[bluetooth]\nadapter = \"\(adapter)\"\n" + accessdConfig)
+            config: "[bluetooth]\n"
+                + (adapters.map { "adapters = [\($0.map { "\"\($0)\"" }.joined(separator: ", "))]\n" }
+                    ?? "adapter = \"\(adapter)\"\n") + accessdConfig)
         try await daemon.start()
         events = try daemon.connect()
         _ = try events.call("events.subscribe", [:])
