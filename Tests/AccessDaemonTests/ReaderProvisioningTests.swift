@@ -121,6 +121,56 @@ struct ReaderProvisioningTests {
         }
     }
 
+    /// Issue #36: a controller whose call was held when its key was withdrawn got the next
+    /// page, with the Aperio keys made after the withdrawal.
+    @Test func aReaderWithdrawnWhileItsCallIsHeldGetsNoPage() async throws {
+        try await withSite { site, client, address in
+            let readerKey = P256.Signing.PrivateKey()
+            try enroll(site, readerKey)
+            let (id, _) = try await registerHolder(site, client, address)
+            let first = try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero)
+            async let held = client.provisioning(
+                site: address, readerKey: readerKey, cursor: first.cursor, wait: .seconds(20))
+            try await Task.sleep(for: .milliseconds(500))
+            try site.run(["reader", "remove", ReaderKeyID(publicKey: readerKey.publicKey).description])
+            try site.run([
+                "item", "add", "--credential", id.description, "--type", "aperio", "--name", "Store", "--id", "lock-9",
+            ])
+            do {
+                let page = try await held
+                Issue.record("a withdrawn reader got a page: \(page.aperio.map(\.id))")
+            } catch let SiteError.refused(status, code, _) {
+                #expect(status == 401 && code == "auth.invalid")
+            }
+        }
+    }
+
+    /// Issue #36: a cursor far past the newest change was answered 200 and echoed back, so a
+    /// reader ahead of the site missed every revocation up to it.
+    @Test func aCursorTheSiteNeverGaveIsRefused() async throws {
+        try await withSite { site, client, address in
+            let readerKey = P256.Signing.PrivateKey()
+            try enroll(site, readerKey)
+            _ = try await registerHolder(site, client, address)
+            let page = try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero)
+            let ahead = String((Int64(page.cursor) ?? 0) + 100_000)
+            do {
+                _ = try await client.provisioning(site: address, readerKey: readerKey, cursor: ahead, wait: .zero)
+                Issue.record("cursor \(ahead) was accepted")
+            } catch let SiteError.refused(status, code, message) {
+                #expect(status == 400 && code == "request.invalid", "\(message)")
+                #expect(message.contains("never given"), "\(message)")
+            }
+            // The newest cursor itself is fine: nothing new.
+            let again = try await client.provisioning(
+                site: address, readerKey: readerKey, cursor: page.cursor, wait: .zero)
+            #expect(again.cursor == page.cursor)
+            // No answer of the site is cached on the way (a SHOULD of §7).
+            let head = try runCommand(["/usr/bin/curl", "-s", "-i", site.url + "/v1/readers/provisioning"])
+            #expect(head.output.lowercased().contains("cache-control: no-store"), "\(head.output)")
+        }
+    }
+
     @Test func aWithdrawnReaderIsRefused() async throws {
         try await withSite { site, client, address in
             let readerKey = P256.Signing.PrivateKey()

@@ -21,7 +21,7 @@ extension SiteAPI {
         let query = SiteQuery(request.target)
         let cursor: Int64
         let wait: Double
-        switch (query.cursor(), query.wait(default: 0)) {
+        switch (query.cursor(latest: try database.latestSequence()), query.wait(default: 0)) {
         case (.ok(let c), .ok(let w)): (cursor, wait) = (c, w)
         case (.refused(let refusal), _), (_, .refused(let refusal)): return refusal
         }
@@ -35,6 +35,11 @@ extension SiteAPI {
             publicKey: SiteText.base64(site.key.publicKey),
             signingKey: Base64.encode(Array(site.key.rawRepresentation)))
         @Sendable func page() throws -> SiteResponse? {
+            // Again at every look, a held call's too: a key withdrawn while the call waits
+            // gets no page, not even the changes made after the withdrawal.
+            guard let current = try database.reader(keyID), !current.removed else {
+                return .error(401, "auth.invalid", "this reader key was withdrawn")
+            }
             let changes = try database.readerChanges(after: after, limit: pageSize + 1)
             let taken = changes.prefix(pageSize)
             var answer = ProvisioningPage(

@@ -203,7 +203,7 @@ struct SiteAPI: Sendable {
                 403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
         }
         let cursor: Int64
-        switch SiteQuery(target).cursor() {
+        switch SiteQuery(target).cursor(latest: try database.latestSequence()) {
         case .ok(let value): cursor = value
         case .refused(let refusal): return refusal
         }

@@ -248,6 +248,11 @@ final class SiteDatabase: Sendable {
 
     // MARK: Items
 
+    /// The newest value of the change counter: no cursor the site gave is beyond it.
+    func latestSequence() throws -> Int64 {
+        try database.read { db in try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'item'") ?? 0 }
+    }
+
     /// The change counter that orders item changes and, for readers (§7), credential changes.
     static func nextSequence(_ db: Database) throws -> Int64 {
         try db.execute(

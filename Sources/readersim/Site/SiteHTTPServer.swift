@@ -129,6 +129,8 @@ private final class SiteHTTPHandler: ChannelInboundHandler, @unchecked Sendable 
     private func respond(context: ChannelHandlerContext, _ response: SiteResponse, keepAlive: Bool) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
+        // Every answer is for one client at one moment (keys, cursors, states): never cached.
+        headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Content-Length", value: String(response.body.count))
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         let head = HTTPResponseHead(

@@ -13,10 +13,18 @@ struct SiteQuery {
     }
 
     /// `cursor`: 0 when absent; a `request.invalid` answer when it is not one the site gave.
-    func cursor() -> Parsed<Int64> {
+    /// `latest`: the newest change the site has made. A cursor beyond it was never given (a
+    /// client that would follow it would miss every change up to it, revocations included).
+    func cursor(latest: Int64) -> Parsed<Int64> {
         guard let text = value("cursor") else { return .ok(0) }
         guard let cursor = Int64(text), cursor >= 0 else {
             return .refused(.error(400, "request.invalid", "cursor must be a value a previous answer returned, or 0"))
+        }
+        guard cursor <= latest else {
+            return .refused(
+                .error(
+                    400, "request.invalid",
+                    "cursor \(cursor) was never given (the newest is \(latest)): start again from 0"))
         }
         return .ok(cursor)
     }
