@@ -166,18 +166,34 @@ actor SiteSync {
             var cursor = stored.itemCursor
             var held = Set(book.items.filter { $0.credentialID == id }.map(\.id))
             var pages = 0
+            // A cursor the site says it never gave (a site restored from a backup): the items
+            // are read again from 0, once, and what the site no longer lists is dropped.
+            var notListedAgain: Set<String>?
             while let current = book.credential(id) {
                 guard pages < Self.maximumPagesPerSync else {
                     failure = .limitExceeded("more than \(Self.maximumPagesPerSync) pages of items in one sync")
                     break
                 }
                 pages += 1
-                let page: SiteClient.ItemPage
+                var page: SiteClient.ItemPage
                 do {
                     page = try await site.items(of: current, after: cursor)
+                } catch let error where Self.isCursorNeverGiven(error) && cursor != "0" && notListedAgain == nil {
+                    logger.warning(
+                        "the site does not know the item cursor; reading every item again",
+                        metadata: ["credential": "\(id)", "cursor": "\(cursor)", "error": "\(error)"])
+                    notListedAgain = held
+                    cursor = "0"
+                    continue
                 } catch {
                     failure = error
                     break
+                }
+                if notListedAgain != nil {
+                    notListedAgain?.subtract(page.items.map(\.id))
+                    if !page.more, let gone = notListedAgain, !gone.isEmpty {
+                        page.removed += gone.sorted()
+                    }
                 }
                 let removed = Set(page.removed).intersection(held)
                 let kept = held.union(page.items.map(\.id)).subtracting(removed)
@@ -211,6 +227,12 @@ actor SiteSync {
         return CredentialSync(
             id: id.description, state: state.rawValue, added: counts.added, updated: counts.updated,
             removed: counts.removed)
+    }
+
+    /// The site's refusal of a cursor it never gave (docs/site-api.md §4.1, §7.3).
+    static func isCursorNeverGiven(_ error: SiteError) -> Bool {
+        if case .refused(400, "request.invalid", let message) = error { return message.contains("cursor") }
+        return false
     }
 
     /// Emits `feature.state` when a feature's state changes, and keeps the SDK state's list
