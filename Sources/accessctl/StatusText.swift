@@ -74,7 +74,9 @@ enum StatusText {
         adapters.map { adapter in
             switch adapter.role {
             case .inUse: "\(adapter.name) in use"
-            case .stuck: "\(adapter.name) stuck" + (adapter.quarantineSeconds.map { " (tried again in \($0) s)" } ?? "")
+            case .quarantined:
+                "\(adapter.name) quarantined (heard nothing"
+                    + (adapter.quarantineSeconds.map { "; taken again in \($0) s at the earliest)" } ?? ")")
             case .off: "\(adapter.name) powered off"
             default: "\(adapter.name) \(adapter.role.rawValue)"
             }

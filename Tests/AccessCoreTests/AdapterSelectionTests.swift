@@ -76,7 +76,7 @@ struct AdapterSelectionTests {
 
     @Test mutating func aStuckAdapterIsLeftAndNotTakenBackDuringItsQuarantine() {
         #expect(report([hci1, hci2]) == "hci1")
-        selection.stuck("hci1", at: now)
+        selection.quarantine("hci1", at: now)
         #expect(report([hci1, hci2], after: .milliseconds(1)) == "hci2")
         // Usable by BlueZ's account all along, but stuck: not before 600 s, then after 30 s steady.
         #expect(report([hci1, hci2], after: .seconds(598)) == "hci2")
@@ -85,20 +85,31 @@ struct AdapterSelectionTests {
         #expect(report([hci1, hci2], after: .seconds(1)) == "hci1")
     }
 
+    @Test mutating func aStandbyIsOnlyAnotherUsableAdapter() {
+        #expect(report([hci1]) == "hci1")
+        #expect(!selection.hasStandby([hci1], at: now))
+        var off = hci2
+        off.powered = false
+        #expect(!selection.hasStandby([hci1, off], at: now))
+        #expect(selection.hasStandby([hci1, hci2], at: now))
+        selection.quarantine("hci2", at: now)
+        #expect(!selection.hasStandby([hci1, hci2], at: now))
+    }
+
     @Test mutating func aLoneStuckAdapterIsKeptForItsLadderAndLeftForOneThatIsPluggedIn() {
         #expect(report([hci1]) == "hci1")
-        selection.stuck("hci1", at: now)
+        selection.quarantine("hci1", at: now)
         #expect(report([hci1]) == "hci1")
         #expect(report([hci1, hci2]) == "hci2")
         // Both stuck: the one in use stays (its ladder retries), no flapping between them.
-        selection.stuck("hci2", at: now)
+        selection.quarantine("hci2", at: now)
         #expect(report([hci1, hci2]) == "hci2")
         #expect(report([hci1, hci2], after: .seconds(60)) == "hci2")
     }
 
     @Test mutating func aStuckAdapterHeardAgainIsUsableAgain() {
         #expect(report([hci1]) == "hci1")
-        selection.stuck("hci1", at: now)
+        selection.quarantine("hci1", at: now)
         #expect(report([hci1]) == "hci1")
         // The ladder's next power cycle brought it back: an adapter plugged in now is not needed.
         selection.recovered("hci1")

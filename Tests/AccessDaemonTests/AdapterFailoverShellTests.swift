@@ -70,30 +70,59 @@ struct AdapterFailoverShellTests {
         await shell.stop()
     }
 
-    @Test func aStuckAdapterIsLeftForTheNextAndSitsOutItsQuarantine() async throws {
+    @Test func aSilentAdapterIsLeftAtOncePowerCycledBehindAndQuarantined() async throws {
         let clock = TestClock<Duration>()
         let shell = try await shell(clock, recovery: true)
         try await shell.readerAdvertises(nil)
         await shell.central.wedge("hci0", .hard)
-        // Silence 5 s, restart, 5 s, power cycle, 5 s: stuck, then at once on hci1.
-        try await wait(clock, seconds: 18)
+        // 5 s of silence where the reader was heard: no climbing, hci1 is usable.
+        try await wait(clock, seconds: 6)
         try await shell.waitUntil("on hci1") { try await adapterInUse(shell) == "hci1" }
         try await shell.waitUntil("scanning on hci1") {
             await shell.central.callCount("StartDiscovery /org/bluez/hci1") == 1
         }
+        // The deaf one is power-cycled behind the move (a soft wedge ends there), not restarted.
+        try await shell.waitUntil("hci0 power-cycled") {
+            await shell.central.callCount("SetPowered /org/bluez/hci0 true") == 1
+        }
+        #expect(await shell.central.callCount("SetPowered /org/bluez/hci0 false") == 1)
+        #expect(await shell.central.callCount("StopDiscovery /org/bluez/hci0") == 0)
         let status = try await shell.call("status.get").get()
-        // The new adapter is not stuck: the state and the ladder are its own.
         #expect(status["states"]?.array?.contains("errorBleStuck") == false, "\(status.jsonText)")
         let hci0 = status["radio"]?["adapters"]?.array?.first
-        #expect(hci0?["role"] == "stuck" && (hci0?["quarantineSeconds"]?.int ?? 0) > 500, "\(status.jsonText)")
-        #expect(try switches(shell).last?["reason"] == "stuck")
+        #expect(hci0?["role"] == "quarantined" && (hci0?["quarantineSeconds"]?.int ?? 0) > 500, "\(status.jsonText)")
+        #expect(try switches(shell).last?["reason"] == "silent")
         print("status after the failover: \(status["radio"]?.jsonText ?? "")")
 
-        // Nothing heard on hci1 either (no reader there) for a minute: no power cycle of hci0
-        // (it is not in use), and no flapping back to it during its quarantine.
+        // Nothing heard on hci1 either (no reader there) for a minute: hci0 is not power-cycled
+        // again (it is not in use), and not taken back during its quarantine.
         try await wait(clock, seconds: 60)
         #expect(try await adapterInUse(shell) == "hci1")
         #expect(await shell.central.callCount("SetPowered /org/bluez/hci0 true") == 1)
+        await shell.stop()
+    }
+
+    @Test func aLoneAdapterClimbsTheLadderAndIsLeftWhenStuckForOnePluggedInLater() async throws {
+        let clock = TestClock<Duration>()
+        let shell = try ShellHarness(clock: clock) {
+            $0.adapter = nil
+            $0.adapters = ["hci0", "hci1"]
+            $0.radioRecovery = true
+        }
+        try await shell.start()
+        try await shell.readerAdvertises(nil)
+        await shell.central.wedge("hci0", .hard)
+        // No standby: restart, power cycle, stuck (16 s), as with one adapter.
+        try await wait(clock, seconds: 18)
+        try await shell.waitUntil("stuck") {
+            try await shell.call("status.get").get()["states"]?.array?.contains("errorBleStuck") == true
+        }
+        #expect(await shell.central.callCount("StopDiscovery /org/bluez/hci0") == 1)
+        // A second dongle plugged in: taken at once, the stuck one is quarantined.
+        await shell.central.addAdapter("hci1")
+        try await shell.waitUntil("on hci1") { try await adapterInUse(shell) == "hci1" }
+        try await shell.waitUntil("the move said") { try switches(shell).last?["reason"] == "stuck" }
+        #expect(try await shell.call("status.get").get()["states"]?.array?.contains("errorBleStuck") == false)
         await shell.stop()
     }
 }

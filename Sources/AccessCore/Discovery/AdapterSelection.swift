@@ -6,9 +6,10 @@
 /// - An adapter is **usable** when BlueZ lists it powered, not blocked and fit
 ///   (`AdapterFitness`), and it is not in quarantine.
 /// - accessd leaves the adapter in use **at once** when it stops being usable (removed,
-///   powered off by someone else, blocked, unfit) or the recovery ladder reports it stuck,
-///   for the most preferred usable one. A stuck adapter is in quarantine for `quarantine`
-///   (or until it is heard again): it is not taken back before, so a radio that wedges again
+///   powered off by someone else, blocked, unfit), for the most preferred usable one. One
+///   that has gone deaf (the recovery ladder's first silence when another adapter is usable,
+///   or its stuck verdict) is put in **quarantine** for `quarantine` (or until it is heard
+///   again) and left the same way: it is not taken back before, so a radio that wedges again
 ///   costs one failover per quarantine, not a flap.
 /// - It **returns** to a more preferred adapter once that one has been usable for
 ///   `returnAfter` without a break, and only between exchanges: a short blip (a power cycle,
@@ -66,6 +67,11 @@ public struct AdapterSelection: Sendable {
         policy.order.map { $0.contains(name) } ?? true
     }
 
+    /// Whether an adapter other than the one in use is usable now: a deaf one can be left.
+    public func hasStandby(_ adapters: [Adapter], at now: Timestamp) -> Bool {
+        adapters.contains { $0.name != current && considers($0.name) && isUsable($0, at: now) }
+    }
+
     /// Whether `name` sits out a quarantine at `now`.
     public func isQuarantined(_ name: String, at now: Timestamp) -> Bool {
         quarantinedUntil[name].map { now < $0 } ?? false
@@ -97,9 +103,9 @@ public struct AdapterSelection: Sendable {
         return true
     }
 
-    /// The recovery ladder found `name` stuck: it is left (at the next `update`) when another
+    /// `name` has gone deaf (silent, or stuck): it is left (at the next `update`) when another
     /// adapter is usable, and not taken back for `quarantine`.
-    public mutating func stuck(_ name: String, at now: Timestamp) {
+    public mutating func quarantine(_ name: String, at now: Timestamp) {
         quarantinedUntil[name] = now + policy.quarantine
         usableSince[name] = nil
     }

@@ -7,11 +7,12 @@ import ControlSocket
 /// and the end of a quarantine are matters of time) and every stuck or recovered verdict of
 /// the ladder asks the selection again; a change moves scanning and says so.
 extension DiscoveryService {
-    func reselect() {
+    /// `deaf`: why a quarantined adapter was left (`silent`, `stuck`), for the event.
+    func reselect(deaf: String = "stuck") {
         let previous = selection.current
         let views = adapters.values.map(selectionView)
         guard selection.update(views, exchangeActive: exchangeActivity.isActive, at: recoveryTime()) else { return }
-        let reason = previous.map { switchReason(leaving: $0, views) }
+        let reason = previous.map { switchReason(leaving: $0, views, deaf: deaf) }
         let chosen = selection.current.flatMap { name in adapters.values.first { $0.name == name } }
         // What the ladder measured and said was of the adapter left.
         recovery.adapterChanged()
@@ -46,13 +47,37 @@ extension DiscoveryService {
     }
 
     /// Why the adapter `name` was left (`RadioRecoveryEvent.reason`).
-    private func switchReason(leaving name: String, _ views: [AdapterSelection.Adapter]) -> String {
+    private func switchReason(leaving name: String, _ views: [AdapterSelection.Adapter], deaf: String) -> String {
         guard let left = views.first(where: { $0.name == name }) else { return "removed" }
-        if selection.isQuarantined(name, at: recoveryTime()) { return "stuck" }
+        if selection.isQuarantined(name, at: recoveryTime()) { return deaf }
         if left.blocked { return "blocked" }
         if !left.powered { return "poweredOff" }
         if !left.fit { return "unfit" }
         return "preferredBack"
+    }
+
+    /// The ladder's first silence, with another adapter usable: scanning moves there at once
+    /// (5 s after the last advertisement, where climbing the ladder took 17 s in the lab), and
+    /// the deaf adapter is power-cycled behind it, which clears a wedged receiver before its
+    /// quarantine ends. False when there is no other adapter: the ladder climbs.
+    func leaveSilentAdapter() -> Bool {
+        let now = recoveryTime()
+        guard let name = adapterName, let path = adapterPath,
+            selection.hasStandby(adapters.values.map(selectionView), at: now)
+        else { return false }
+        let silent = recovery.silence(at: now).map { Int($0.components.seconds) }
+        selection.quarantine(name, at: now)
+        reselect(deaf: "silent")
+        journal.emit(RadioRecoveryEvent(adapter: name, step: .powerCycling, silentSeconds: silent))
+        Task { [central, journal] in
+            do throws(BlueZError) {
+                try await central.setPowered(adapter: path, false)
+                try await central.setPowered(adapter: path, true)
+            } catch {
+                journal.emit(RadioRecoveryEvent(adapter: name, step: .cannotPowerCycle, error: "\(error)"))
+            }
+        }
+        return true
     }
 
     /// The ladder's verdicts, for the selection: a stuck adapter is left when another is
@@ -60,7 +85,7 @@ extension DiscoveryService {
     func selectionHeard(stuck: Bool) {
         guard let name = adapterName else { return }
         if stuck {
-            selection.stuck(name, at: recoveryTime())
+            selection.quarantine(name, at: recoveryTime())
             reselect()
         } else {
             selection.recovered(name)
@@ -78,7 +103,8 @@ extension DiscoveryService {
             guard let adapter = present[name] else { return AdapterRole(name: name, role: .absent) }
             if name == adapterName { return AdapterRole(name: name, role: .inUse) }
             if let ends = selection.quarantineEnds(name, at: now) {
-                return AdapterRole(name: name, role: .stuck, quarantineSeconds: Int((ends - now).components.seconds))
+                return AdapterRole(
+                    name: name, role: .quarantined, quarantineSeconds: Int((ends - now).components.seconds))
             }
             if AdapterFitness.problem(roles: adapter.roles) != nil { return AdapterRole(name: name, role: .unfit) }
             if adapter.isBlocked { return AdapterRole(name: name, role: .blocked) }

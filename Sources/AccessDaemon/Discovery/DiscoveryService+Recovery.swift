@@ -27,6 +27,8 @@ extension DiscoveryService {
         let silent = recovery.silence(at: recoveryTime()).map { Int($0.components.seconds) }
         switch action {
         case .restartDiscovery:
+            // With another adapter usable, the door is not left waiting for the ladder.
+            if leaveSilentAdapter() { return }
             journal.emit(RadioRecoveryEvent(adapter: adapter, step: .restartingDiscovery, silentSeconds: silent))
             drive(.restart)
         case .powerCycle:

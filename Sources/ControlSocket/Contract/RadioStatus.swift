@@ -32,7 +32,7 @@ public struct AdapterRole: Codable, Sendable, Hashable {
     /// `hci1`.
     public var name: String
     public var role: Role
-    /// `stuck`: seconds until it may be taken again (its quarantine).
+    /// `quarantined`: seconds until it may be taken again.
     public var quarantineSeconds: Int?
 
     public init(name: String, role: Role, quarantineSeconds: Int? = nil) {
@@ -48,8 +48,8 @@ public struct AdapterRole: Codable, Sendable, Hashable {
         public static let inUse = Self(rawValue: "inUse")
         /// Usable, and taken if the one in use fails.
         public static let standby = Self(rawValue: "standby")
-        /// Reported stuck by the recovery ladder: not taken before its quarantine ends.
-        public static let stuck = Self(rawValue: "stuck")
+        /// Left after it went deaf (silent, or stuck): not taken before its quarantine ends.
+        public static let quarantined = Self(rawValue: "quarantined")
         /// Powered off.
         public static let off = Self(rawValue: "off")
         /// Blocked by rfkill.
