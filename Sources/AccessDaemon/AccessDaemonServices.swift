@@ -32,6 +32,8 @@ public final class AccessDaemonServices: Sendable {
     /// The MQTT bridge's progress; nil when `[mqtt]` is not configured.
     let mqtt: MQTTProgress?
     let settings: RuntimeSettings
+    /// The invitation file's registration (zero-touch enrolment).
+    let enrolment: InvitationEnrolment
     /// `[features] aperio`: Aperio locks are presented their items.
     let aperioEnabled: Bool
     /// What `status.get` says of the configuration: its file and named adapter.
@@ -130,6 +132,9 @@ public final class AccessDaemonServices: Sendable {
         self.admin = CredentialAdmin(
             site: site, book: book, journal: journal, sync: sync, keys: keys,
             deviceName: configuration.deviceName, logger: logger)
+        let enrolment = InvitationEnrolment(
+            path: configuration.effectiveInvitationFile, admin: admin, clock: clock, logger: logger)
+        self.enrolment = enrolment
         self.settings = settings
         self.aperioEnabled = aperio
         self.logger = logger
@@ -149,6 +154,11 @@ public final class AccessDaemonServices: Sendable {
             untilGracefulShutdown { await exchanges.run(commands: commandDoor) },
             untilGracefulShutdown { await access.run(inputs: accessDoor) },
             untilGracefulShutdown { try await discovery.run() },
+            untilGracefulShutdown {
+                // Done with the file, it waits: a service group stops when one of its services ends.
+                await enrolment.run()
+                try await gracefulShutdown()
+            },
         ]
         if configuration.auditUpload {
             let upload = AuditUpload(

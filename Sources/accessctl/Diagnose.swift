@@ -130,6 +130,14 @@ struct Diagnose: ParsableCommand {
                                 ? "every credential is suspended or revoked by its site: `accessctl items sync` rechecks"
                                 : "accessd holds no credential: register one with `accessctl credentials register URL`")
             )
+            if let enrolment = status.enrolment, enrolment.state != .registered {
+                checks.append(
+                    Check(
+                        name: "enrolment", ok: false, detail: StatusText.enrolmentLine(enrolment),
+                        hint: enrolment.state == .failed
+                            ? "issue a new invitation, put it in the file (owned by accessd, mode 0600), restart accessd"
+                            : "accessd keeps trying; check the site's address and this kiosk's network"))
+            }
             if states.contains("errorNoSecondFactorSet") {
                 // A site that registered a second-factor credential without its key (issue #35:
                 // diagnose said ok): no PIN can ever be set on it.

@@ -50,6 +50,7 @@ enum StatusText {
         }
         if let mqtt = status.mqtt { row("mqtt", mqttLine(mqtt)) }
         if let secrets = status.secrets { row("secrets", secretsLine(secrets)) }
+        if let enrolment = status.enrolment { row("enrolment", enrolmentLine(enrolment)) }
         row("last event", "\(status.lastSequence)")
         if let level = status.logLevel { row("log level", level) }
         row("configuration", status.configFile ?? "built-in defaults (no file)")
@@ -57,6 +58,19 @@ enum StatusText {
     }
 
     /// `current`, or how many events wait and where.
+    /// The invitation file's registration (docs/fleet.md, "Enrolling a hundred kiosks").
+    static func enrolmentLine(_ enrolment: EnrolmentStatus) -> String {
+        let why = [enrolment.error, enrolment.message].compactMap { $0 }.joined(separator: ": ")
+        switch enrolment.state {
+        case .registered: return "registered credential \(enrolment.credential ?? "?") from \(enrolment.file)"
+        case .retrying:
+            let retry = enrolment.retryInSeconds.map { "again in \($0) s" } ?? "again later"
+            return "NOT YET: \(enrolment.file): \(why); trying \(retry)"
+        case .failed: return "FAILED: \(enrolment.file) refused (\(why)); kept as \(enrolment.file).failed"
+        default: return "\(enrolment.state.rawValue): \(enrolment.file)"
+        }
+    }
+
     static func auditLine(_ audit: AuditStatus) -> String {
         guard audit.enabled else { return "off ([site] audit_upload)" }
         if audit.sites.isEmpty { return "nothing to send (no credential)" }

@@ -85,6 +85,10 @@ public struct AccessdConfiguration: Hashable, Sendable {
     /// outside the state directory (nil: the state directory's path and `.key`).
     public var dataKeyFile: String?
     public var effectiveDataKeyFile: String { dataKeyFile ?? stateDirectory + ".key" }
+    /// `[site] invitation_file`: an invitation a provisioning tool leaves for accessd to
+    /// register at start (`InvitationEnrolment`); nil: `invitation` in the state directory.
+    public var invitationFile: String? = nil
+    public var effectiveInvitationFile: String { invitationFile ?? stateDirectory + "/invitation" }
     public var journalMaxEvents = 100_000
     public var journalMaxAge: Duration = .seconds(30 * 24 * 3600)
 

@@ -206,6 +206,13 @@ enum ConfigurationKeys {
             c.maxOffline = limit == 0 ? nil : .seconds(limit)
         },
         .bool("site", "audit_upload", "auditUpload", \.auditUpload),
+        .custom("site", "invitation_file", "invitationFile") { c, r throws(ConfigurationError) in
+            guard let path = try r.string("site", "invitation_file") else { return }
+            guard path.hasPrefix("/"), path.utf8.count < 4096 else {
+                throw r.fail("site", "invitation_file", "invitation_file must be an absolute path")
+            }
+            c.invitationFile = path
+        },
     ]
 
     static let log = ConfigurationKey.custom("log", "level", "logLevel") { c, r throws(ConfigurationError) in

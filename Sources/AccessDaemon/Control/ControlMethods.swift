@@ -154,7 +154,7 @@ extension AccessDaemonServices {
             uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
             scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status,
-            mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio)
+            mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio, enrolment: enrolment.status)
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

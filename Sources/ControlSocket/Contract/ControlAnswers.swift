@@ -38,6 +38,8 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
     public var secrets: SecretsStatus?
     /// The adapter's recovery ladder.
     public var radio: RadioStatus?
+    /// The invitation file's registration, when there was one at start.
+    public var enrolment: EnrolmentStatus?
 
     public init(
         version: String, protocolVersion: Int, isScanning: Bool, states: [String], featureErrors: [String],
@@ -46,8 +48,10 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
         lastSequence: Int64, uptimeSeconds: Int64, logLevel: String? = nil, configFile: String? = nil,
         configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil,
         audit: AuditStatus? = nil,
-        mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil, radio: RadioStatus? = nil
+        mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil, radio: RadioStatus? = nil,
+        enrolment: EnrolmentStatus? = nil
     ) {
+        self.enrolment = enrolment
         self.secrets = secrets
         self.radio = radio
         self.audit = audit

@@ -108,9 +108,15 @@ struct SiteInviteCommand: ParsableCommand {
     @Option(help: "Seconds until the invitation expires.") var expiresIn: Double = 7 * 24 * 3600
     @Option(help: "The site's base URL, for the printed invitation URL.") var url = "http://127.0.0.1:8700"
     @Flag(help: "Print {\"code\":…,\"url\":…} instead of text.") var json = false
+    @Option(
+        help: """
+            Issue this many (1…10000), one per kiosk of a fleet: cardholders NAME 1 to NAME N \
+            (zero-padded to N's width), one line each ({"name":…,"code":…,"url":…} with --json).
+            """) var count = 1
 
     func run() throws {
-        guard !name.isEmpty, name.utf8.count <= 128 else { throw ValidationError("--name must be 1 to 128 bytes") }
+        guard !name.isEmpty, name.utf8.count <= 120 else { throw ValidationError("--name must be 1 to 120 bytes") }
+        guard (1...10_000).contains(count) else { throw ValidationError("--count must be 1 to 10000") }
         let base: SiteAddress
         do {
             base = try SiteAddress.parseHost(url)
@@ -120,14 +126,25 @@ struct SiteInviteCommand: ParsableCommand {
         let store = try database.open()
         _ = try store.site()
         let now = Date().timeIntervalSince1970
-        let code = try store.addInvitation(
-            cardholder: name, secondFactor: secondFactor, expiresAt: now + expiresIn, now: now)
-        let invitationURL = base.url("/v1/invitations/\(code.canonical)")
-        if json {
-            SiteOutput.line(["code": code.description, "url": invitationURL])
-        } else {
-            print("code \(code)")
-            print("url  \(invitationURL)")
+        let digits = String(count).count
+        for index in 1...count {
+            let number = String(index)
+            let cardholder =
+                count == 1 ? name : name + " " + String(repeating: "0", count: digits - number.count) + number
+            let code = try store.addInvitation(
+                cardholder: cardholder, secondFactor: secondFactor, expiresAt: now + expiresIn, now: now)
+            let invitationURL = base.url("/v1/invitations/\(code.canonical)")
+            if json {
+                SiteOutput.line(
+                    count == 1
+                        ? ["code": code.description, "url": invitationURL]
+                        : ["name": cardholder, "code": code.description, "url": invitationURL])
+            } else if count == 1 {
+                print("code \(code)")
+                print("url  \(invitationURL)")
+            } else {
+                print("\(cardholder)\t\(code)\t\(invitationURL)")
+            }
         }
     }
 }

@@ -51,6 +51,12 @@ final class SiteHarness: @unchecked Sendable {
         throw TestEnvironmentError("readersim site serve did not start in 30 s")
     }
 
+    /// The requests the server logged (`{"event":"request","method","path","status"}`).
+    var requests: [JSONValue] {
+        ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap { try? JSONValue.parse(String($0)) }.filter { $0["event"] == "request" }
+    }
+
     func stop() {
         server?.stop()
         server = nil
