@@ -16,6 +16,12 @@ struct Diagnose: ParsableCommand {
         discussion: "Exit status 0 when everything looks right, 1 when a check failed."
     )
     @OptionGroup var options: GlobalOptions
+    @Option(
+        help: ArgumentHelp(
+            "Also write a diagnostics bundle for support: one JSON file, no secrets.",
+            discussion:
+                "The checks, status, readers, credentials (fingerprints), the last 500 events, the configuration's settings, the kernel's adapters and rfkill, bluetoothd's version.",
+            valueName: "file"), completion: .file()) var bundle: String?
 
     struct Check {
         var name: String
@@ -25,6 +31,38 @@ struct Diagnose: ParsableCommand {
     }
 
     func run() throws {
+        let checks = collect()
+        if let bundle {
+            do {
+                try DiagnosticsBundle.write(
+                    to: bundle, checks: checks, socket: options.socket, configFile: nil,
+                    timeout: .milliseconds(Int64((options.timeout ?? 5) * 1000)))
+                printError("accessctl: diagnostics bundle written to \(bundle)")
+            } catch {
+                printError("accessctl: \(error)")
+                throw ExitCode(1)
+            }
+        }
+        if options.json {
+            // One object, as every command's --json: the checks, and whether all passed.
+            print(
+                JSONValue.object([
+                    "ok": .bool(!checks.contains { $0.ok == false }),
+                    "checks": .array(checks.map(DiagnosticsBundle.json)),
+                ]).jsonText)
+        } else {
+            for check in checks {
+                let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "
+                print(
+                    "\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
+                        + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
+            }
+        }
+        if checks.contains(where: { $0.ok == false }) { throw ExitCode(1) }
+    }
+
+    /// Every check, in the order printed.
+    private func collect() -> [Check] {
         var checks: [Check] = []
         var status: StatusAnswer?
         var connection: ControlConnection?
@@ -205,29 +243,6 @@ struct Diagnose: ParsableCommand {
                 detail: "\(Date()) \(synchronized ? "(synchronized)" : "(synchronization unknown)")",
                 hint: synchronized ? nil : "timedatectl status"))
 
-        if options.json {
-            // One object, as every command's --json: the checks, and whether all passed.
-            print(
-                JSONValue.object([
-                    "ok": .bool(!checks.contains { $0.ok == false }),
-                    "checks": .array(
-                        checks.map { check in
-                            var object: [String: JSONValue] = [
-                                "check": .string(check.name), "detail": .string(check.detail),
-                            ]
-                            object["ok"] = check.ok.map { .bool($0) } ?? .null
-                            if let hint = check.hint { object["hint"] = .string(hint) }
-                            return .object(object)
-                        }),
-                ]).jsonText)
-        } else {
-            for check in checks {
-                let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "
-                print(
-                    "\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
-                        + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
-            }
-        }
-        if checks.contains(where: { $0.ok == false }) { throw ExitCode(1) }
+        return checks
     }
 }

@@ -1,0 +1,170 @@
+import AccessCore
+import AccessJSON
+import BlueZ
+import ControlSocket
+import Foundation
+
+/// `accessctl diagnose --bundle FILE` (issue #34, item 4): what support asks for when a kiosk
+/// misbehaves, in one JSON file gathered without a login session of questions: the checks
+/// `diagnose` made, accessd's status, readers and credentials (fingerprints, never keys), its
+/// last events, the configuration's settings, and the machine's Bluetooth facts. Nothing in it
+/// is a secret: accessd's answers and events carry none by design (docs/operations.md,
+/// "Secrets at rest"), and the configuration goes in as its settings only, without comments,
+/// with any value whose key names a secret replaced.
+enum DiagnosticsBundle {
+    /// The bundle's layout version.
+    static let format = 1
+    /// Events kept: the newest ones.
+    static let eventCount: Int64 = 500
+    /// The most of the configuration file read.
+    static let configurationLimit = 65_536
+
+    static func write(
+        to path: String, checks: [Diagnose.Check], socket: String, configFile: String?, timeout: Duration
+    ) throws {
+        var bundle: [String: JSONValue] = [
+            "bundle": .int(Int64(format)),
+            "generatedAt": .string(ISO8601DateFormatter().string(from: Date())),
+            "host": .string(ProcessInfo.processInfo.hostName),
+            "accessctl": .string(AccessCoreVersion.string),
+            "diagnose": .array(checks.map(json)),
+            "system": system(),
+        ]
+        if let connection = try? ControlConnection(path: socket) {
+            connection.answerTimeout = timeout
+            for (key, method) in [
+                ("status", ControlMethod.statusGet), ("readers", .readersList), ("credentials", .credentialsList),
+            ] {
+                bundle[key] = answer(connection, method)
+            }
+            let last = bundle["status"]?["lastSequence"]?.int ?? 0
+            bundle["events"] = .array(events(socket: socket, after: max(0, last - eventCount), timeout: timeout))
+        }
+        if let file = configFile ?? bundle["status"]?["configFile"]?.string {
+            bundle["configuration"] = configuration(file)
+        }
+        let data = Data((JSONValue.object(bundle).jsonText + "\n").utf8)
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o640])
+        else { throw BundleError("cannot write \(path)") }
+    }
+
+    struct BundleError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func json(_ check: Diagnose.Check) -> JSONValue {
+        var object: [String: JSONValue] = ["check": .string(check.name), "detail": .string(check.detail)]
+        object["ok"] = check.ok.map { .bool($0) } ?? .null
+        if let hint = check.hint { object["hint"] = .string(hint) }
+        return .object(object)
+    }
+
+    /// The method's answer, or what refused it (an observer may not list credentials).
+    private static func answer(_ connection: ControlConnection, _ method: ControlMethod) -> JSONValue {
+        do {
+            switch try connection.call(method) {
+            case .success(let value): return value
+            case .failure(let error): return .object(["refused": .string(error.message)])
+            }
+        } catch {
+            return .object(["refused": .string("\(error)")])
+        }
+    }
+
+    /// The newest events, oldest first, on a connection of their own.
+    private static func events(socket: String, after sequence: Int64, timeout: Duration) -> [JSONValue] {
+        guard let connection = try? ControlConnection(path: socket),
+            let params = try? JSONValue(encoding: SubscribeParams(since: sequence)),
+            case .success? = try? connection.call(.eventsSubscribe, params)
+        else { return [] }
+        connection.answerTimeout = timeout
+        var events: [JSONValue] = []
+        while events.count < eventCount, connection.waitReadable(timeout: .milliseconds(300)),
+            let notification = try? connection.nextNotification()
+        {
+            guard notification["method"]?.string == RPCRequest.eventMethod, let params = notification["params"] else {
+                continue
+            }
+            events.append(params)
+        }
+        return events
+    }
+
+    /// The file's settings (`key = value` lines under their sections), without comments; a
+    /// value whose key names a secret is replaced, whatever the file holds.
+    static func configuration(_ file: String) -> JSONValue {
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            return .object(["file": .string(file), "unreadable": .bool(true)])
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: configurationLimit)) ?? Data()
+        var lines: [JSONValue] = []
+        for raw in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") {
+                lines.append(.string(line))
+                continue
+            }
+            guard !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            lines.append(.string(isSecret(key) ? "\(key) = (not in the bundle)" : line))
+        }
+        return .object(["file": .string(file), "settings": .array(lines)])
+    }
+
+    /// A key that names a secret, not a path to one (`password_file` is a path).
+    static func isSecret(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        guard !lowered.hasSuffix("_file") else { return false }
+        return ["password", "secret", "token", "passphrase"].contains { lowered.contains($0) } || lowered == "pin"
+            || lowered.hasSuffix("_pin") || lowered.hasSuffix("_key")
+    }
+
+    /// The kernel, the distribution, bluetoothd's version, the kernel's adapters, rfkill.
+    private static func system() -> JSONValue {
+        func text(_ path: String) -> String? {
+            (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        var system: [String: JSONValue] = [:]
+        system["kernel"] = text("/proc/sys/kernel/osrelease").map { .string($0) } ?? .null
+        let release = (text("/etc/os-release") ?? "").split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
+        system["os"] =
+            release.map { .string($0.dropFirst(12).trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
+            ?? .null
+        system["bluetoothd"] = bluetoothdVersion().map { .string($0) } ?? .null
+        system["adapters"] = .array(
+            ((try? HCIAdapters.list()) ?? []).map { adapter in
+                .object([
+                    "name": .string(adapter.name), "address": .string("\(adapter.address)"), "up": .bool(adapter.isUp),
+                ])
+            })
+        var rfkill: [JSONValue] = []
+        for entry in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/rfkill")) ?? []).sorted() {
+            let base = "/sys/class/rfkill/\(entry)/"
+            guard text(base + "type") == "bluetooth" else { continue }
+            rfkill.append(
+                .object([
+                    "name": .string(entry), "soft": .bool(text(base + "soft") == "1"),
+                    "hard": .bool(text(base + "hard") == "1"),
+                ]))
+        }
+        system["rfkill"] = .array(rfkill)
+        return .object(system)
+    }
+
+    private static func bluetoothdVersion() -> String? {
+        let path = "/usr/libexec/bluetooth/bluetoothd"
+        guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--version"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
