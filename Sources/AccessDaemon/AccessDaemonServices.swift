@@ -125,7 +125,8 @@ public final class AccessDaemonServices: Sendable {
             bridge = MQTTBridge(
                 configuration: mqtt, device: device, journal: journal, currentState: currentState,
                 progress: progress,
-                commands: mqtt.commands ? MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands") : nil,
+                commands: mqtt.commands.isEmpty
+                    ? nil : MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands", allowed: mqtt.commands),
                 logger: logger)
         }
         self.mqtt = bridge?.progress
@@ -180,7 +181,7 @@ public final class AccessDaemonServices: Sendable {
         // Commands from the broker run as an operator's on the socket (docs/fleet.md, "Commands").
         if let commands = bridge?.commands {
             let api = control
-            let caller = ControlClient.outsideTheSocket(id: 1, role: .operator)
+            let caller = ControlClient.outsideTheSocket(id: 1, role: commands.callerRole)
             commands.setHandler { await api.handle($0, from: caller) }
         }
     }

@@ -40,7 +40,7 @@ enum ControlRequestHarness {
         case .refused(let answer):
             answerIsJSON(answer)
         case .run(let request):
-            require(MQTTCommands.allowed.contains(request.method), "only allowed methods run: \(request.method)")
+            require(MQTTCommands.defaultMethods.contains(request.method), "only allowed methods run: \(request.method)")
             require(bytes.count <= 4096, "a command over 4096 bytes ran")
             guard let method = ControlMethod(rawValue: request.method) else { return }
             do throws(RPCError) {

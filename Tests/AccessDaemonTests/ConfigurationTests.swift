@@ -46,6 +46,17 @@ struct ConfigurationTests {
             "not read by accessd: \(documented.subtracting(declared).sorted())")
     }
 
+    @Test func commandsAreTrueFalseOrAListOfMethods() throws {
+        let tls = "[mqtt]\nurl = \"mqtts://b\"\ncert_file = \"/c.pem\"\nkey_file = \"/k.pem\"\n"
+        #expect(try ConfigurationLoader.parse(tls, file: "t").mqtt?.commands == [])
+        #expect(
+            try ConfigurationLoader.parse(tls + "commands = true\n", file: "t").mqtt?.commands
+                == ["access.next", "access.request", "scanning.set"])
+        let listed = try ConfigurationLoader.parse(
+            tls + "commands = [\"access.next\", \"credentials.register\", \"access.next\"]\n", file: "t")
+        #expect(listed.mqtt?.commands == ["access.next", "credentials.register"])
+    }
+
     @Test func adaptersAreAListInPreferenceOrderOrAuto() throws {
         let listed = try ConfigurationLoader.parse("[bluetooth]\nadapters = [\"hci1\", \"hci0\"]\n", file: "t")
         #expect(listed.adapters == ["hci1", "hci0"] && listed.adapterOrder == ["hci1", "hci0"])
@@ -160,6 +171,23 @@ struct ConfigurationTests {
             "commands need an mqtts:// url and a username"
         ),
         ("[mqtt]\nurl = \"mqtts://b\"\ncommands = true\n", 3, "commands need an mqtts:// url and a username"),
+        (
+            "[mqtt]\nurl = \"mqtts://b\"\nusername = \"k\"\ncommands = [\"teleport\"]\n", 4,
+            "commands lists method names"
+        ),
+        (
+            "[mqtt]\nurl = \"mqtts://b\"\nusername = \"k\"\ncommands = \"yes\"\n", 4,
+            "commands must be true, false or a list"
+        ),
+        (
+            "[mqtt]\nurl = \"mqtts://b\"\nusername = \"k\"\ncommands = [\"secondFactor.respond\"]\n", 4,
+            "secondFactor.respond is never taken over MQTT: it carries a PIN"
+        ),
+        (
+            "[mqtt]\nurl = \"mqtts://b\"\nusername = \"k\"\ncommands = [\"access.next\", \"credentials.register\"]\n",
+            4,
+            "credentials.register is an administrator's method: it needs a client certificate (cert_file)"
+        ),
     ])
     func badFilesNameTheLineAndTheReason(_ c: (String, Int, String)) {
         do {

@@ -1,4 +1,5 @@
 import AccessCore
+import ControlSocket
 
 /// The two sections read whole: `[mqtt]`, whose keys depend on each other, and the reader
 /// scope (`[readers]` with a `[reader.ID]` table per reader).
@@ -49,12 +50,18 @@ extension ConfigurationReader {
         }
         m.qos = Int32(try int("mqtt", "qos", 0...1) ?? 1)
         m.homeAssistant = try bool("mqtt", "home_assistant") ?? false
-        m.commands = try bool("mqtt", "commands") ?? false
-        if m.commands && !(m.tls && (m.username != nil || m.certFile != nil)) {
+        m.commands = try commandMethods()
+        if !m.commands.isEmpty && !(m.tls && (m.username != nil || m.certFile != nil)) {
             throw fail(
                 "mqtt", "commands",
                 "commands need an mqtts:// url and a username or a client certificate: "
                     + "whoever can publish to the command topic acts as an operator")
+        }
+        if let admin = m.commands.first(where: { ControlMethod(rawValue: $0)?.role == .admin }), m.certFile == nil {
+            throw fail(
+                "mqtt", "commands",
+                "\(admin) is an administrator's method: it needs a client certificate (cert_file), "
+                    + "so that the broker knows every publisher by its certificate")
         }
         if let prefix = try string("mqtt", "discovery_prefix") {
             if let problem = MQTTConfiguration.topicLevelProblem(prefix, allowingSlash: true) {
@@ -63,6 +70,31 @@ extension ConfigurationReader {
             m.discoveryPrefix = prefix
         }
         return m
+    }
+
+    /// `[mqtt] commands`: true (the three an operator at a door needs), false, or a list.
+    private func commandMethods() throws(ConfigurationError) -> [String] {
+        switch value("mqtt", "commands") {
+        case nil, .bool(false)?: return []
+        case .bool(true)?: return MQTTCommands.defaultMethods
+        case .array(let items)? where !items.isEmpty && items.count <= ControlMethod.allCases.count:
+            var names: [String] = []
+            for item in items {
+                guard case .string(let name) = item, let method = ControlMethod(rawValue: name) else {
+                    throw fail(
+                        "mqtt", "commands",
+                        "commands lists method names (\(MQTTCommands.takeable.map(\.rawValue).joined(separator: ", ")))"
+                    )
+                }
+                if let why = MQTTCommands.neverTaken[method] {
+                    throw fail("mqtt", "commands", "\(name) is never taken over MQTT: \(why)")
+                }
+                if !names.contains(name) { names.append(name) }
+            }
+            return names
+        default:
+            throw fail("mqtt", "commands", "commands must be true, false or a list of method names")
+        }
     }
 
     static let readerTablePrefix = "reader."

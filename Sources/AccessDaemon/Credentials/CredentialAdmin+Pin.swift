@@ -56,7 +56,8 @@ extension CredentialAdmin {
         case .failure(.notRun):
             return .failure(.failed("shuttingDown", "accessd is stopping"))
         case .failure(.failed):
-            logger.warning("PIN change refused: wrong PIN", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+            logger.warning(
+                "PIN change refused: wrong PIN", metadata: ["credential": "\(id)", "by": "\(Self.origin(uid))"])
             return .failure(
                 RPCError(
                     code: -32010, message: "wrong PIN",
@@ -83,7 +84,7 @@ extension CredentialAdmin {
         } catch {
             return .failure(.internalError("cannot store the new PIN: \(error)"))
         }
-        logger.notice("PIN changed", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+        logger.notice("PIN changed", metadata: ["credential": "\(id)", "by": "\(Self.origin(uid))"])
         journal.emit(CredentialsChangedEvent(reason: .pinChanged, credential: id.description))
         return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
@@ -99,7 +100,9 @@ extension CredentialAdmin {
             return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
         }
         book.unlock(id)
-        logger.notice("second factor unlocked by an administrator", metadata: ["credential": "\(id)", "uid": "\(uid)"])
+        logger.notice(
+            "second factor unlocked by an administrator",
+            metadata: ["credential": "\(id)", "by": "\(Self.origin(uid))"])
         journal.emit(CredentialsChangedEvent(reason: .unlocked, credential: id.description))
         return .success(info(id) ?? Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }

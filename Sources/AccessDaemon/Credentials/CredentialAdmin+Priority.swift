@@ -26,7 +26,7 @@ extension CredentialAdmin {
         }
         logger.notice(
             "credential priority set",
-            metadata: ["credential": "\(id)", "priority": "\(params.priority)", "uid": "\(uid)"])
+            metadata: ["credential": "\(id)", "priority": "\(params.priority)", "by": "\(Self.origin(uid))"])
         journal.emit(CredentialsChangedEvent(reason: .priority, credential: id.description, priority: params.priority))
         book.changed()
         let updated = book.credential(id) ?? stored

@@ -127,7 +127,7 @@ struct CredentialAdmin: Sendable {
         logger.notice(
             "credential registered",
             metadata: [
-                "credential": "\(credential.id)", "site": "\(registration.siteName)", "uid": "\(uid)",
+                "credential": "\(credential.id)", "site": "\(registration.siteName)", "by": "\(Self.origin(uid))",
             ])
         journal.emit(
             CredentialsChangedEvent(
@@ -141,6 +141,21 @@ struct CredentialAdmin: Sendable {
         // Items follow at once rather than at the next interval.
         await sync.syncSoon()
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
+    }
+
+    /// The uid an administrator's action is journalled under when it did not come over the
+    /// socket: the MQTT command topic's (`ControlClient.outsideTheSocket`) and the invitation
+    /// file's.
+    static let invitationFileUID = UInt32.max - 1
+
+    /// Who did it, for the journal: `uid 1000`, `mqtt` (the command topic: the broker's ACL
+    /// says which certificates may publish there) or `invitation file`.
+    static func origin(_ uid: UInt32) -> String {
+        switch uid {
+        case UInt32.max: "mqtt"
+        case invitationFileUID: "invitation file"
+        default: "uid \(uid)"
+        }
     }
 
     static func alreadyHeld(_ held: StoredCredential) -> RPCError {
@@ -172,7 +187,8 @@ struct CredentialAdmin: Sendable {
             return
         }
         logger.notice(
-            "credential replaced", metadata: ["credential": "\(old.credential.id)", "by": "\(new)", "uid": "\(uid)"])
+            "credential replaced",
+            metadata: ["credential": "\(old.credential.id)", "replacedBy": "\(new)", "by": "\(Self.origin(uid))"])
         journal.emit(
             CredentialsChangedEvent(
                 reason: .deleted, credential: old.credential.id.description,
@@ -231,7 +247,7 @@ struct CredentialAdmin: Sendable {
         }
         logger.notice(
             "credential deleted",
-            metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "uid": "\(uid)"])
+            metadata: ["credential": "\(id)", "siteInformed": "\(siteError == nil)", "by": "\(Self.origin(uid))"])
         journal.emit(CredentialsChangedEvent(reason: .deleted, credential: id.description))
         book.changed()
         return .success(DeleteAnswer(id: id.description, siteError: siteError))

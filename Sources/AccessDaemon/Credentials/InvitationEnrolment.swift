@@ -128,7 +128,7 @@ final class InvitationEnrolment: Sendable {
     }
 
     private func register(_ url: String) async -> Outcome {
-        switch await admin.register(RegisterParams(url: url), uid: 0) {
+        switch await admin.register(RegisterParams(url: url), uid: CredentialAdmin.invitationFileUID) {
         case .success(let info): return .registered(info.id)
         case .failure(let error):
             let code =

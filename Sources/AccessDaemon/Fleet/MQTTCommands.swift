@@ -2,26 +2,45 @@ import AccessJSON
 import ControlSocket
 import NIOConcurrencyHelpers
 
-/// The command topic (docs/fleet.md, "Commands"), off unless `[mqtt] commands = true`, which
-/// the configuration allows only over `mqtts://` with a username or a client certificate:
-/// a JSON-RPC request on `<prefix>/<device>/commands` runs as an operator's on the socket,
-/// and its answer goes to `…/commands/result`. Only `access.request`, `access.next` and
-/// `scanning.set`; a request is at most 4 KiB (larger ones are refused unread) and nested at
-/// most as deep as the socket allows; at most four run at once, the rest are answered
-/// `busy`, so a flood from the broker cannot queue work in accessd.
+/// The command topic (docs/fleet.md, "Commands"), off unless `[mqtt] commands` lists methods
+/// (`true`: `access.request`, `access.next` and `scanning.set`), which the configuration allows
+/// only over `mqtts://` with a username or a client certificate, and an administrator's method
+/// only with a client certificate: a JSON-RPC request on `<prefix>/<device>/commands` for a
+/// listed method runs on the socket's handlers (as an administrator when the list holds an
+/// administrator's method, else as an operator), and its answer goes to `…/commands/result`.
+/// A request is at most 4 KiB (larger ones are refused unread) and nested at most as deep as
+/// the socket allows; at most four run at once, the rest are answered `busy`, so a flood from
+/// the broker cannot queue work in accessd. A PIN never travels: `credentials.register` with a
+/// `pin` is refused, and the methods that carry PINs or streams are never taken.
 public final class MQTTCommands: Sendable {
     typealias Handler = @Sendable (RPCRequest) async -> Result<JSONValue, RPCError>
 
-    public static let allowed: [String] = ["access.next", "access.request", "scanning.set"]
+    /// `commands = true`: what an operator at a door needs.
+    public static let defaultMethods: [String] = ["access.next", "access.request", "scanning.set"]
+    /// What no configuration can list, and why.
+    public static let neverTaken: [ControlMethod: String] = [
+        .eventsSubscribe: "a stream, not a command (the kiosk publishes its events already)",
+        .eventsUnsubscribe: "a stream, not a command (the kiosk publishes its events already)",
+        .secondFactorRespond: "it carries a PIN, which would sit in the broker",
+        .credentialsSetPin: "it carries PINs, which would sit in the broker",
+        .readersProbe: "it holds the command topic for a minute; run it at the kiosk",
+    ]
+    /// What a configuration may list.
+    public static var takeable: [ControlMethod] { ControlMethod.allCases.filter { neverTaken[$0] == nil } }
     static let maximumInFlight = 4
 
     let topic: String
+    /// The methods listed in `[mqtt] commands`.
+    let allowed: [String]
     var resultTopic: String { topic + "/result" }
+    /// Who a command runs as on the socket's handlers.
+    var callerRole: Role { allowed.contains { ControlMethod(rawValue: $0)?.role == .admin } ? .admin : .operator }
     private let handler = NIOLockedValueBox<Handler?>(nil)
     private let inFlight = NIOLockedValueBox(0)
 
-    init(topic: String) {
+    init(topic: String, allowed: [String] = MQTTCommands.defaultMethods) {
         self.topic = topic
+        self.allowed = allowed
     }
 
     /// Where commands go: the socket's handlers, as an operator (set once the daemon is built).
@@ -39,7 +58,7 @@ public final class MQTTCommands: Sendable {
 
     /// The message's checks in order (size, UTF-8, JSON-RPC, the allow-list); the fuzz
     /// harness `mqtt-command` drives this with any bytes.
-    public static func screen(_ payload: [UInt8], oversized: Bool) -> Screened {
+    public static func screen(_ payload: [UInt8], oversized: Bool, allowed: [String] = defaultMethods) -> Screened {
         guard !oversized, payload.count <= MosquittoClient.maximumMessage else {
             return .refused(
                 RPCRequest.errorResponse(
@@ -61,6 +80,12 @@ public final class MQTTCommands: Sendable {
                         code: -32601,
                         message: "\(request.method) is not taken over MQTT (only \(allowed.joined(separator: ", ")))")))
         }
+        if request.method == ControlMethod.credentialsRegister.rawValue, request.params["pin"] != nil {
+            return .refused(
+                RPCRequest.errorResponse(
+                    id: request.id,
+                    error: .invalidParams("a PIN never goes over MQTT: register a second factor at the kiosk")))
+        }
         return .run(request)
     }
 
@@ -68,7 +93,7 @@ public final class MQTTCommands: Sendable {
     /// when the command ends.
     func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
         let request: RPCRequest
-        switch Self.screen(payload, oversized: oversized) {
+        switch Self.screen(payload, oversized: oversized, allowed: allowed) {
         case .run(let screened): request = screened
         case .refused(let text):
             answer(text)

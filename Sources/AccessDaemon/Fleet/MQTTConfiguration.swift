@@ -18,9 +18,10 @@ public struct MQTTConfiguration: Sendable, Hashable {
     public var keyFile: String?
     /// 0 or 1 for events (state and status are always QoS 1, retained).
     public var qos: Int32 = 1
-    /// Take commands from `<prefix>/<device>/commands` (docs/fleet.md, "Commands"); only over
-    /// an authenticated `mqtts://` link.
-    public var commands = false
+    /// The methods taken from `<prefix>/<device>/commands` (docs/fleet.md, "Commands"); empty:
+    /// none (off). Only over an authenticated `mqtts://` link; an administrator's method only
+    /// with a client certificate.
+    public var commands: [String] = []
     /// Publish Home Assistant's discovery configs (docs/fleet.md, "Home Assistant").
     public var homeAssistant = false
     public var discoveryPrefix = "homeassistant"

@@ -1,0 +1,78 @@
+import AccessJSON
+import BlueZTestSupport
+import Foundation
+import SuiteTraits
+import Testing
+
+/// Administration over the broker (issue #34, items 1 and 2): `[mqtt] commands` lists the
+/// methods a kiosk takes; with a client certificate, an administrator's `credentials.register`
+/// enrols the kiosk from the site's broker, no login on it. Against the real mosquitto with the
+/// site example's certificates and ACL.
+@Suite("administration over MQTT", .threadOfItsOwn, .timeLimit(.minutes(5)))
+struct MQTTAdministrationTests {
+    static let device = "kiosk-enrol"
+
+    @Test func anAdministratorEnrolsAKioskThroughTheBrokerAndNoPINTravels() async throws {
+        let harness = try await DaemonHarness()
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker", repository: repository)
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        let kiosk = try pki.client(Self.device)
+        let site = try SiteHarness(directory: harness.directory)
+        try await site.serve()
+        defer { site.stop() }
+        try harness.writeConfig(
+            """
+            [mqtt]
+            url = "mqtts://127.0.0.1:\(broker.port)"
+            client_id = "\(Self.device)"
+            ca_file = "\(pki.caCertificate)"
+            cert_file = "\(kiosk.certificate)"
+            key_file = "\(kiosk.key)"
+            commands = ["access.next", "credentials.register", "credentials.list"]
+            """)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { $0["mqtt"]?["state"]?.string == "connected" }
+        let results = "accessd/\(Self.device)/commands/result"
+        let output = harness.directory + "/results.out"
+        let subscriber = try broker.subscribe(results, id: "sub-admin", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try await Task.sleep(for: .milliseconds(500))
+
+        let commands = "accessd/\(Self.device)/commands"
+        let invitation = try site.invite("Lobby kiosk 7")
+        try broker.publish(
+            commands,
+            #"{"jsonrpc":"2.0","id":"enrol-7","method":"credentials.register","params":{"url":"\#(invitation.url)"}}"#)
+        // A PIN would sit in the broker: refused before anything runs.
+        try broker.publish(
+            commands,
+            #"{"jsonrpc":"2.0","id":"pin","method":"credentials.register","params":{"url":"\#(invitation.url)","pin":"4938"}}"#
+        )
+        // Not listed: refused, naming what is.
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":"del","method":"credentials.delete","params":{"id":"x"}}"#)
+        var answers: [String: JSONValue] = [:]
+        for _ in 0..<300 {
+            for line in ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n") {
+                guard let space = line.firstIndex(of: " "),
+                    let answer = try? JSONValue.parse(String(line[line.index(after: space)...])),
+                    let id = answer["id"]?.string
+                else { continue }
+                answers[id] = answer
+            }
+            if answers.count == 3 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        print(answers.values.map(\.jsonText).sorted().joined(separator: "\n"))
+        let registered = try #require(answers["enrol-7"]?["result"], "\(answers)")
+        let listed = try harness.connect().call("credentials.list").get()["credentials"]?.array ?? []
+        #expect(listed.count == 1 && listed.first?["id"] == registered["id"], "\(listed)")
+        #expect(answers["pin"]?["error"]?["message"]?.string?.contains("a PIN never goes over MQTT") == true)
+        #expect(answers["del"]?["error"]?["code"] == -32601)
+        #expect(answers["del"]?["error"]?["message"]?.string?.contains("credentials.register") == true)
+    }
+}
