@@ -14,9 +14,7 @@ struct MQTTAdministrationTests {
 
     @Test func anAdministratorEnrolsAKioskThroughTheBrokerAndNoPINTravels() async throws {
         let harness = try await DaemonHarness()
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker", repository: repository)
+        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker")
         try await broker.start()
         defer { broker.stop() }
         let pki = try #require(broker.pki)

@@ -470,9 +470,7 @@ struct MQTTBridgeTests {
     /// its ACL keeps one kiosk from commanding another. Against the example as shipped.
     @Test func theSiteExampleBrokerKeepsLargeMessagesAndOtherKiosksOut() async throws {
         let harness = try await DaemonHarness()
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker", repository: repository)
+        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker")
         try await broker.start()
         defer { broker.stop() }
         let pki = try #require(broker.pki)

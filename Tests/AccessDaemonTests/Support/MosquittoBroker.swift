@@ -52,9 +52,13 @@ final class MosquittoBroker: @unchecked Sendable {
         try config.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
     }
 
+    /// The repository's root, where the shipped examples are.
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
     /// The site's broker as config/mosquitto-accessd.example.conf and its ACL give it, with
     /// only the port and the paths changed; the test's own clients are `operator`.
-    init(siteExampleIn directory: String, repository: String) throws {
+    init(siteExampleIn directory: String, repository: String = MosquittoBroker.repository) throws {
         self.directory = directory
         let pki = try TestPKI(directory: directory + "/pki")
         self.pki = pki
