@@ -16,7 +16,7 @@ struct EnrolmentTests {
         let file = harness.directory + "/invitation"
         try harness.writeConfig("[site]\ninvitation_file = \"\(file)\"\nrequest_timeout = 3\n")
         if let invitation {
-            FileManager.default.createFile(
+            _ = FileManager.default.createFile(
                 atPath: file, contents: Data("# from the fleet's inventory\n\(invitation)\n".utf8),
                 attributes: [.posixPermissions: 0o600])
         }
@@ -97,6 +97,24 @@ struct EnrolmentTests {
         try await Task.sleep(for: .seconds(6))
         let refused = site.requests.filter { $0["path"]?.string?.hasSuffix("/register") == true && $0["status"] == 409 }
         #expect(refused.count == 1, "\(site.requests)")
+    }
+
+    /// A file that cannot be an invitation is set aside at once, and says why: too long (a
+    /// provisioning tool that wrote the wrong file), or not text. Before, both read "not UTF-8
+    /// text", which sent an operator looking at the wrong thing for a long, valid UTF-8 file.
+    @Test(arguments: [
+        (Data(String(repeating: "https://site.example/i/", count: 200).utf8), "more than 4096 bytes"),
+        (Data([0x68, 0x74, 0xFF, 0xFE, 0x0A]), "not UTF-8 text"),
+    ])
+    func aFileThatIsNoInvitationIsSetAsideSayingWhy(contents: Data, reason: String) async throws {
+        let (harness, file) = try await kiosk(invitation: nil)
+        _ = FileManager.default.createFile(atPath: file, contents: contents, attributes: [.posixPermissions: 0o600])
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let failed = try await enrolment(harness, until: ["registered", "failed"])
+        #expect(failed["error"] == "invitation.malformed", "\(failed.jsonText)")
+        #expect(failed["message"]?.string?.hasSuffix("(\(reason))") == true, "\(failed.jsonText)")
+        #expect(FileManager.default.fileExists(atPath: file + ".failed"))
     }
 
     /// A site that is down when the kiosk starts: tried again with backoff, registered when

@@ -116,10 +116,15 @@ final class InvitationEnrolment: Sendable {
         }
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: Self.maximumFileSize + 1)) ?? Data()
-        guard data.count <= Self.maximumFileSize, let text = String(data: data, encoding: .utf8) else {
+        guard data.count <= Self.maximumFileSize else {
             return .unusable(
                 .refused(
-                    "invitation.malformed", "\(path) is not an invitation URL (\(data.count) bytes, not UTF-8 text)"))
+                    "invitation.malformed",
+                    "\(path) is not an invitation URL (more than \(Self.maximumFileSize) bytes)"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return .unusable(
+                .refused("invitation.malformed", "\(path) is not an invitation URL (not UTF-8 text)"))
         }
         let line = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .first { !$0.isEmpty && !$0.hasPrefix("#") }

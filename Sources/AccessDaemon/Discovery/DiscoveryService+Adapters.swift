@@ -68,15 +68,7 @@ extension DiscoveryService {
         let silent = recovery.silence(at: now).map { Int($0.components.seconds) }
         selection.quarantine(name, at: now)
         reselect(deaf: "silent")
-        journal.emit(RadioRecoveryEvent(adapter: name, step: .powerCycling, silentSeconds: silent))
-        Task { [central, journal] in
-            do throws(BlueZError) {
-                try await central.setPowered(adapter: path, false)
-                try await central.setPowered(adapter: path, true)
-            } catch {
-                journal.emit(RadioRecoveryEvent(adapter: name, step: .cannotPowerCycle, error: "\(error)"))
-            }
-        }
+        powerCycle(name, path: path, silentSeconds: silent, forTheLadder: false)
         return true
     }
 

@@ -33,17 +33,8 @@ extension DiscoveryService {
             drive(.restart)
         case .powerCycle:
             guard let path = adapterPath else { return }
-            journal.emit(RadioRecoveryEvent(adapter: adapter, step: .powerCycling, silentSeconds: silent))
             powerCycleSawOff = false
-            Task { [central, journal] in
-                do throws(BlueZError) {
-                    try await central.setPowered(adapter: path, false)
-                    try await central.setPowered(adapter: path, true)
-                } catch {
-                    journal.emit(RadioRecoveryEvent(adapter: adapter, step: .cannotPowerCycle, error: "\(error)"))
-                    self.powerCycleEnded(ok: false)
-                }
-            }
+            powerCycle(adapter, path: path, silentSeconds: silent, forTheLadder: true)
         case .reportStuck(let retryIn):
             journal.emit(
                 RadioRecoveryEvent(
@@ -96,6 +87,23 @@ extension DiscoveryService {
             powerCycleSawOff = true
         } else if powerCycleSawOff {
             powerCycleEnded(ok: true)
+        }
+    }
+
+    /// Powers an adapter off and on through bluetoothd, said first as a `powerCycling` step.
+    /// The ladder's own cycle ends when BlueZ reports the adapter back (`powerCycleObserved`)
+    /// or here on a refusal; a cycle behind a move to another adapter (`leaveSilentAdapter`)
+    /// is not the ladder's and must not end its wait.
+    func powerCycle(_ name: String, path: String, silentSeconds: Int?, forTheLadder: Bool) {
+        journal.emit(RadioRecoveryEvent(adapter: name, step: .powerCycling, silentSeconds: silentSeconds))
+        Task { [central, journal] in
+            do throws(BlueZError) {
+                try await central.setPowered(adapter: path, false)
+                try await central.setPowered(adapter: path, true)
+            } catch {
+                journal.emit(RadioRecoveryEvent(adapter: name, step: .cannotPowerCycle, error: "\(error)"))
+                if forTheLadder { self.powerCycleEnded(ok: false) }
+            }
         }
     }
 
