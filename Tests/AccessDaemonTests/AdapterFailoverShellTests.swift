@@ -67,6 +67,9 @@ struct AdapterFailoverShellTests {
         }
         try await shell.waitUntil("the return said") { try switches(shell).count == 2 }
         #expect(try switches(shell)[1]["reason"] == "preferredBack")
+        // Counted for a fleet's alerts (`accessd_adapter_switches_total{reason}`).
+        let counted = await shell.daemon.metricsSnapshot().adapterSwitches
+        #expect(counted == ["removed": 1, "preferredBack": 1], "\(counted)")
         await shell.stop()
     }
 

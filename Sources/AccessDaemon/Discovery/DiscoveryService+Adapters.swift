@@ -31,6 +31,7 @@ extension DiscoveryService {
             }
         }
         if let previous, let chosen, let reason {
+            adapterSwitches[reason, default: 0] += 1
             journal.emit(
                 RadioRecoveryEvent(adapter: chosen.name, step: .switchedAdapter, previous: previous, reason: reason))
         }

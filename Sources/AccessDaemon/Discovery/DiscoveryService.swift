@@ -31,6 +31,9 @@ actor DiscoveryService {
     /// During a power cycle of ours: the adapter was reported off.
     var powerCycleSawOff = false
     var adapters: [String: AdapterState] = [:]
+    /// Moves of scanning from one adapter to another since start, by reason (the
+    /// `switchedAdapter` event's): for the metrics, where a fleet counts them.
+    var adapterSwitches: [String: Int] = [:]
     /// bluetoothd's objects have all been reported (`serviceAppeared`), so an adapter can be
     /// chosen among all of them.
     var serviceReported = false

@@ -29,6 +29,8 @@ final class DaemonMetrics: Sendable {
         "accessd_adapter_present": "1 while accessd has a Bluetooth adapter to use, else 0.",
         "accessd_adapter_recoveries_total":
             "Rungs of the radio's recovery ladder taken since start, by rung (restartDiscovery, powerCycle) and result (recovered, silent, failed).",
+        "accessd_adapter_switches_total":
+            "Moves of scanning to another adapter since start, by reason (removed, poweredOff, blocked, unfit, silent, stuck, preferredBack).",
         "accessd_readers_known": "Readers heard recently (as accessctl readers lists them).",
         "accessd_readers_in_auto_range": "Readers within automatic-access range now.",
         "accessd_advertisements_total": "Reader advertisements heard since start, refused ones included.",
@@ -173,6 +175,9 @@ final class DaemonMetrics: Sendable {
             total(
                 "accessd_adapter_recoveries_total", recovery.count,
                 [("rung", recovery.rung), ("result", recovery.result)])
+        }
+        for (reason, count) in snapshot.adapterSwitches {
+            total("accessd_adapter_switches_total", count, [("reason", reason)])
         }
     }
 

@@ -31,6 +31,8 @@ public struct MetricsSnapshot: Sendable {
     public var doorAdvertisementsMerged = 0
     /// The recovery ladder's rungs since start, by rung and result.
     public var adapterRecoveries: [RecoveryCount] = []
+    /// Moves of scanning to another adapter since start, by reason.
+    public var adapterSwitches: [String: Int] = [:]
 
     public init() {}
 
@@ -60,6 +62,7 @@ extension AccessDaemonServices {
         snapshot.bluetoothdPresent = sdk.inputs.bluetoothServicePresent
         snapshot.adapterPresent = adapter != nil
         snapshot.adapterRecoveries = radio.recoveries
+        snapshot.adapterSwitches = await discovery.adapterSwitches
         let first = (try? journal.store.firstSequence()) ?? nil
         snapshot.journalEvents = first.map { max(0, journal.lastSequence - $0 + 1) } ?? 0
         snapshot.auditBacklog = audit.status.backlog
