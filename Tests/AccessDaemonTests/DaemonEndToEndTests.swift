@@ -296,8 +296,11 @@ struct DaemonEndToEndTests {
     }
 
     @Test func aClientThatStopsReadingIsToldWhatItMissed() async throws {
-        // Readers must not go stale while 1,500 of them are added on a loaded machine.
-        let harness = try await DaemonHarness(config: "[socket]\nsubscriber_queue = 16\n[range]\nstale_timeout = 600\n")
+        // Readers must not go stale while 1,500 of them are added on a loaded machine, and the
+        // sleeper, whose writes wait from the first full buffer on, must not be dropped for not
+        // reading (`send_timeout`, 30 s) before it wakes: adding them took 73 s in one host run.
+        let harness = try await DaemonHarness(
+            config: "[socket]\nsubscriber_queue = 16\nsend_timeout = 600\n[range]\nstale_timeout = 600\n")
         try await harness.start()
         _ = try await harness.waitForStatus { $0["isScanning"]?.bool == true }
         let sleeper = try harness.connect()
