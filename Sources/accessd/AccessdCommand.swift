@@ -123,7 +123,8 @@ struct AccessdCommand: AsyncParsableCommand {
         }
         let site: SiteClient
         do {
-            site = try SiteClient(caFile: settings.siteCAFile, timeout: settings.siteRequestTimeout)
+            site = try SiteClient(
+                caFile: settings.siteCAFile, timeout: settings.siteRequestTimeout, pins: settings.sitePins)
         } catch {
             printError("accessd: \(config): [site] ca_file: \(error)")
             throw ExitCode(78)

@@ -135,6 +135,9 @@ struct ConfigurationTests {
         ("[bluetooth]\nadapters = []\n", 2, "adapters must be \"auto\" or a list"),
         ("[bluetooth]\nadapters = [\"hci1\", \"hci1\"]\n", 2, "hci1 is listed twice"),
         ("[bluetooth]\nadapter = \"hci1\"\nadapters = [\"hci2\"]\n", 3, "set adapter (one) or adapters (a list)"),
+        ("[site]\npins = \"sha256//x\"\n", 2, "pins must be a list of keys like [\"sha256//<base64>\"]"),
+        ("[site]\npins = [\"md5//AAAA\"]\n", 2, "md5//AAAA: a pin is sha256// and a SHA-256 hash in base64"),
+        ("[site]\npins = [\"sha256//AAAA\"]\n", 2, "sha256//AAAA: not 32 bytes in base64 after sha256//"),
         ("# comment\n[access]\n\nconnection_limit = 0\n", 4, "connection_limit must be within 1...8"),
         (
             "[range]\nsensitivity = \"extreme\"\n", 2,

@@ -95,6 +95,8 @@ public struct AccessdConfiguration: Hashable, Sendable {
     // [site]
     /// PEM file of the CAs that sign site certificates, instead of the system's.
     public var siteCAFile: String? = nil
+    /// `[site] pins`: the keys a site may present, or nil for any the CAs vouch for.
+    public var sitePins: SitePins? = nil
     /// Whole time given to one call to a site.
     public var siteRequestTimeout: Duration = .seconds(15)
     /// Time between background syncs (credential state and items).

@@ -188,6 +188,21 @@ enum ConfigurationKeys {
             guard caFile.hasPrefix("/") else { throw r.fail("site", "ca_file", "ca_file must be an absolute path") }
             c.siteCAFile = caFile
         },
+        .custom("site", "pins", "sitePins") { c, r throws(ConfigurationError) in
+            guard let raw = r.value("site", "pins") else { return }
+            let usage = "pins must be a list of keys like [\"sha256//<base64>\"] (curl's --pinnedpubkey)"
+            guard case .array(let items) = raw, !items.isEmpty else { throw r.fail("site", "pins", usage) }
+            var pins: [String] = []
+            for item in items {
+                guard case .string(let pin) = item else { throw r.fail("site", "pins", usage) }
+                pins.append(pin)
+            }
+            do throws(SitePins.ParseError) {
+                c.sitePins = try SitePins(pins)
+            } catch {
+                throw r.fail("site", "pins", error.description)
+            }
+        },
         .seconds("site", "request_timeout", "siteRequestTimeout", \.siteRequestTimeout, 1...120),
         .seconds("site", "sync_interval", "siteSyncInterval", \.siteSyncInterval, 10...86400),
         .custom("site", "device_name", "deviceName") { c, r throws(ConfigurationError) in

@@ -1,7 +1,6 @@
 import AccessCore
 import AccessJSON
 import AccessStore
-import AsyncHTTPClient
 import Crypto
 import Foundation
 import NIOCore
@@ -9,9 +8,10 @@ import NIOHTTP1
 import NIOSSL
 import SiteContract
 
-/// accessd's side of docs/site-api.md over AsyncHTTPClient: registration, status, item sync
-/// and deletion, each call signed with the credential key. HTTPS is verified against the
-/// system's CAs or the configured CA file; plain HTTP only reaches loopback.
+/// accessd's side of docs/site-api.md (`SiteTransport`): registration, status, item sync and
+/// deletion, each call signed with the credential key. HTTPS is verified against the
+/// system's CAs or the configured CA file, and the site's key against `[site] pins` when
+/// there are any; plain HTTP only reaches loopback.
 public final class SiteClient: Sendable {
     /// What registration returns: everything needed to build the stored credential.
     public struct Registration: Sendable {
@@ -38,33 +38,31 @@ public final class SiteClient: Sendable {
 
     static let maximumAnswer = 64 * 1024
 
-    private let http: HTTPClient
+    private let transport: SiteTransport
     private let timeout: TimeAmount
+    private let pins: SitePins?
 
-    /// `caFile`: PEM file of the CAs to trust instead of the system's.
-    public init(caFile: String?, timeout: Duration) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.trustRoots = .file(caFile) }
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+    /// `caFile`: PEM file of the CAs to trust instead of the system's; `pins`: the keys a
+    /// site may present (`[site] pins`).
+    public init(caFile: String?, timeout: Duration, pins: SitePins? = nil) throws {
         // Connecting gets half the call's time, 5 s at most: a site whose connection attempts
         // vanish (a firewall that drops them) is then reported as unreachable, by name, before
-        // the call's own deadline hides why (issue #35).
+        // the call's own deadline hides why (issue #35). A refused connection or an untrusted
+        // certificate is the answer at once, never tried again within the call: accessd
+        // retries on its own schedule (the sync's backoff, the change channel's), and a person
+        // at `register` wants the reason now.
         let connectMilliseconds = min(timeout.components.seconds * 500, 5000)
-        configuration.timeout = .init(connect: .milliseconds(max(connectMilliseconds, 500)))
-        // A refused connection or an untrusted certificate is the answer: by default the
-        // library tries again until the connect timeout, and every call to a site that was
-        // down took exactly 10 s (issue #35). accessd retries on its own schedule (the sync's
-        // backoff, the change channel's), and a person at `register` wants the reason now.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        transport = try SiteTransport(
+            caFile: caFile, pins: pins, connectTimeout: .milliseconds(max(connectMilliseconds, 500)),
+            maximumAnswer: Self.maximumAnswer)
+        self.pins = pins
         self.timeout = .nanoseconds(
             Int64(timeout.components.seconds) * 1_000_000_000
                 + timeout.components.attoseconds / 1_000_000_000)
     }
 
-    public func shutdown() async {
-        try? await http.shutdown()
-    }
+    /// Nothing to close: each call's connection ends with it.
+    public func shutdown() async {}
 
     // MARK: Calls
 
@@ -208,44 +206,41 @@ public final class SiteClient: Sendable {
         throw .refused(status: 401, code: "auth.expired", message: "the site keeps refusing our clock")
     }
 
-    /// Head and body within `timeout`, together: AsyncHTTPClient's deadline covers the head,
-    /// and a site dribbling its body a byte at a time held a call open past 90 s with a 5 s
-    /// timeout (issue #17). Cancelling the call's task cancels the request.
-    private func fetchWithinTimeout(_ request: HTTPClientRequest, holding: TimeAmount) async throws -> (Int, ByteBuffer)
-    {
+    /// The call's deadline: connect, handshake, head and body within `timeout`, together (a
+    /// site dribbling its body a byte at a time held a call open past 90 s with a 5 s
+    /// timeout, issue #17). Cancelling the call's task closes its connection.
+    private func sendWithinTimeout(_ request: SiteTransport.Request, holding: TimeAmount) async throws -> (
+        Int, ByteBuffer
+    ) {
         // A long poll (§4.4) is held by the site on purpose: its wait adds to the timeout.
         let timeout = self.timeout + holding
         return try await withThrowingTaskGroup(of: (Int, ByteBuffer)?.self) { group in
-            group.addTask { [http] in
-                let response = try await http.execute(request, timeout: timeout)
-                return (Int(response.status.code), try await response.body.collect(upTo: Self.maximumAnswer))
+            group.addTask { [transport] in
+                let answer = try await transport.send(request)
+                return (answer.status, answer.body)
             }
             group.addTask {
-                // A moment after the head's deadline, so that a call that never got a
-                // connection fails with the reason (a TLS refusal) rather than a timeout.
-                try await Task.sleep(for: .nanoseconds(timeout.nanoseconds) + .milliseconds(500))
+                try await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
                 return nil
             }
             defer { group.cancelAll() }
-            guard case let result?? = try await group.next() else { throw HTTPClientError.deadlineExceeded }
+            guard case let result?? = try await group.next() else { throw DeadlineExceeded() }
             return result
         }
     }
+
+    private struct DeadlineExceeded: Error {}
 
     private func exchange(
         site: SiteAddress, method: HTTPMethod, path: String, body: [UInt8]?, signer: Signer?,
         clockOffset: Int64, holding: TimeAmount
     ) async throws(SiteError) -> (Int, Data?) {
         let fullPath = site.pathPrefix + path
-        var request = HTTPClientRequest(url: site.description + path)
-        request.method = method
+        var headers = HTTPHeaders()
         let bodyBytes = body ?? []
-        if body != nil {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: bodyBytes))
-        }
-        request.headers.add(name: "Accept", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "accessd/\(AccessDaemon.version)")
+        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        headers.add(name: "Accept", value: "application/json")
+        headers.add(name: "User-Agent", value: "accessd/\(AccessDaemon.version)")
         if let signer {
             var generator = SystemRandomNumberGenerator()
             let nonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -253,22 +248,23 @@ public final class SiteClient: Sendable {
                 method: method.rawValue, pathAndQuery: fullPath, body: bodyBytes,
                 time: Int64(Date().timeIntervalSince1970) + clockOffset, nonce: nonce, principal: signer.principal,
                 key: signer.key)
-            request.headers.add(name: "Authorization", value: authorization.headerValue)
+            headers.add(name: "Authorization", value: authorization.headerValue)
         }
+        let request = SiteTransport.Request(site: site, method: method, target: fullPath, headers: headers, body: body)
         let status: Int
         let buffer: ByteBuffer
         do {
-            (status, buffer) = try await fetchWithinTimeout(request, holding: holding)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            (status, buffer) = try await sendWithinTimeout(request, holding: holding)
+        } catch is DeadlineExceeded {
             throw .timedOut
-        } catch let error as HTTPClientError where error == .invalidURL || error == .emptyHost {
-            throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))
+        } catch let error as SiteTransport.KeyNotPinned {
+            throw .keyNotPinned(host: site.description, presented: error.presented, pinned: pins?.pins ?? [])
         } catch let error as NIOTooManyBytesError {
             throw .malformedAnswer("larger than \(Self.maximumAnswer) bytes (\(error))")
         } catch let error as HTTPParserError {
             throw .malformedAnswer("not HTTP (\(error))")
         } catch {
-            throw .unreachable(SiteConnectionFailure.sentence(for: error, host: request.url))
+            throw .unreachable(SiteConnectionFailure.sentence(for: error, host: site.description))
         }
         return (status, try SiteAnswers.body(buffer.readableBytesView))
     }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// One sentence with the fix for a site call that found no site, instead of the library's
 /// error dump (`handshakeFailed(NIOSSL.BoringSSLError.sslError([… CERTIFICATE_VERIFY_FAILED at
 /// .build/checkouts/…]))`). The libraries' errors are matched by the names they print, since
@@ -7,6 +9,16 @@ enum SiteConnectionFailure {
     static func sentence(for error: any Error, host url: String) -> String {
         let text = String(describing: error)
         let host = hostAndPort(url)
+        switch error as? ChannelError {
+        case .connectTimeout:
+            // A host that drops connection attempts (a firewall, a wrong address on another
+            // network): nothing refuses, so only the connect timeout ends the call.
+            return "\(host) did not accept a connection in time (connect timeout): "
+                + "check that this kiosk can reach it (address, firewall, proxy)"
+        case .eof, .inputClosed, .ioOnClosedChannel, .alreadyClosed:
+            return "\(host) closed the connection before answering"
+        default: break
+        }
         func has(_ markers: String...) -> Bool { markers.contains { text.contains($0) } }
         if has("CERTIFICATE_VERIFY_FAILED", "unableToValidateCertificate", "UNABLE_TO_GET_ISSUER", "SELF_SIGNED") {
             return "the certificate of \(host) is not trusted (CERTIFICATE_VERIFY_FAILED): "
@@ -24,12 +36,6 @@ enum SiteConnectionFailure {
         }
         if has("connectionRefused", "Connection refused", "ECONNREFUSED") {
             return "nothing accepts connections at \(host) (connection refused)"
-        }
-        if has("connectTimeout") {
-            // A host that drops connection attempts (a firewall, a wrong address on another
-            // network): nothing refuses, so only the connect timeout ends the call.
-            return "\(host) did not accept a connection in time (connect timeout): "
-                + "check that this kiosk can reach it (address, firewall, proxy)"
         }
         if has("NXDOMAIN", "dnsAError", "dnsAAAAError", "Name or service not known", "nodename nor servname") {
             return "the name in \(host) does not resolve (DNS)"

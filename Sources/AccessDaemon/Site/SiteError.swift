@@ -14,6 +14,9 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
     /// The site sent more than accessd keeps (docs/site-api.md §4.2): pages in one sync,
     /// items for one credential. What came before the limit is kept.
     case limitExceeded(String)
+    /// The site's certificate verified, but its key is not one of `[site] pins`: another CA's
+    /// certificate for the site's name (an impersonation), or a site that changed its key.
+    case keyNotPinned(host: String, presented: String, pinned: [String])
 
     public var code: String {
         switch self {
@@ -23,6 +26,7 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
         case .refused(_, let code, _): code
         case .malformedAnswer: "site.malformedAnswer"
         case .limitExceeded: "site.limitExceeded"
+        case .keyNotPinned: "site.keyNotPinned"
         }
     }
 
@@ -30,7 +34,9 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         // A sync cut at its page limit goes on from its cursor at the next.
-        case .unreachable, .timedOut, .malformedAnswer, .limitExceeded: true
+        // A key not pinned: an impersonation may end, and a site's new pin arrives with a
+        // restart; the failure stays reported meanwhile.
+        case .unreachable, .timedOut, .malformedAnswer, .limitExceeded, .keyNotPinned: true
         case .refused(let status, _, _): status >= 500
         case .address: false
         }
@@ -44,6 +50,10 @@ public enum SiteError: Error, Sendable, CustomStringConvertible {
         case .refused(let status, let code, let message): "the site refused (\(status) \(code)): \(message)"
         case .malformedAnswer(let reason): "the site's answer is not the site API: \(reason)"
         case .limitExceeded(let reason): "the site sent too much: \(reason)"
+        case .keyNotPinned(let host, let presented, let pinned):
+            "the site at \(host) presented the key \(presented), which is not pinned ([site] pins: "
+                + "\(pinned.joined(separator: ", "))): another CA's certificate for its name, or the site "
+                + "changed its key (then add its new pin)"
         }
     }
 }

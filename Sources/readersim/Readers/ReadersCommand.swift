@@ -48,7 +48,7 @@ struct ReadersCommand: AsyncParsableCommand {
         }
         let key = try ReaderKeyCommand.load(file.keyFile)
         let client = try SiteClient(caFile: file.caFile, timeout: .seconds(15))
-        // AsyncHTTPClient must be shut down on every path, a failure included.
+        // Shut down on every path, a failure included.
         do {
             try await serve(file, key: key, client: client)
         } catch {
