@@ -354,23 +354,64 @@ struct SystemdLabTests {
         #expect(try Lab.must("systemd-analyze security --no-pager accessd | tail -1").contains("OK"))
     }
 
-    @Test func anUpgradeKeepsCredentialsSettingsAndSequence() async throws {
+    /// Issue #34, item 3: the kiosk updates from the site's signed apt repository
+    /// (`scripts/repository`, docs/operations.md "Updates from the site's apt repository"): the
+    /// next version is published, the kiosk's unattended-upgrades takes it, the service
+    /// restarts with its credentials, settings and sequence kept.
+    @Test func anUpgradeFromTheSiteRepositoryKeepsCredentialsSettingsAndSequence() async throws {
         guard let deb = Lab.deb else { return }
         try await Lab.ensureInstalled()
         try Lab.must("accessctl auto on")
         let before = try Lab.call("status.get").get()
         let pid = try Lab.property("MainPID")
-        // The same package with a higher version, as the next release would be. Beside the
-        // package, on the host's disk: the VM's /tmp is a small tmpfs.
-        let scratch = URL(fileURLWithPath: deb).deletingLastPathComponent().appendingPathComponent("upgrade").path
-        let upgrade = scratch + ".deb"
+        // The site's side: a signing key (its gpg home in the VM's memory: gpg-agent's socket
+        // needs a file system that has sockets), and the repository holding the installed
+        // version beside the package on the host's disk (the VM's /tmp is a small tmpfs).
+        let site = URL(fileURLWithPath: deb).deletingLastPathComponent().appendingPathComponent("site").path
+        let gnupg = "/run/accessd-site-gnupg"
+        defer {
+            _ = try? Lab.sh(
+                """
+                gpgconf --homedir \(gnupg) --kill all; rm -rf '\(site)' \(gnupg) /etc/apt/sources.list.d/accessd.list \
+                    /etc/apt/keyrings/accessd.gpg /etc/apt/apt.conf.d/51accessd-upgrades
+                """)
+        }
+        let script = LabDemoTests.repository.appendingPathComponent("scripts/repository").path
+        let publish = "'\(script)' --dir '\(site)/repo' --key packages@site.example --gnupg-home \(gnupg)"
         try Lab.must(
             """
-            rm -rf '\(scratch)' && dpkg-deb -R '\(deb)' '\(scratch)' &&
-            sed -i 's/^Version: \\(.*\\)$/Version: \\1+upgrade1/' '\(scratch)/DEBIAN/control' &&
-            dpkg-deb --root-owner-group -Zgzip -z1 -b '\(scratch)' '\(upgrade)' && rm -rf '\(scratch)'
+            rm -rf '\(site)' \(gnupg) && mkdir -p '\(site)' \(gnupg) && chmod 700 \(gnupg) &&
+            gpg --batch --homedir \(gnupg) --passphrase '' --quick-gen-key 'Example Site packages <packages@site.example>' ed25519 sign never &&
+            \(publish) '\(deb)'
             """, timeout: .seconds(300))
-        try await Lab.install(upgrade)
+        // The kiosk's side, as docs/operations.md gives it: the key, the source line, and
+        // unattended-upgrades allowed to take the repository's packages. Its apt reads only
+        // this source here (`APT_CONFIG`): the VM has no network for Debian's.
+        let restricted = "/run/accessd-site-apt.conf"
+        let apt = "APT_CONFIG=\(restricted) apt-get -q"
+        try Lab.must(
+            """
+            install -D -m 0644 '\(site)/repo/accessd-archive-keyring.gpg' /etc/apt/keyrings/accessd.gpg &&
+            echo 'deb [signed-by=/etc/apt/keyrings/accessd.gpg] file:\(site)/repo ./' > /etc/apt/sources.list.d/accessd.list &&
+            echo 'Unattended-Upgrade::Origins-Pattern { "origin=accessd,label=accessd"; };' \
+                > /etc/apt/apt.conf.d/51accessd-upgrades &&
+            printf 'Dir::Etc::sourcelist "/etc/apt/sources.list.d/accessd.list";\\nDir::Etc::sourceparts "-";\\nAPT::Get::List-Cleanup "0";\\n' > \(restricted) &&
+            \(apt) update
+            """)
+        #expect(try Lab.must("apt-cache policy accessd").contains("file:\(site)/repo ./"))
+        // The next release: the same package with a higher version, published.
+        let scratch = site + "/next"
+        try Lab.must(
+            """
+            dpkg-deb -R '\(deb)' '\(scratch)' &&
+            sed -i 's/^Version: \\(.*\\)$/Version: \\1+upgrade1/' '\(scratch)/DEBIAN/control' &&
+            dpkg-deb --root-owner-group -Zgzip -z1 -b '\(scratch)' '\(scratch).deb' && rm -rf '\(scratch)' &&
+            \(publish) '\(scratch).deb' && rm '\(scratch).deb'
+            """, timeout: .seconds(300))
+        let started = ContinuousClock.now
+        let upgrade = try Lab.must(
+            "\(apt) update && APT_CONFIG=\(restricted) unattended-upgrade -v", timeout: .seconds(300))
+        print("unattended-upgrade from the site repository took \(ContinuousClock.now - started):\n\(upgrade)")
         try await Lab.waitForScanning()
         #expect(try Lab.property("MainPID") != pid)
         #expect(try Lab.must("dpkg-query -W -f '${Version}' accessd").hasSuffix("+upgrade1"))
