@@ -85,6 +85,44 @@ struct SiteFailFastTests {
             "\(refusal.message)")
         print("register to a host that drops connection attempts: \(after): \(refusal.message)")
     }
+
+    /// A site that takes the connection and never answers the TLS handshake: the call ends at
+    /// its deadline as `site.timeout`. Before, the call's task waited on the handshake, which
+    /// nothing cancelled, and registration never answered.
+    @Test func aSiteSilentInTheHandshakeEndsAtTheDeadline() async throws {
+        let silent = try SilentListener()
+        defer { silent.close() }
+        let harness = try await DaemonHarness(config: "[site]\nrequest_timeout = 3\n")
+        try await harness.start()
+        defer { _ = harness.stop() }
+        let started = ContinuousClock.now
+        let answer = try harness.connect().call(
+            "credentials.register", ["host": .string("https://127.0.0.1:\(silent.port)"), "code": "7KQ2M9XD4TPAZC3N"])
+        let after = ContinuousClock.now - started
+        guard case .failure(let refusal) = answer else {
+            Issue.record("registered through a listener that says nothing")
+            return
+        }
+        #expect(refusal.data?["error"] == "site.timeout", "\(refusal)")
+        #expect(after < .seconds(10), "\(after)")
+        print("register to a host silent in the handshake: \(after): \(refusal.message)")
+    }
+}
+
+/// A TCP listener on loopback that never accepts: the kernel completes connections into its
+/// queue, and nothing is ever said on them (a site whose server hangs before TLS).
+struct SilentListener {
+    let port: UInt16
+    private let descriptor: Int32
+
+    init() throws {
+        let (listener, port) = try LoopbackPort.bound()
+        guard listen(listener, 16) == 0 else { throw TestEnvironmentError("listen: errno \(errno)") }
+        self.port = UInt16(port)
+        descriptor = listener
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
 }
 
 /// A TCP listener on loopback whose accept queue is full: the kernel drops every further SYN,

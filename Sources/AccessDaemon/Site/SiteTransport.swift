@@ -75,9 +75,23 @@ struct SiteTransport: Sendable {
                         wrappingChannelSynchronously: channel)
                 }
             }
-        return try await channel.executeThenClose { inbound, outbound in
+        // The caller's deadline cancels this task; closing the connection then ends whatever
+        // waits on it (a handshake a silent server never answers is not otherwise cancellable,
+        // and the caller's task group would wait for it).
+        return try await withTaskCancellationHandler {
+            try await exchange(request, on: channel, secure: secure, handshake: handshake.futureResult)
+        } onCancel: {
+            channel.channel.close(promise: nil)
+        }
+    }
+
+    private func exchange(
+        _ request: Request, on channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>,
+        secure: Bool, handshake: EventLoopFuture<Void>
+    ) async throws -> (status: Int, body: ByteBuffer) {
+        try await channel.executeThenClose { inbound, outbound in
             // Nothing is written before the handshake has ended and the key is known good.
-            try await handshake.futureResult.get()
+            try await handshake.get()
             if secure, let pins {
                 guard let leaf = try await channel.channel.nioSSL_peerCertificate().get() else {
                     throw KeyNotPinned(presented: "(no certificate)")
