@@ -34,6 +34,8 @@ public final class AccessDaemonServices: Sendable {
     let settings: RuntimeSettings
     /// The invitation file's registration (zero-touch enrolment).
     let enrolment: InvitationEnrolment
+    /// `diagnostics.collect`'s bundles, one at a time.
+    let diagnostics: DiagnosticsCollector
     /// `[features] aperio`: Aperio locks are presented their items.
     let aperioEnabled: Bool
     /// What `status.get` says of the configuration: its file and named adapter.
@@ -126,7 +128,10 @@ public final class AccessDaemonServices: Sendable {
                 configuration: mqtt, device: device, journal: journal, currentState: currentState,
                 progress: progress,
                 commands: mqtt.commands.isEmpty
-                    ? nil : MQTTCommands(topic: "\(mqtt.topicPrefix)/\(device)/commands", allowed: mqtt.commands),
+                    ? nil
+                    : MQTTCommands(
+                        topic: "\(mqtt.topicPrefix)/\(device)/commands", allowed: mqtt.commands,
+                        diagnosticsTopic: "\(mqtt.topicPrefix)/\(device)/diagnostics"),
                 logger: logger)
         }
         self.mqtt = bridge?.progress
@@ -137,6 +142,7 @@ public final class AccessDaemonServices: Sendable {
             path: configuration.effectiveInvitationFile, admin: admin, clock: clock, logger: logger)
         self.enrolment = enrolment
         self.settings = settings
+        self.diagnostics = DiagnosticsCollector(socketPath: configuration.socketPath)
         self.aperioEnabled = aperio
         self.logger = logger
         self.reconfigureEngines = { configuration in

@@ -60,7 +60,7 @@ enum ControlRequestHarness {
     private static func checkParams(_ method: ControlMethod, _ params: JSONValue) throws(RPCError) {
         switch method {
         case .statusGet, .readersList, .readersGetScope, .accessCancel, .eventsUnsubscribe, .credentialsList,
-            .itemsSync, .itemsList, .secondFactorList:
+            .itemsSync, .itemsList, .secondFactorList, .diagnosticsCollect:
             _ = try params.decode(NoParams.self)
         case .eventsSubscribe: _ = try params.decode(SubscribeParams.self)
         case .readersProbe: _ = ReaderID(try params.decode(ProbeParams.self).reader)

@@ -18,10 +18,14 @@ struct Diagnose: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(
         help: ArgumentHelp(
-            "Also write a diagnostics bundle for support: one JSON file, no secrets.",
+            "Also write a diagnostics bundle for support: one JSON file, no secrets (- for standard output).",
             discussion:
-                "The checks, status, readers, credentials (fingerprints), the last 500 events, the configuration's settings, the kernel's adapters and rfkill, bluetoothd's version.",
+                "The checks, status, readers, credentials (fingerprints), the last 500 events, the configuration's settings, the kernel's adapters and rfkill, bluetoothd's version. With -, the bundle is the only thing printed.",
             valueName: "file"), completion: .file()) var bundle: String?
+    @Option(
+        help: ArgumentHelp(
+            "The most bytes the bundle may take: the oldest events, then readers, are left out to fit.",
+            valueName: "bytes")) var bundleLimit: Int?
 
     struct Check {
         var name: String
@@ -31,12 +35,18 @@ struct Diagnose: ParsableCommand {
     }
 
     func run() throws {
+        if let bundleLimit, bundleLimit < DiagnosticsBundle.smallestLimit {
+            throw ValidationError("--bundle-limit is at least \(DiagnosticsBundle.smallestLimit) bytes")
+        }
         let checks = collect()
         if let bundle {
             do {
                 try DiagnosticsBundle.write(
                     to: bundle, checks: checks, socket: options.socket, configFile: nil,
-                    timeout: .milliseconds(Int64((options.timeout ?? 5) * 1000)))
+                    timeout: .milliseconds(Int64((options.timeout ?? 5) * 1000)), limit: bundleLimit)
+                // On standard output the bundle is the whole answer (the daemon's
+                // `diagnostics.collect` reads it so).
+                guard bundle != "-" else { return }
                 printError("accessctl: diagnostics bundle written to \(bundle)")
             } catch {
                 printError("accessctl: \(error)")

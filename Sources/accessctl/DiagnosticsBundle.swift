@@ -18,9 +18,13 @@ enum DiagnosticsBundle {
     static let eventCount: Int64 = 500
     /// The most of the configuration file read.
     static let configurationLimit = 65_536
+    /// The least `--bundle-limit`: room for the checks, status, credentials and configuration.
+    static let smallestLimit = 16_384
 
+    /// Writes the bundle to `path` (`-`: standard output), within `limit` bytes when given.
     static func write(
-        to path: String, checks: [Diagnose.Check], socket: String, configFile: String?, timeout: Duration
+        to path: String, checks: [Diagnose.Check], socket: String, configFile: String?, timeout: Duration,
+        limit: Int? = nil
     ) throws {
         var bundle: [String: JSONValue] = [
             "bundle": .int(Int64(format)),
@@ -43,9 +47,51 @@ enum DiagnosticsBundle {
         if let file = configFile ?? bundle["status"]?["configFile"]?.string {
             bundle["configuration"] = configuration(file)
         }
-        let data = Data((JSONValue.object(bundle).jsonText + "\n").utf8)
+        let data = try limit.map { try fitted(bundle, within: $0) } ?? text(bundle)
+        if path == "-" {
+            FileHandle.standardOutput.write(data)
+            return
+        }
         guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o640])
         else { throw BundleError("cannot write \(path)") }
+    }
+
+    private static func text(_ bundle: [String: JSONValue]) -> Data {
+        Data((JSONValue.object(bundle).jsonText + "\n").utf8)
+    }
+
+    /// The bundle within `limit` bytes: the oldest events left out first, then the readers
+    /// at the end of the list, as few as will do (counted in `leftOut`).
+    static func fitted(_ whole: [String: JSONValue], within limit: Int) throws -> Data {
+        var bundle = whole
+        let events = whole["events"]?.array ?? []
+        let readers = whole["readers"]?["readers"]?.array ?? []
+        func trimmed(events kept: Int, readers keptReaders: Int) -> Data {
+            bundle["events"] = .array(Array(events.suffix(kept)))
+            if case .object(var answer)? = whole["readers"], !readers.isEmpty {
+                answer["readers"] = .array(Array(readers.prefix(keptReaders)))
+                bundle["readers"] = .object(answer)
+            }
+            let left = (events.count - kept, readers.count - keptReaders)
+            bundle["leftOut"] =
+                left == (0, 0) ? nil : .object(["events": .int(Int64(left.0)), "readers": .int(Int64(left.1))])
+            return text(bundle)
+        }
+        // The longest prefix count of one list that fits (the size grows with the count).
+        func most(_ count: Int, _ size: (Int) -> Data) -> Data? {
+            guard size(0).count <= limit else { return nil }
+            var (fits, tooMany) = (0, count + 1)
+            while tooMany - fits > 1 {
+                let middle = (fits + tooMany) / 2
+                if size(middle).count <= limit { fits = middle } else { tooMany = middle }
+            }
+            return size(fits)
+        }
+        if let data = most(events.count, { trimmed(events: $0, readers: readers.count) }) { return data }
+        if let data = most(readers.count, { trimmed(events: 0, readers: $0) }) { return data }
+        throw BundleError(
+            "the bundle takes \(trimmed(events: 0, readers: 0).count) bytes without events and readers, "
+                + "more than the limit of \(limit)")
     }
 
     struct BundleError: Error, CustomStringConvertible {
@@ -127,10 +173,15 @@ enum DiagnosticsBundle {
             (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         var system: [String: JSONValue] = [:]
-        system["kernel"] = text("/proc/sys/kernel/osrelease").map { .string($0) } ?? .null
-        let release = (text("/etc/os-release") ?? "").split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
+        // uname, not /proc/sys: accessd's unit (ProcSubset=pid) hides the latter from the
+        // bundle `diagnostics.collect` gathers.
+        var names = utsname()
+        uname(&names)
+        let release = withUnsafeBytes(of: names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        system["kernel"] = release.isEmpty ? .null : .string(release)
+        let pretty = (text("/etc/os-release") ?? "").split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
         system["os"] =
-            release.map { .string($0.dropFirst(12).trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
+            pretty.map { .string($0.dropFirst(12).trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
             ?? .null
         system["bluetoothd"] = bluetoothdVersion().map { .string($0) } ?? .null
         system["adapters"] = .array(

@@ -191,6 +191,10 @@ struct ConfigurationTests {
             4,
             "credentials.register is an administrator's method: it needs a client certificate (cert_file)"
         ),
+        (
+            "[mqtt]\nurl = \"mqtts://b\"\nusername = \"k\"\ncommands = [\"diagnostics.collect\"]\n", 4,
+            "diagnostics.collect is an administrator's method: it needs a client certificate (cert_file)"
+        ),
     ])
     func badFilesNameTheLineAndTheReason(_ c: (String, Int, String)) {
         do {

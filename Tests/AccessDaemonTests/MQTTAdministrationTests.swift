@@ -73,4 +73,73 @@ struct MQTTAdministrationTests {
         #expect(answers["del"]?["error"]?["code"] == -32601)
         #expect(answers["del"]?["error"]?["message"]?.string?.contains("credentials.register") == true)
     }
+
+    /// `diagnostics.collect` from the broker (issue #34, item 4): the bundle on the kiosk's
+    /// `diagnostics` topic, within the site example broker's message size limit, its answer saying
+    /// where and how big; no secret in it (the kiosk's own client key planted as one).
+    @Test func anAdministratorAsksAKioskForItsDiagnosticsBundle() async throws {
+        let harness = try await DaemonHarness()
+        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker")
+        try await broker.start()
+        defer { broker.stop() }
+        let pki = try #require(broker.pki)
+        let device = "kiosk-diagnose"
+        let kiosk = try pki.client(device)
+        try harness.writeConfig(
+            """
+            [mqtt]
+            url = "mqtts://127.0.0.1:\(broker.port)"
+            client_id = "\(device)"
+            ca_file = "\(pki.caCertificate)"
+            cert_file = "\(kiosk.certificate)"
+            key_file = "\(kiosk.key)"
+            commands = ["diagnostics.collect"]
+            """)
+        try await harness.start()
+        defer { _ = harness.stop() }
+        _ = try await harness.waitForStatus { $0["mqtt"]?["state"]?.string == "connected" }
+        let output = harness.directory + "/diagnostics.out"
+        let subscriber = try broker.subscribe("accessd/\(device)/#", id: "sub-diagnose", output: output)
+        defer { subscriber.stop(grace: 1) }
+        try await Task.sleep(for: .milliseconds(500))
+
+        let started = ContinuousClock.now
+        try broker.publish(
+            "accessd/\(device)/commands", #"{"jsonrpc":"2.0","id":"diag-1","method":"diagnostics.collect"}"#)
+        var answer: JSONValue?
+        var bundleText: String?
+        for _ in 0..<600 where answer == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            for line in ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n") {
+                guard let space = line.firstIndex(of: " ") else { continue }
+                let topic = line[..<space]
+                let payload = String(line[line.index(after: space)...])
+                if topic == "accessd/\(device)/diagnostics" { bundleText = payload }
+                if topic == "accessd/\(device)/commands/result" { answer = try? JSONValue.parse(payload) }
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        let result = try #require(answer?["result"], "\(String(describing: answer))")
+        let text = try #require(bundleText, "the answer came without the bundle: \(result)")
+        print("diagnostics over MQTT: \(text.utf8.count) bytes in \(elapsed); answer \(result.jsonText)")
+        #expect(answer?["id"] == "diag-1")
+        #expect(result["topic"] == .string("accessd/\(device)/diagnostics"))
+        #expect(result["bytes"]?.int == Int64(text.utf8.count))
+        #expect(text.utf8.count <= 65_536)
+        let bundle = try JSONValue.parse(text)
+        if case .object(let members) = bundle {
+            print("accessd/\(device)/diagnostics: \(members.keys.sorted().joined(separator: ", "))")
+            print("diagnose: \(bundle["diagnose"]?.jsonText ?? "")")
+        }
+        #expect(bundle["bundle"] == 1)
+        #expect(bundle["status"]?["mqtt"]?["state"] == "connected", "\(bundle["status"]?.jsonText.prefix(500) ?? "")")
+        #expect(bundle["diagnose"]?.array?.contains { $0["check"] == "socket" && $0["ok"] == true } == true)
+        let settings = bundle["configuration"]?["settings"]?.array?.compactMap(\.string) ?? []
+        #expect(settings.contains("commands = [\"diagnostics.collect\"]"), "\(settings)")
+        // The kiosk's private key: its path may travel, its contents never.
+        let key = try String(contentsOfFile: kiosk.key, encoding: .utf8)
+        for line in key.split(separator: "\n") where !line.hasPrefix("-----") {
+            #expect(!text.contains(line), "the bundle carries the client key")
+        }
+    }
 }

@@ -53,6 +53,35 @@ struct SystemdLabTests {
             ))
     }
 
+    /// `diagnostics.collect` inside the unit's sandbox (issue #34, item 4): accessd runs the
+    /// packaged accessctl against its own socket, within the unit's limits; the bundle has the
+    /// checks and the machine's facts as the sandbox lets accessd see them.
+    @Test func aDiagnosticsBundleIsGatheredInsideTheSandbox() async throws {
+        try await Lab.ensureInstalled()
+        let connection = try ControlConnection(path: Lab.socket)
+        connection.answerTimeout = .seconds(60)
+        let started = ContinuousClock.now
+        let bundle = try connection.call("diagnostics.collect").get()
+        let elapsed = ContinuousClock.now - started
+        let checks = bundle["diagnose"]?.array ?? []
+        print(
+            "diagnostics.collect under systemd: \(bundle.jsonText.utf8.count) bytes in \(elapsed); "
+                + checks.map { "\($0["check"]?.string ?? "?")=\($0["ok"]?.bool.map(String.init) ?? "?")" }
+                .joined(separator: " "))
+        print("system: \(bundle["system"]?.jsonText ?? "")")
+        for name in ["socket", "bluetoothd", "adapter (accessd)", "adapters (kernel)"] {
+            #expect(checks.contains { $0["check"]?.string == name && $0["ok"] == true }, "\(name): \(checks)")
+        }
+        let packaged = try Lab.must("dpkg-query -W -f '${Version}' accessd")
+        #expect(bundle["status"]?["version"]?.string == packaged)
+        #expect(bundle["accessctl"]?.string == packaged)
+        #expect(bundle["system"]?["bluetoothd"]?.string?.isEmpty == false)
+        #expect(bundle["system"]?["kernel"]?.string?.isEmpty == false)
+        #expect(bundle["configuration"]?["file"] == "/etc/accessd/accessd.toml")
+        #expect(bundle.jsonText.utf8.count <= 65_536)
+        #expect(try Lab.isRunning())
+    }
+
     /// 1.7 with the data key's root ExecStartPre (issue #32 asks for no worse).
     @Test func theSandboxScoresAtMostOnePointSeven() async throws {
         try await Lab.ensureInstalled()

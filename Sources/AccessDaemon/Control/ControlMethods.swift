@@ -112,6 +112,7 @@ extension AccessDaemonServices {
         table.on(ControlCalls.SecondFactorList.self) { _, _ in
             .success(PromptsAnswer(prompts: await self.exchanges.openPrompts()))
         }
+        table.on(ControlCalls.DiagnosticsCollect.self) { _, _ in await self.diagnostics.collect() }
         table.on(ControlCalls.CredentialsRegister.self) { params, client in
             await self.admin.register(params, uid: client.uid)
         }

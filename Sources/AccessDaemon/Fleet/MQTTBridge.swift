@@ -39,7 +39,7 @@ struct MQTTBridge: Sendable {
         case journalled
         case tick
         /// A command's answer, to publish on the result topic.
-        case commandAnswer(String)
+        case commandAnswer(MQTTCommands.Outgoing)
     }
 
     /// What the bridge has handed over and what came back, for one connection.
@@ -287,10 +287,10 @@ struct MQTTBridge: Sendable {
                 }
                 guard let commands, topic == commands.topic else { continue }
                 commands.receive(payload, oversized: oversized) { feed.yield(.commandAnswer($0)) }
-            case .commandAnswer(let text):
-                if let commands, flight != nil {
+            case .commandAnswer(let outgoing):
+                if flight != nil {
                     _ = try? client.publish(
-                        topic: commands.resultTopic, payload: Array(text.utf8), qos: 1, retain: false)
+                        topic: outgoing.topic, payload: Array(outgoing.text.utf8), qos: 1, retain: false)
                 }
             case .mqtt(.published(let messageID), _):
                 guard var current = flight, let sequence = current.pending.removeValue(forKey: messageID) else {

@@ -12,6 +12,8 @@ import NIOConcurrencyHelpers
 /// the socket allows; at most four run at once, the rest are answered `busy`, so a flood from
 /// the broker cannot queue work in accessd. A PIN never travels: `credentials.register` with a
 /// `pin` is refused, and the methods that carry PINs or streams are never taken.
+/// `diagnostics.collect`'s bundle (up to 64 KiB) goes to `<prefix>/<device>/diagnostics`, and
+/// its answer says where and how big.
 public final class MQTTCommands: Sendable {
     typealias Handler = @Sendable (RPCRequest) async -> Result<JSONValue, RPCError>
 
@@ -33,14 +35,23 @@ public final class MQTTCommands: Sendable {
     /// The methods listed in `[mqtt] commands`.
     let allowed: [String]
     var resultTopic: String { topic + "/result" }
+    /// Where `diagnostics.collect` publishes its bundle.
+    let diagnosticsTopic: String
     /// Who a command runs as on the socket's handlers.
     var callerRole: Role { allowed.contains { ControlMethod(rawValue: $0)?.role == .admin } ? .admin : .operator }
     private let handler = NIOLockedValueBox<Handler?>(nil)
     private let inFlight = NIOLockedValueBox(0)
 
-    init(topic: String, allowed: [String] = MQTTCommands.defaultMethods) {
+    init(topic: String, allowed: [String] = MQTTCommands.defaultMethods, diagnosticsTopic: String) {
         self.topic = topic
         self.allowed = allowed
+        self.diagnosticsTopic = diagnosticsTopic
+    }
+
+    /// One message a command publishes (not retained).
+    struct Outgoing: Sendable {
+        var topic: String
+        var text: String
     }
 
     /// Where commands go: the socket's handlers, as an operator (set once the daemon is built).
@@ -89,9 +100,11 @@ public final class MQTTCommands: Sendable {
         return .run(request)
     }
 
-    /// One message on the command topic; `answer` gets the JSON-RPC answer's text, now or
-    /// when the command ends.
-    func receive(_ payload: [UInt8], oversized: Bool, answer: @escaping @Sendable (String) -> Void) {
+    /// One message on the command topic; `send` gets what it publishes, in order, now or when
+    /// the command ends: the JSON-RPC answer (on the result topic) last.
+    func receive(_ payload: [UInt8], oversized: Bool, send: @escaping @Sendable (Outgoing) -> Void) {
+        let resultTopic = self.resultTopic
+        let answer: @Sendable (String) -> Void = { send(Outgoing(topic: resultTopic, text: $0)) }
         let request: RPCRequest
         switch Self.screen(payload, oversized: oversized, allowed: allowed) {
         case .run(let screened): request = screened
@@ -118,8 +131,16 @@ public final class MQTTCommands: Sendable {
             return
         }
         let inFlight = self.inFlight
+        let diagnosticsTopic = self.diagnosticsTopic
         Task {
-            let result = await handler(request)
+            var result = await handler(request)
+            if request.method == ControlMethod.diagnosticsCollect.rawValue, case .success(let bundle) = result {
+                // The bundle on a topic of its own, the answer small: a fleet tool waiting on the
+                // result topic learns where to fetch it.
+                let text = bundle.jsonText
+                send(Outgoing(topic: diagnosticsTopic, text: text))
+                result = .success(.object(["topic": .string(diagnosticsTopic), "bytes": .int(Int64(text.utf8.count))]))
+            }
             inFlight.withLockedValue { $0 -= 1 }
             // A request without an id is a notification: run, never answered (JSON-RPC 2.0
             // §4.1, as on the socket; issue #33 found it answered over MQTT).

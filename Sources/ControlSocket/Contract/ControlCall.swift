@@ -143,6 +143,13 @@ public enum ControlCalls {
         public typealias Answer = ItemsAnswer
         public static let method = ControlMethod.itemsList
     }
+
+    /// The diagnostics bundle (`accessctl diagnose --bundle`'s layout), gathered by accessd.
+    public enum DiagnosticsCollect: ControlCall {
+        public typealias Params = NoParams
+        public typealias Answer = JSONValue
+        public static let method = ControlMethod.diagnosticsCollect
+    }
 }
 
 extension JSONValue {

@@ -29,6 +29,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case credentialsSetPriority = "credentials.setPriority"
     case itemsSync = "items.sync"
     case itemsList = "items.list"
+    case diagnosticsCollect = "diagnostics.collect"
 
     /// Whether the client's events wait while this request is under way, so that its answer
     /// comes before the events it produced (`events.subscribe`'s answer before its replay).
@@ -38,7 +39,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     public var holdsEventsUntilAnswered: Bool {
         switch self {
         case .accessRequest, .actionsList, .actionsPerform, .credentialsRegister, .credentialsDelete, .itemsSync,
-            .readersProbe:
+            .readersProbe, .diagnosticsCollect:
             false
         default: true
         }
@@ -55,7 +56,7 @@ public enum ControlMethod: String, CaseIterable, Sendable {
             .operator
         case .credentialsRegister, .credentialsList, .credentialsDelete, .credentialsSetPin, .credentialsUnlock,
             .credentialsSetPriority, .itemsSync,
-            .itemsList:
+            .itemsList, .diagnosticsCollect:
             .admin
         }
     }
