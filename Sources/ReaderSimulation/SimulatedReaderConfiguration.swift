@@ -252,6 +252,10 @@ public struct SimulatedReadersFile: Sendable {
             guard parts.count == 2, let actionID = Int8(parts[0]), !parts[1].isEmpty, parts[1].utf8.count <= 32 else {
                 throw fail("actions", "each action is \"ID:NAME\" (ID -128...127, NAME up to 32 bytes)")
             }
+            // An id names one action: a holder refuses a list naming one twice (§6).
+            guard !c.actions.contains(where: { $0.id == actionID }) else {
+                throw fail("actions", "action \(actionID) is listed twice")
+            }
             c.actions.append(ReaderAction(id: actionID, name: String(parts[1])))
         }
         guard c.actions.count <= 16 else { throw fail("actions", "at most 16 actions") }

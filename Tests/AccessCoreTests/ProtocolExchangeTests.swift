@@ -33,6 +33,11 @@ struct ProtocolExchangeTests {
             readerConfiguration: ExchangeHarness.readerConfiguration(state: .suspended))
         suspended.run()
         #expect(suspended.credentialOutcome == .decided(AccessResult(decision: .deniedAuth, mode: .access)))
+        // Issue #36: a reader told to grant did grant a suspended credential.
+        var grantingSuspended = ExchangeHarness.standard(
+            readerConfiguration: ExchangeHarness.readerConfiguration(policy: .grant, state: .suspended))
+        grantingSuspended.run()
+        #expect(grantingSuspended.credentialOutcome == .decided(AccessResult(decision: .deniedAuth, mode: .access)))
 
         var revoked = ExchangeHarness.standard(
             readerConfiguration: ExchangeHarness.readerConfiguration(state: .revoked))

@@ -225,6 +225,75 @@ struct ProtocolVectorTests {
         #expect(ProtocolCrypto.verify(decided.signature, over: try vector("decision.signedContent"), with: sitePublic))
     }
 
+    /// Issue #36: after a response that crossed a refresh, which nonce do the second-factor
+    /// challenge and the action list sign? The one the response answered, as the decision
+    /// does: exactly the version 1 vectors `secondFactorChallenge` and `actionList`.
+    @Test func afterACrossedRefreshEveryReaderMessageSignsTheAnsweredNonce() throws {
+        let sitePublic = try P256.Signing.PublicKey(x963Representation: vector("site.publicKey"))
+        func exchange(_ configuration: ReaderSession.Configuration, response: String) throws -> ProtocolMessage {
+            var reader = ReaderSession(configuration: configuration, mtu: 185)
+            _ = reader.handle(
+                .connected(
+                    nonce: ExchangeHarness.nonce, secondFactorNonce: ExchangeHarness.secondNonce, standing: true))
+            _ = reader.handle(.timerFired)
+            _ = reader.handle(.freshNonce(try vector("standing.refreshNonce")))
+            var answer: [UInt8]?
+            for fragment in Fragmentation.fragments(of: try vector(response), mtu: 185) {
+                for case .send(let fragments) in reader.handle(.fragmentReceived(fragment)) {
+                    var reassembler = FrameReassembler()
+                    for piece in fragments { answer = try reassembler.feed(piece) ?? answer }
+                }
+            }
+            return try ProtocolMessage(decoding: try #require(answer))
+        }
+        let second = try exchange(
+            ExchangeHarness.readerConfiguration(secondFactorRequired: true), response: "response.message")
+        guard case .secondFactorChallenge(let challenge) = second else {
+            Issue.record("no second-factor challenge: \(second)")
+            return
+        }
+        #expect(challenge.nonce == (try vector("secondFactorChallenge.nonce")))
+        #expect(
+            ProtocolCrypto.verify(
+                challenge.signature, over: try vector("secondFactorChallenge.signedContent"), with: sitePublic))
+        let listed = try exchange(
+            ExchangeHarness.readerConfiguration(
+                actions: [ReaderAction(id: 1, name: "Open"), ReaderAction(id: 2, name: "Lockdown")]),
+            response: "enumerate.message")
+        guard case .actionList(let list) = listed else {
+            Issue.record("no action list: \(listed)")
+            return
+        }
+        #expect(list.actionsBody == Array(try vector("actionList.signedContent").suffix(list.actionsBody.count)))
+        #expect(ProtocolCrypto.verify(list.signature, over: try vector("actionList.signedContent"), with: sitePublic))
+    }
+
+    /// Issue #36: the action list's rules, on `actionList.message` edited: a list of 0 is a
+    /// list; a name is at most 32 bytes of UTF-8 (not characters); an id named twice is malformed.
+    @Test func anActionListsNamesAreBytesAndItsIdsDistinct() throws {
+        let message = try vector("actionList.message")
+        let signature = Array(message.suffix(64))
+        #expect(
+            try ProtocolMessage(decoding: [0x06, 0x00] + signature)
+                == .actionList(.init(actions: [], signature: signature)))
+        func list(_ entries: [(Int8, [UInt8])]) -> [UInt8] {
+            [0x06, UInt8(entries.count)] + entries.flatMap { [UInt8(bitPattern: $0.0), UInt8($0.1.count)] + $0.1 }
+                + signature
+        }
+        // 16 × "é" is 32 bytes and 16 characters: taken; 33 bytes are not.
+        let thirtyTwo = Array(String(repeating: "é", count: 16).utf8)
+        #expect((try? ProtocolMessage(decoding: list([(1, thirtyTwo)]))) != nil)
+        #expect(throws: ProtocolError.invalidField("actionName")) {
+            try ProtocolMessage(decoding: list([(1, thirtyTwo + [0x41])]))
+        }
+        #expect(throws: ProtocolError.invalidField("actionName")) {
+            try ProtocolMessage(decoding: list([(1, [0xC3])]))
+        }
+        #expect(throws: ProtocolError.invalidField("actionID")) {
+            try ProtocolMessage(decoding: list([(1, Array("Open".utf8)), (1, Array("Lock".utf8))]))
+        }
+    }
+
     @Test func aperioMACIsExact() throws {
         let content = SignedContent.aperio(
             nonce: ExchangeHarness.nonce, readerID: Fixtures.readerID,

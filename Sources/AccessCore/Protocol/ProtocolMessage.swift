@@ -174,6 +174,8 @@ public enum ProtocolMessage: Hashable, Sendable {
             var actions: [ReaderAction] = []
             for _ in 0..<count {
                 let id = Int8(bitPattern: try byte())
+                // An id names one action (§6): a list naming one twice is malformed.
+                guard !actions.contains(where: { $0.id == id }) else { throw .invalidField("actionID") }
                 let length = Int(try byte())
                 guard length <= Self.maximumActionNameLength else { throw .invalidField("actionName") }
                 let nameBytes = try take(length)

@@ -325,7 +325,9 @@ public struct ReaderSession: Sendable {
     private func decide(state credentialState: CredentialState) -> AccessResult {
         let decision: AccessDecision
         switch configuration.policy {
-        case .grant: decision = .granted
+        // A suspended credential is never granted, whatever the reader was told to do
+        // (§6, "Decision policy"); a denial is a denial.
+        case .grant: decision = credentialState == .active ? .granted : .deniedAuth
         case .deny(let code): decision = code
         case .fromSite: decision = credentialState == .active ? .granted : .deniedAuth
         }
