@@ -139,8 +139,9 @@ enum SiteAnswerHarness {
                 {
                     do {
                         var state = ReaderProvisioningState()
-                        state.apply(try answer.validated())
-                        require(state.aperioRecords.count == state.aperio.count, "every Aperio item has a record")
+                        try state.apply(try answer.validated())
+                        // An empty store takes any site; each of its items has one record at most.
+                        require(state.aperioRecords(at: now).count <= state.aperio.count, "one record per item")
                     } catch {
                         require(!error.description.isEmpty, "a refused page says why")
                     }

@@ -1,11 +1,13 @@
 import AccessCore
 import Crypto
 
-/// What a reader controller keeps from §7 provisioning, and the rules for applying a page:
-/// the newest record of each credential and Aperio item replaces the older one, a removal
-/// drops it, and an Aperio item is only as good as the credential it was pushed to (a
-/// suspended, revoked or removed owner makes it unusable too). Pure, so both a reader and a
-/// test apply pages the same way.
+/// What a reader controller keeps from §7 provisioning, and the rules for applying a page
+/// (docs/site-api.md §7.4): a page of another site is refused; the records first, then the
+/// removals; the newest record of each credential and Aperio item replaces the older one, a
+/// removal drops it; an Aperio item is only as good as the credential it was pushed to (a
+/// suspended, revoked or removed owner makes it unusable too), is taken only by the locks of
+/// its site tag, and only within its validity window. Pure, so both a reader and a test apply
+/// pages the same way.
 public struct ReaderProvisioningState: Sendable {
     public private(set) var site: ValidatedProvisioningPage.Site?
     /// The next call's cursor; `0` before the first page.
@@ -15,8 +17,17 @@ public struct ReaderProvisioningState: Sendable {
 
     public init() {}
 
-    /// Applies one page, in full; moves the cursor.
-    public mutating func apply(_ page: ValidatedProvisioningPage) {
+    /// Applies one page, in full, and moves the cursor; refuses a page of another site (its
+    /// tag or key not the one stored): version 1 has no site key rotation, so a reader keeps
+    /// one site until its store is cleared, and a page naming another is a mistake or an attack.
+    public mutating func apply(_ page: ValidatedProvisioningPage) throws(ProvisioningPageError) {
+        if let site,
+            site.tag != page.site.tag || site.signingKey.rawRepresentation != page.site.signingKey.rawRepresentation
+        {
+            throw ProvisioningPageError(
+                description: "the page is of another site (tag \(page.site.tag), or another key) than the one stored "
+                    + "(\(site.tag)): a reader keeps one site; clear its store to give it another")
+        }
         site = page.site
         for credential in page.credentials { credentials[credential.id] = credential }
         for id in page.removedCredentials { credentials[id] = nil }
@@ -34,11 +45,16 @@ public struct ReaderProvisioningState: Sendable {
         }
     }
 
-    /// Aperio records with the owner's state applied: active only while both are.
-    public var aperioRecords: [ReaderSession.AperioRecord] {
-        aperio.values.map { item in
+    /// The Aperio records a lock of this site decides from at `now` (Unix seconds): the items
+    /// of its site tag, with the owner's state applied (active only while both are), and an item
+    /// outside its validity window suspended (denied, as the holder does not present it then).
+    public func aperioRecords(at now: Int64) -> [ReaderSession.AperioRecord] {
+        aperio.values.compactMap { item in
+            guard item.siteTag == site?.tag else { return nil }
             let owner = credentials[item.credential]?.state ?? .revoked
-            return ReaderSession.AperioRecord(secret: item.secret, state: owner == .active ? item.state : owner)
+            var state = owner == .active ? item.state : owner
+            if state == .active, !item.isValid(at: now) { state = .suspended }
+            return ReaderSession.AperioRecord(secret: item.secret, state: state)
         }
     }
 }

@@ -74,13 +74,24 @@ public struct ProvisionedAperio: Codable, Sendable, Equatable {
     public var identifier: String
     /// 32 bytes, base64: the HMAC key shared with the lock.
     public var key: String
+    /// The site tag of the locks that take it (8 hex digits; absent: the page's site).
+    public var siteTag: String?
+    /// The item's validity window (Unix seconds, either end optional), as in item sync (§4.2).
+    public var validFrom: Int64?
+    public var validUntil: Int64?
 
-    public init(id: String, credential: String, state: CredentialState, identifier: String, key: String) {
+    public init(
+        id: String, credential: String, state: CredentialState, identifier: String, key: String,
+        siteTag: String? = nil, validFrom: Int64? = nil, validUntil: Int64? = nil
+    ) {
         self.id = id
         self.credential = credential
         self.state = state
         self.identifier = identifier
         self.key = key
+        self.siteTag = siteTag
+        self.validFrom = validFrom
+        self.validUntil = validUntil
     }
 }
 
@@ -114,6 +125,15 @@ public struct ValidatedProvisioningPage: Sendable {
         public var credential: CredentialID
         public var state: CredentialState
         public var secret: AperioSecret
+        /// The locks that take it: the page's site unless the record names another.
+        public var siteTag: SiteTag
+        public var validFrom: Int64?
+        public var validUntil: Int64?
+
+        /// Whether `now` (Unix seconds) is within the validity window.
+        public func isValid(at now: Int64) -> Bool {
+            (validFrom.map { now >= $0 } ?? true) && (validUntil.map { now < $0 } ?? true)
+        }
     }
 
     public var site: Site
@@ -175,7 +195,20 @@ extension ProvisioningPage {
             guard let secret = AperioFields(identifier: record.identifier, key: record.key).secret else {
                 throw fail("aperio[\(index)] needs identifier (8 bytes hex) and key (32 bytes base64)")
             }
-            validAperio.append(.init(id: record.id, credential: owner, state: record.state, secret: secret))
+            var itemTag = tag
+            if let text = record.siteTag {
+                guard let parsed = SiteText.siteTag(text) else {
+                    throw fail("aperio[\(index)].siteTag must be 8 hex digits")
+                }
+                itemTag = parsed
+            }
+            if let from = record.validFrom, let until = record.validUntil, until <= from {
+                throw fail("aperio[\(index)].validUntil must be after validFrom")
+            }
+            validAperio.append(
+                .init(
+                    id: record.id, credential: owner, state: record.state, secret: secret, siteTag: itemTag,
+                    validFrom: record.validFrom, validUntil: record.validUntil))
         }
         var removedCredentials: [CredentialID] = []
         for (index, text) in removed.credentials.enumerated() {

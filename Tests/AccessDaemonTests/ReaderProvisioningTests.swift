@@ -13,6 +13,7 @@ import Testing
 /// change (a revocation within a held call), and a withdrawn controller is refused.
 @Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ReaderProvisioningTests {
+    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
     private func withSite(_ body: (SiteHarness, SiteClient, SiteAddress) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "provisioning-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -85,14 +86,21 @@ struct ReaderProvisioningTests {
             try enroll(site, readerKey)
             let (id, _) = try await registerHolder(site, client, address)
             var state = ReaderProvisioningState()
-            state.apply(try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero))
+            try state.apply(
+                try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero))
             try site.run([
                 "item", "add", "--credential", id.description, "--type", "aperio", "--name", "Store", "--id", "lock-1",
+                "--valid-until", "+3600",
             ])
-            state.apply(
+            try state.apply(
                 try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
             #expect(state.aperio["lock-1"]?.credential == id)
-            #expect(state.aperioRecords.map(\.state) == [.active])
+            // The page carries what the holder got in item sync: the locks' site tag and the window.
+            #expect(state.aperio["lock-1"]?.siteTag == state.site?.tag)
+            let until = try #require(state.aperio["lock-1"]?.validUntil)
+            #expect(abs(until - Self.now - 3600) < 60)
+            #expect(state.aperioRecords(at: until).map(\.state) == [.suspended], "expired: denied")
+            #expect(state.aperioRecords(at: Self.now).map(\.state) == [.active])
 
             // A held call, then the site revokes: the call answers at once with the change.
             let cursor = state.cursor
@@ -109,13 +117,13 @@ struct ReaderProvisioningTests {
             #expect(waited < .seconds(5), "the held call answered \(waited) after the revocation")
             #expect(ContinuousClock.now - started < .seconds(20), "the held call waited out its 20 s")
             print("revocation → held provisioning call answered: \(ContinuousClock.now - revoked)")
-            state.apply(page)
+            try state.apply(page)
             #expect(state.credentials[id]?.state == .revoked)
             // The lock credential is only as good as its owner.
-            #expect(state.aperioRecords.map(\.state) == [.revoked])
+            #expect(state.aperioRecords(at: Self.now).map(\.state) == [.revoked])
 
             try site.run(["item", "remove", "lock-1"])
-            state.apply(
+            try state.apply(
                 try await client.provisioning(site: address, readerKey: readerKey, cursor: state.cursor, wait: .zero))
             #expect(state.aperio.isEmpty)
         }
@@ -234,12 +242,12 @@ struct ReaderProvisioningTests {
 
         let page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(try value("page").utf8)).validated()
         var state = ReaderProvisioningState()
-        state.apply(page)
+        try state.apply(page)
         #expect(state.cursor == "42")
         #expect(state.site?.tag == SiteTag(0x5117_E001))
         let credential = try #require(state.credentials[CredentialID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!])
         #expect(credential.state == .active && credential.secondFactorKey != nil)
-        #expect(state.aperioRecords.map(\.state) == [.active])
+        #expect(state.aperioRecords(at: time).map(\.state) == [.active])
         #expect(state.aperio["lock-1"]?.secret.identifier == [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07, 0x18])
     }
 
@@ -266,5 +274,56 @@ struct ReaderProvisioningTests {
         } catch {
             #expect(error.description.contains(reason), "\(error)")
         }
+    }
+
+    /// Issue #36: a provisioning page's Aperio records carried no site tag and no window, so a
+    /// lock took an item the holder already treated as expired. Each rule of §7.4 on the page
+    /// of docs/site-api.md §7.5: within its window an item is usable, outside it denied; an
+    /// item for another site's locks is none of this lock's; a page of another site is refused.
+    @Test func aLockTakesAnAperioItemOnlyForItsSiteAndWithinItsWindow() throws {
+        let json = try Self.vectorPage()
+        func page(_ edit: (inout ProvisioningPage) -> Void) throws -> ValidatedProvisioningPage {
+            var page = try JSONDecoder().decode(ProvisioningPage.self, from: Data(json.utf8))
+            edit(&page)
+            return try page.validated()
+        }
+        var state = ReaderProvisioningState()
+        try state.apply(try page { _ in })
+        let item = try #require(state.aperio["lock-1"])
+        let (from, until) = (try #require(item.validFrom), try #require(item.validUntil))
+        #expect(state.aperioRecords(at: from - 1).map(\.state) == [.suspended])
+        #expect(state.aperioRecords(at: from).map(\.state) == [.active])
+        #expect(state.aperioRecords(at: until - 1).map(\.state) == [.active])
+        #expect(state.aperioRecords(at: until).map(\.state) == [.suspended])
+
+        try state.apply(try page { $0.aperio[0].siteTag = "0000002A" })
+        #expect(state.aperio["lock-1"] != nil && state.aperioRecords(at: from).isEmpty, "another site's locks")
+        // Records first, then removals: an id in both is removed.
+        try state.apply(try page { $0.removed.aperio = ["lock-1"] })
+        #expect(state.aperio.isEmpty)
+
+        let other = try page {
+            $0.site.tag = "0000002A"
+            $0.cursor = "43"
+        }
+        #expect(throws: ProvisioningPageError.self) { try state.apply(other) }
+        #expect(state.cursor == "42" && state.site?.tag == SiteTag(0x5117_E001), "the store is kept")
+        var empty = ReaderProvisioningState()
+        try empty.apply(other)
+        #expect(empty.site?.tag == SiteTag(0x0000_002A), "an empty store takes any site")
+        #expect(throws: ProvisioningPageError.self) {
+            try page {
+                $0.aperio[0].validFrom = 20
+                $0.aperio[0].validUntil = 10
+            }
+        }
+    }
+
+    static func vectorPage() throws -> String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/site-api.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("page: ") })
+        return String(line.dropFirst("page: ".count))
     }
 }

@@ -39,7 +39,7 @@ final class ReaderProvisioningSync: Sendable {
         var more = true
         while more {
             let page = try await client.provisioning(site: site, readerKey: key, cursor: current.cursor, wait: .zero)
-            apply(page)
+            try apply(page)
             more = page.more
         }
     }
@@ -52,7 +52,7 @@ final class ReaderProvisioningSync: Sendable {
                 let page = try await client.provisioning(
                     site: site, readerKey: key, cursor: current.cursor,
                     wait: .seconds(25))
-                apply(page)
+                try apply(page)
                 backoff = .seconds(1)
             } catch {
                 if Task.isCancelled { return }
@@ -64,11 +64,24 @@ final class ReaderProvisioningSync: Sendable {
         }
     }
 
-    private func apply(_ page: ValidatedProvisioningPage) {
-        let (before, after) = state.withLockedValue { state in
+    /// Applies a page, or refuses it whole (another site's) as a malformed answer: the reader
+    /// keeps what it has and tries again with its backoff.
+    private func apply(_ page: ValidatedProvisioningPage) throws(SiteError) {
+        let applied = state.withLockedValue {
+            state -> Result<(String, ReaderProvisioningState), ProvisioningPageError> in
             let before = state.cursor
-            state.apply(page)
-            return (before, state)
+            do throws(ProvisioningPageError) {
+                try state.apply(page)
+            } catch {
+                return .failure(error)
+            }
+            return .success((before, state))
+        }
+        let before: String
+        let after: ReaderProvisioningState
+        switch applied {
+        case .success(let pair): (before, after) = pair
+        case .failure(let error): throw .malformedAnswer(error.description)
         }
         // An empty held call changes nothing: no line for it.
         guard after.cursor != before || before == "0" else { return }

@@ -7,7 +7,8 @@ import SiteContract
 extension SimulatedReader {
     /// The reader's view of the site, as its last provisioning page left it (docs/site-api.md
     /// §7): the site's key and tag, the credentials and the Aperio items. Taken afresh at
-    /// every connection, so a revocation the site sent applies to the next exchange.
+    /// every connection, so a revocation the site sent, or an item's window closing, applies
+    /// to the next exchange.
     func siteConfiguration() -> ReaderSession.Configuration? {
         let provisioned = provisioning.current
         guard let site = provisioned.site else { return nil }
@@ -22,7 +23,8 @@ extension SimulatedReader {
             readerID: configuration.id, siteTag: site.tag, kind: configuration.kind, siteKey: key, policy: policy,
             mode: configuration.mode, secondFactorRequired: configuration.secondFactorRequired,
             actions: configuration.actions, actionOutcomes: configuration.actionOutcomes,
-            credentials: provisioned.credentialRecords, aperioCredentials: provisioned.aperioRecords,
+            credentials: provisioned.credentialRecords,
+            aperioCredentials: provisioned.aperioRecords(at: Int64(Date().timeIntervalSince1970)),
             timeouts: ProtocolTimeouts(secondFactor: configuration.secondFactorWait))
     }
 }

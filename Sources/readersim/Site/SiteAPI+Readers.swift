@@ -64,7 +64,8 @@ extension SiteAPI {
                         ProvisionedAperio(
                             id: item.id, credential: item.credentialID.description,
                             state: item.state, identifier: fields.identifier,
-                            key: fields.key))
+                            key: fields.key, siteTag: content.siteTag, validFrom: content.validFrom,
+                            validUntil: content.validUntil))
                 }
             }
             return taken.isEmpty && holds ? nil : .json(200, answer)
