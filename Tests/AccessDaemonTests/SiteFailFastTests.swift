@@ -1,5 +1,6 @@
 import AccessJSON
 import BlueZTestSupport
+import ControlSocket
 import Foundation
 import SuiteTraits
 import Testing
@@ -68,17 +69,7 @@ struct SiteFailFastTests {
     @Test func aSiteThatDropsConnectionAttemptsIsNamedAfterTheConnectTimeout() async throws {
         let blackhole = try DroppingListener()
         defer { blackhole.close() }
-        let harness = try await DaemonHarness(config: "[site]\nrequest_timeout = 3\n")
-        try await harness.start()
-        defer { _ = harness.stop() }
-        let started = ContinuousClock.now
-        let answer = try harness.connect().call(
-            "credentials.register", ["host": .string("http://127.0.0.1:\(blackhole.port)"), "code": "7KQ2M9XD4TPAZC3N"])
-        let after = ContinuousClock.now - started
-        guard case .failure(let refusal) = answer else {
-            Issue.record("registered through a listener that accepts nothing")
-            return
-        }
+        let (refusal, after) = try await Self.registerWithin3Seconds(at: "http://127.0.0.1:\(blackhole.port)")
         #expect(
             refusal.message.contains(
                 "127.0.0.1:\(blackhole.port) did not accept a connection in time (connect timeout)"),
@@ -92,20 +83,26 @@ struct SiteFailFastTests {
     @Test func aSiteSilentInTheHandshakeEndsAtTheDeadline() async throws {
         let silent = try SilentListener()
         defer { silent.close() }
+        let (refusal, after) = try await Self.registerWithin3Seconds(at: "https://127.0.0.1:\(silent.port)")
+        #expect(refusal.data?["error"] == "site.timeout", "\(refusal)")
+        #expect(after < .seconds(10), "\(after)")
+        print("register to a host silent in the handshake: \(after): \(refusal.message)")
+    }
+
+    /// A registration at `host` by a daemon with `request_timeout = 3`: its refusal, and how
+    /// long it took.
+    static func registerWithin3Seconds(at host: String) async throws -> (RPCError, Duration) {
         let harness = try await DaemonHarness(config: "[site]\nrequest_timeout = 3\n")
         try await harness.start()
         defer { _ = harness.stop() }
         let started = ContinuousClock.now
         let answer = try harness.connect().call(
-            "credentials.register", ["host": .string("https://127.0.0.1:\(silent.port)"), "code": "7KQ2M9XD4TPAZC3N"])
+            "credentials.register", ["host": .string(host), "code": "7KQ2M9XD4TPAZC3N"])
         let after = ContinuousClock.now - started
         guard case .failure(let refusal) = answer else {
-            Issue.record("registered through a listener that says nothing")
-            return
+            throw TestEnvironmentError("registered at \(host), which should not answer")
         }
-        #expect(refusal.data?["error"] == "site.timeout", "\(refusal)")
-        #expect(after < .seconds(10), "\(after)")
-        print("register to a host silent in the handshake: \(after): \(refusal.message)")
+        return (refusal, after)
     }
 }
 

@@ -40,7 +40,6 @@ public final class SiteClient: Sendable {
 
     private let transport: SiteTransport
     private let timeout: TimeAmount
-    private let pins: SitePins?
 
     /// `caFile`: PEM file of the CAs to trust instead of the system's; `pins`: the keys a
     /// site may present (`[site] pins`).
@@ -55,7 +54,6 @@ public final class SiteClient: Sendable {
         transport = try SiteTransport(
             caFile: caFile, pins: pins, connectTimeout: .milliseconds(max(connectMilliseconds, 500)),
             maximumAnswer: Self.maximumAnswer)
-        self.pins = pins
         self.timeout = .nanoseconds(
             Int64(timeout.components.seconds) * 1_000_000_000
                 + timeout.components.attoseconds / 1_000_000_000)
@@ -258,7 +256,7 @@ public final class SiteClient: Sendable {
         } catch is DeadlineExceeded {
             throw .timedOut
         } catch let error as SiteTransport.KeyNotPinned {
-            throw .keyNotPinned(host: site.description, presented: error.presented, pinned: pins?.pins ?? [])
+            throw .keyNotPinned(host: site.description, presented: error.presented, pinned: error.pinned)
         } catch let error as NIOTooManyBytesError {
             throw .malformedAnswer("larger than \(Self.maximumAnswer) bytes (\(error))")
         } catch let error as HTTPParserError {

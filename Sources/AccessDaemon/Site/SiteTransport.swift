@@ -25,6 +25,7 @@ struct SiteTransport: Sendable {
     /// The site's key is not among `[site] pins`.
     struct KeyNotPinned: Error {
         var presented: String
+        var pinned: [String]
     }
 
     /// The answer ended with the connection before its end (a site that closed mid-answer).
@@ -94,10 +95,10 @@ struct SiteTransport: Sendable {
             try await handshake.get()
             if secure, let pins {
                 guard let leaf = try await channel.channel.nioSSL_peerCertificate().get() else {
-                    throw KeyNotPinned(presented: "(no certificate)")
+                    throw KeyNotPinned(presented: "(no certificate)", pinned: pins.pins)
                 }
                 let presented = try SitePins.pin(of: leaf)
-                guard pins.contains(presented) else { throw KeyNotPinned(presented: presented) }
+                guard pins.contains(presented) else { throw KeyNotPinned(presented: presented, pinned: pins.pins) }
             }
             var head = HTTPRequestHead(version: .http1_1, method: request.method, uri: request.target)
             head.headers = request.headers
