@@ -5,7 +5,8 @@ import ControlSocket
 /// outliving `scanning = true` in the file; a named adapter that is missing).
 enum StatusText {
     static func lines(_ status: StatusAnswer) -> [String] {
-        var lines = ["accessd \(status.version), up \(duration(status.uptimeSeconds))"]
+        let package = status.package.map { $0 == status.version ? "" : " (package \($0))" } ?? ""
+        var lines = ["accessd \(status.version)\(package), up \(duration(status.uptimeSeconds))"]
         func row(_ label: String, _ value: String) { lines.append("  " + (label + ":").padding(19) + value) }
         let scanningSource = source(status.scanningSetBy).map { ", " + $0 } ?? ""
         row(

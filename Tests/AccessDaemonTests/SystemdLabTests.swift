@@ -386,12 +386,28 @@ struct SystemdLabTests {
     /// Issue #34, item 3: the kiosk updates from the site's signed apt repository
     /// (`scripts/repository`, docs/operations.md "Updates from the site's apt repository"): the
     /// next version is published, the kiosk's unattended-upgrades takes it, the service
-    /// restarts with its credentials, settings and sequence kept.
+    /// restarts with its credentials, settings and sequence kept, and its retained MQTT status
+    /// names the new package version.
     @Test func anUpgradeFromTheSiteRepositoryKeepsCredentialsSettingsAndSequence() async throws {
         guard let deb = Lab.deb else { return }
         try await Lab.ensureInstalled()
+        let broker = try MosquittoBroker(directory: "/tmp/systemd-upgrade-broker")
+        try await broker.start()
+        defer { broker.stop() }
+        let config =
+            Lab.baseConfig + "[mqtt]\nurl = \"mqtt://127.0.0.1:\(broker.port)\"\nclient_id = \"kiosk-upgrade\"\n"
+        try await Lab.configure(config)
+        defer {
+            try? Lab.baseConfig.write(toFile: Lab.config, atomically: true, encoding: .utf8)
+            _ = try? Lab.sh("systemctl restart accessd")
+        }
+        let installed = try Lab.must("dpkg-query -W -f '${Version}' accessd")
+        try await Lab.waitFor("the retained status names the package") {
+            try broker.retained("accessd/kiosk-upgrade/status").contains("\"package\":\"\(installed)\"")
+        }
         try Lab.must("accessctl auto on")
         let before = try Lab.call("status.get").get()
+        #expect(before["package"]?.string == installed)
         let pid = try Lab.property("MainPID")
         // The site's side: a signing key (its gpg home in the VM's memory: gpg-agent's socket
         // needs a file system that has sockets), and the repository holding the installed
@@ -448,7 +464,15 @@ struct SystemdLabTests {
         #expect(after["credentialCount"] == before["credentialCount"])
         #expect(after["automaticAccessEnabled"] == true)
         #expect((after["lastSequence"]?.int ?? 0) > (before["lastSequence"]?.int ?? 0))
-        #expect(try String(contentsOfFile: Lab.config, encoding: .utf8) == Lab.baseConfig)
+        #expect(try String(contentsOfFile: Lab.config, encoding: .utf8) == config)
+        // The fleet sees the new version: the retained status, status.get and accessctl.
+        let upgraded = installed + "+upgrade1"
+        try await Lab.waitFor("the retained status names the new package") {
+            try broker.retained("accessd/kiosk-upgrade/status").contains("\"package\":\"\(upgraded)\"")
+        }
+        print("retained status after the upgrade: \(try broker.retained("accessd/kiosk-upgrade/status"))")
+        #expect(after["package"]?.string == upgraded)
+        #expect(try Lab.must("accessctl status").contains("(package \(upgraded))"))
     }
 
     @Test func purgeRemovesItAndItsState() async throws {

@@ -155,7 +155,8 @@ extension AccessDaemonServices {
             uptimeSeconds: Int64((Clocks.monotonic() - startedAt).components.seconds),
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
             scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status,
-            mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio, enrolment: enrolment.status)
+            mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio, enrolment: enrolment.status,
+            package: InstalledPackage.version)
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

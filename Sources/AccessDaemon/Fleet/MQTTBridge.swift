@@ -345,7 +345,13 @@ struct MQTTBridge: Sendable {
         }
     }
 
-    static let online: JSONValue = .object(["status": "online", "version": .string(AccessDaemon.version)])
+    /// The retained status at each connection: the binary's version, and the package's
+    /// when accessd runs from one (what a fleet's upgrade changes).
+    static var online: JSONValue {
+        var members: [String: JSONValue] = ["status": "online", "version": .string(AccessDaemon.version)]
+        if let package = InstalledPackage.version { members["package"] = .string(package) }
+        return .object(members)
+    }
     static let offline: JSONValue = .object(["status": "offline"])
 
     /// Hands libmosquitto the events after the last one handed over, up to the window.

@@ -5,6 +5,9 @@ import AccessJSON
 
 public struct StatusAnswer: Codable, Sendable, Hashable {
     public var version: String
+    /// The Debian package's version as dpkg records it, when accessd runs from the package
+    /// (a site's rebuild may add a suffix the binary's `version` does not carry).
+    public var package: String?
     public var protocolVersion: Int
     public var isScanning: Bool
     public var states: [String]
@@ -49,8 +52,9 @@ public struct StatusAnswer: Codable, Sendable, Hashable {
         configuredAdapter: String? = nil, scanningSetBy: String? = nil, automaticAccessSetBy: String? = nil,
         audit: AuditStatus? = nil,
         mqtt: MQTTStatus? = nil, secrets: SecretsStatus? = nil, radio: RadioStatus? = nil,
-        enrolment: EnrolmentStatus? = nil
+        enrolment: EnrolmentStatus? = nil, package: String? = nil
     ) {
+        self.package = package
         self.enrolment = enrolment
         self.secrets = secrets
         self.radio = radio
