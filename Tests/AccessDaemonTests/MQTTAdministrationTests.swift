@@ -12,26 +12,36 @@ import Testing
 struct MQTTAdministrationTests {
     static let device = "kiosk-enrol"
 
-    @Test func anAdministratorEnrolsAKioskThroughTheBrokerAndNoPINTravels() async throws {
-        let harness = try await DaemonHarness()
+    /// The site example's broker, and a kiosk's configuration for it: `device`'s client
+    /// certificate, taking `commands`. The harness is not started.
+    static func kiosk(
+        _ device: String, commands: [String], harness: DaemonHarness
+    ) async throws -> (broker: MosquittoBroker, kiosk: (certificate: String, key: String)) {
         let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker")
         try await broker.start()
-        defer { broker.stop() }
         let pki = try #require(broker.pki)
-        let kiosk = try pki.client(Self.device)
-        let site = try SiteHarness(directory: harness.directory)
-        try await site.serve()
-        defer { site.stop() }
+        let kiosk = try pki.client(device)
         try harness.writeConfig(
             """
             [mqtt]
             url = "mqtts://127.0.0.1:\(broker.port)"
-            client_id = "\(Self.device)"
+            client_id = "\(device)"
             ca_file = "\(pki.caCertificate)"
             cert_file = "\(kiosk.certificate)"
             key_file = "\(kiosk.key)"
-            commands = ["access.next", "credentials.register", "credentials.list"]
+            commands = [\(commands.map { "\"\($0)\"" }.joined(separator: ", "))]
             """)
+        return (broker, kiosk)
+    }
+
+    @Test func anAdministratorEnrolsAKioskThroughTheBrokerAndNoPINTravels() async throws {
+        let harness = try await DaemonHarness()
+        let (broker, _) = try await Self.kiosk(
+            Self.device, commands: ["access.next", "credentials.register", "credentials.list"], harness: harness)
+        defer { broker.stop() }
+        let site = try SiteHarness(directory: harness.directory)
+        try await site.serve()
+        defer { site.stop() }
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { $0["mqtt"]?["state"]?.string == "connected" }
@@ -79,22 +89,9 @@ struct MQTTAdministrationTests {
     /// where and how big; no secret in it (the kiosk's own client key planted as one).
     @Test func anAdministratorAsksAKioskForItsDiagnosticsBundle() async throws {
         let harness = try await DaemonHarness()
-        let broker = try MosquittoBroker(siteExampleIn: harness.directory + "/broker")
-        try await broker.start()
-        defer { broker.stop() }
-        let pki = try #require(broker.pki)
         let device = "kiosk-diagnose"
-        let kiosk = try pki.client(device)
-        try harness.writeConfig(
-            """
-            [mqtt]
-            url = "mqtts://127.0.0.1:\(broker.port)"
-            client_id = "\(device)"
-            ca_file = "\(pki.caCertificate)"
-            cert_file = "\(kiosk.certificate)"
-            key_file = "\(kiosk.key)"
-            commands = ["diagnostics.collect"]
-            """)
+        let (broker, kiosk) = try await Self.kiosk(device, commands: ["diagnostics.collect"], harness: harness)
+        defer { broker.stop() }
         try await harness.start()
         defer { _ = harness.stop() }
         _ = try await harness.waitForStatus { $0["mqtt"]?["state"]?.string == "connected" }
