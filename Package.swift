@@ -117,21 +117,27 @@ let package = Package(
         .executableTarget(
             name: "accessd",
             dependencies: [
-                "AccessCore", "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals", "CProcessMemory",
-                "ControlSocket",
+                "AccessCore", "AccessctlCommands", "AccessDaemon", "AccessStore", "BlueZ", "CFatalSignals",
+                "CProcessMemory", "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(
-            name: "accessctl",
+        // accessctl's commands, a library: the `accessctl` executable runs them, and so does
+        // `accessd` when started as accessctl (the package ships one binary, accessctl a link
+        // to it: the Swift runtime and the libraries once, issue #37).
+        .target(
+            name: "AccessctlCommands",
             dependencies: [
                 "AccessCore", "AccessJSON", "ControlSocket", "BlueZ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // The diagnostics bundle's metrics: one GET to accessd's own endpoint.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        .executableTarget(name: "accessctl", dependencies: ["AccessctlCommands"]),
         .executableTarget(
             name: "readersim",
             dependencies: [

@@ -1,3 +1,4 @@
+import AccessctlCommands
 import CProcessMemory
 
 #if canImport(Glibc)
@@ -15,9 +16,18 @@ import CProcessMemory
 /// backtrace of a signal landing there (the watchdog's SIGABRT) names a frame in accessd.
 /// Nothing in accessd runs on the main actor, whose queue only `dispatch_main` would drain:
 /// the command is started detached from it.
+///
+/// One binary is two programs (busybox and systemd style): started under the name accessctl
+/// (the package's `/usr/bin/accessctl` links here), it is the client, run on this thread as
+/// the `accessctl` executable runs it, so the package carries the Swift runtime, Foundation
+/// and the libraries once (issue #37).
 @main
 enum AccessdMain {
     static func main() {
+        if programName == "accessctl" {
+            Accessctl.main()
+            return
+        }
         Task.detached {
             // Exits by itself with its status when it fails; returns when the service stopped.
             await AccessdCommand.main()
@@ -25,4 +35,9 @@ enum AccessdMain {
         }
         accessd_wait_on_main_thread()
     }
+}
+
+/// The name this process was started under: the last component of `argv[0]`.
+private var programName: Substring {
+    CommandLine.arguments.first?.split(separator: "/").last ?? ""
 }

@@ -71,6 +71,10 @@ final class DiagnosticsCollector: Sendable {
         } onCancel: {
             child.stop()
         }
+        // Ended because its caller went (a client's hang-up, accessd stopping): not a timeout.
+        if Task.isCancelled {
+            return .failure(.failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished"))
+        }
         if run.stopped {
             return .failure(.failed("diagnostics.failed", "accessctl diagnose did not finish within \(Self.deadline)"))
         }
@@ -110,6 +114,12 @@ final class DiagnosticsCollector: Sendable {
         init(program: String, arguments: [String]) {
             process.executableURL = URL(fileURLWithPath: program)
             process.arguments = arguments
+            // accessd's own systemd handoff is not the child's: with NOTIFY_SOCKET it could
+            // speak for the service, with LISTEN_FDS take sockets that are not its own.
+            process.environment = ProcessInfo.processInfo.environment.filter {
+                !["NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
+                    .contains($0.key)
+            }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = output
             process.standardError = errors

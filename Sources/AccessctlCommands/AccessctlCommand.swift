@@ -22,7 +22,6 @@ enum Exit {
     static let timedOut: Int32 = 75
 }
 
-@main
 struct AccessctlCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accessctl",

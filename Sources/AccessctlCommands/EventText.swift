@@ -88,7 +88,34 @@ enum EventText {
                 return "scanning moved \(from)to \(step.adapter) (\(step.reason ?? "?"))"
             default: return "\(step.adapter): \(step.step.rawValue)"
             }
+        case .readerHealth(let health):
+            return "\(reader(health.reader, health.name)): " + describeHealth(health)
         }
+    }
+
+    /// `health ok (560/min, usually 560); path loss 31 dB ±2.5; exchanges in 60 min: 3 granted`
+    static func describeHealth(_ health: ReaderHealthEvent) -> String {
+        let problems = health.problems.isEmpty ? "health ok" : "!! " + health.problems.joined(separator: ", ")
+        var rate = health.advertisementsPerMinute.map { "\(number($0))/min" } ?? "rate not measured"
+        if let usual = health.usualPerMinute { rate += ", usually \(number(usual))" }
+        var text = "\(problems) (\(rate))"
+        if health.heardSecondsAgo >= health.intervalSeconds { text += "; last heard \(health.heardSecondsAgo) s ago" }
+        if let loss = health.pathLoss { text += "; path loss \(number(loss.median)) dB ±\(number(loss.spread))" }
+        let exchanges = health.exchanges
+        var counts: [String] = []
+        if exchanges.granted > 0 { counts.append("\(exchanges.granted) granted") }
+        if exchanges.denied > 0 { counts.append("\(exchanges.denied) denied") }
+        for (phase, count) in exchanges.failed.sorted(by: { $0.key < $1.key }) where count > 0 {
+            counts.append("\(count) failed in \(phase)")
+        }
+        if !counts.isEmpty {
+            text += "; exchanges in \(exchanges.windowSeconds / 60) min: " + counts.joined(separator: ", ")
+        }
+        return text
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     private static func reader(_ id: String?, _ name: String?) -> String {

@@ -10,6 +10,9 @@ extension SystemdLabTests {
     /// thread with `pthread_exit`, whose unwinding searched `.eh_frame_hdr` once at start and
     /// left most of it resident for the life of the process (Sources/accessd/Main.swift).
     /// Counted from /proc/PID/pagemap over the section's addresses in the installed binary.
+    /// This file sorts before SystemdLabTests.swift and the serialized suite runs in source
+    /// order (seen: by file, then by line), so this runs on the package already installed,
+    /// not after the purge: a second install was 136 s of the boot.
     @Test func theUnwindTablesStayOutOfMemory() async throws {
         try await Lab.ensureInstalled()
         try await Lab.waitForScanning()

@@ -47,6 +47,15 @@ enum DiagnosticsBundle {
         if let file = configFile ?? bundle["status"]?["configFile"]?.string {
             bundle["configuration"] = configuration(file)
         }
+        if let settings = bundle["configuration"]?["settings"]?.array?.compactMap(\.string),
+            let listen = MetricsScrape.listen(in: settings)
+        {
+            switch MetricsScrape.samples(from: listen, timeout: timeout) {
+            case .success(let samples): bundle["metrics"] = .array(samples.map(JSONValue.string))
+            case .failure(let failure):
+                bundle["metrics"] = .object(["listen": .string(listen), "error": .string("\(failure)")])
+            }
+        }
         let data = try limit.map { try fitted(bundle, within: $0) } ?? text(bundle)
         if path == "-" {
             FileHandle.standardOutput.write(data)
@@ -60,21 +69,29 @@ enum DiagnosticsBundle {
         Data((JSONValue.object(bundle).jsonText + "\n").utf8)
     }
 
-    /// The bundle within `limit` bytes: the oldest events left out first, then the readers
-    /// at the end of the list, as few as will do (counted in `leftOut`).
+    /// The bundle within `limit` bytes: the oldest events left out first, then the metrics'
+    /// last samples, then the readers at the end of the list, as few as will do (counted in
+    /// `leftOut`).
     static func fitted(_ whole: [String: JSONValue], within limit: Int) throws -> Data {
         var bundle = whole
         let events = whole["events"]?.array ?? []
         let readers = whole["readers"]?["readers"]?.array ?? []
-        func trimmed(events kept: Int, readers keptReaders: Int) -> Data {
+        let samples = whole["metrics"]?.array ?? []
+        func trimmed(events kept: Int, samples keptSamples: Int, readers keptReaders: Int) -> Data {
             bundle["events"] = .array(Array(events.suffix(kept)))
             if case .object(var answer)? = whole["readers"], !readers.isEmpty {
                 answer["readers"] = .array(Array(readers.prefix(keptReaders)))
                 bundle["readers"] = .object(answer)
             }
-            let left = (events.count - kept, readers.count - keptReaders)
-            bundle["leftOut"] =
-                left == (0, 0) ? nil : .object(["events": .int(Int64(left.0)), "readers": .int(Int64(left.1))])
+            if !samples.isEmpty { bundle["metrics"] = .array(Array(samples.prefix(keptSamples))) }
+            var left: [String: JSONValue] = [:]
+            for (name, count) in [
+                ("events", events.count - kept), ("metrics", samples.count - keptSamples),
+                ("readers", readers.count - keptReaders),
+            ] where count > 0 {
+                left[name] = .int(Int64(count))
+            }
+            bundle["leftOut"] = left.isEmpty ? nil : .object(left)
             return text(bundle)
         }
         // The longest prefix count of one list that fits (the size grows with the count).
@@ -87,10 +104,15 @@ enum DiagnosticsBundle {
             }
             return size(fits)
         }
-        if let data = most(events.count, { trimmed(events: $0, readers: readers.count) }) { return data }
-        if let data = most(readers.count, { trimmed(events: 0, readers: $0) }) { return data }
+        let all = (samples: samples.count, readers: readers.count)
+        if let data = most(events.count, { trimmed(events: $0, samples: all.samples, readers: all.readers) }) {
+            return data
+        }
+        if let data = most(samples.count, { trimmed(events: 0, samples: $0, readers: all.readers) }) { return data }
+        if let data = most(readers.count, { trimmed(events: 0, samples: 0, readers: $0) }) { return data }
         throw BundleError(
-            "the bundle takes \(trimmed(events: 0, readers: 0).count) bytes without events and readers, "
+            "the bundle takes \(trimmed(events: 0, samples: 0, readers: 0).count) bytes without events, metrics "
+                + "and readers, "
                 + "more than the limit of \(limit)")
     }
 
