@@ -142,7 +142,7 @@ struct MetricsTests {
         #expect(check.status == 0, "\(check.output)")
         for name in [
             "accessd_bluetoothd_present", "accessd_adapter_present", "accessd_advertisements_total",
-            "accessd_exchanges_total", "accessd_mqtt_backlog_events",
+            "accessd_exchanges_total", "accessd_mqtt_backlog_events", "accessd_reader_problem",
         ] {
             #expect(rules.contains(name))
             #expect(DaemonMetrics.help[name] != nil, "\(name) is not served")

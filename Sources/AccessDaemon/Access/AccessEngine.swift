@@ -17,8 +17,9 @@ actor AccessEngine {
         case advertised(DeviceState)
         /// Scanning stopped or the adapter went: every reader is unavailable.
         case forgetReaders
-        /// Once a second: readers not heard for too long expire.
-        case tick
+        /// Once a second: readers not heard for too long expire; reader health's interval may
+        /// end. `listening`: discovery runs and the radio is not being recovered.
+        case tick(listening: Bool)
         /// `credential`: the one presented, when the exchange got as far as choosing it.
         case exchangeEnded(ReaderID, ExchangeOutcome, timings: ExchangeTimings?, credential: CredentialID? = nil)
         case linkPrepared(ReaderID)
@@ -53,6 +54,8 @@ actor AccessEngine {
     let clock: any Clock<Duration>
     let logger: Logger
     var sightings: ReaderSightings
+    /// Each reader's health, published as `reader.health` events (docs/fleet.md).
+    var health: ReaderHealthBook
     var controller: AccessController
     var adapterPath: String?
     var timers: [AccessController.Timer: (id: UInt64, task: Task<Void, Never>)] = [:]
@@ -84,6 +87,7 @@ actor AccessEngine {
         self.connectEarly = configuration.connectEarly
         self.openNextDefaultExpiry = configuration.openNextExpiry
         self.sightings = ReaderSightings(range: configuration.rangeConfiguration)
+        self.health = ReaderHealthBook(policy: ReaderHealthPolicy(interval: configuration.healthInterval))
         _ = sightings.registry.setScope(scope)
         self.controller = AccessController(
             slotLimit: configuration.connectionLimit,
@@ -109,10 +113,15 @@ actor AccessEngine {
         case .advertised(let device):
             advertised(device, at: now)
         case .forgetReaders:
+            health.listening(false)
             for id in sightings.removeAll() { readerGone(id, at: now) }
-        case .tick:
-            for id in sightings.expire(at: now, linked: Set(controller.slots.active.keys)) { readerGone(id, at: now) }
+        case .tick(let listening):
+            let linked = Set(controller.slots.active.keys)
+            for id in sightings.expire(at: now, linked: linked) { readerGone(id, at: now) }
+            health.listening(listening)
+            for record in health.tick(at: now, linked: linked) { journal.emit(Render.health(record)) }
         case .exchangeEnded(let reader, let outcome, let timings, let credential):
+            if let result = ReaderExchangeResult(outcome, phase: .init(timings)) { health.exchanged(reader, result) }
             requests.credentials[reader] = credential
             if let (request, error) = requests.timedOut.removeValue(forKey: reader) {
                 timedOutExchangeEnded(reader, request: request, error: error, outcome: outcome, timings: timings)
@@ -178,6 +187,7 @@ actor AccessEngine {
         if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
         let id = sighting.advertisement.readerID
         let observation = sighting.observation
+        health.heard(id, pathLoss: sighting.pathLoss, reports: sighting.reports, name: device.name, at: now)
         probeHeard(id, at: now)
         if let update = observation.update { journal.emit(Render.reader(update)) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {

@@ -10,10 +10,19 @@ struct ReaderSightings: Sendable {
     /// Reader advertisements heard (refused ones included), for the metrics.
     private(set) var seen = 0
     private var firstInRange: [ReaderID: ContinuousClock.Instant] = [:]
+    /// Each reader's device and the advertisement reports counted on it when last taken:
+    /// how many reports one taken sighting stands for. One entry per reader the registry took.
+    private var reportsTaken: [ReaderID: (device: String, reports: UInt64)] = [:]
 
     struct Sighting {
         var advertisement: ReaderAdvertisement
         var observation: ReaderRegistry.Observation
+        /// This advertisement's own path loss (dB): TX power − RSSI, before smoothing and
+        /// without the sensitivity and per-reader offsets (a calibration is not the radio's).
+        var pathLoss: Double
+        /// Advertisements it stands for (those merged while it waited included; 0 when it
+        /// carried an RSSI alone).
+        var reports: Int
     }
 
     init(range: RangeConfiguration) {
@@ -62,7 +71,16 @@ struct ReaderSightings: Sendable {
             firstInRange[id] = nil
         }
         if observation.becameUnavailable { firstInRange[id] = nil }
-        return Sighting(advertisement: advertisement, observation: observation)
+        // A report of the same device since the last one taken: the reports counted meanwhile
+        // (0 for a signal that carried an RSSI alone); else this one.
+        var reports = 1
+        if let taken = reportsTaken[id], taken.device == device.path, device.advertisementReports >= taken.reports {
+            reports = Int(min(device.advertisementReports - taken.reports, 10_000))
+        }
+        reportsTaken[id] = (device.path, device.advertisementReports)
+        return Sighting(
+            advertisement: advertisement, observation: observation,
+            pathLoss: Double(Int(advertisement.txPower) - rssi), reports: reports)
     }
 
     func detected(_ reader: ReaderID) -> ContinuousClock.Instant? { firstInRange[reader] }
@@ -72,12 +90,16 @@ struct ReaderSightings: Sendable {
     mutating func expire(at now: Timestamp, linked: Set<ReaderID>) -> [ReaderID] {
         let gone = registry.expire(at: now, linked: linked)
         for id in gone { firstInRange[id] = nil }
+        // Readers the registry let go of are not listed one by one: past its capacity twice
+        // over, the counts start again (a reader's next sighting then counts as one report).
+        if reportsTaken.count > 2 * ReaderRegistry.capacity { reportsTaken.removeAll() }
         return gone
     }
 
     mutating func removeAll() -> [ReaderID] {
         let gone = registry.removeAll()
         firstInRange.removeAll()
+        reportsTaken.removeAll()
         return gone
     }
 }

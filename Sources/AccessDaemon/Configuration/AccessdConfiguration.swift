@@ -59,6 +59,10 @@ public struct AccessdConfiguration: Hashable, Sendable {
     /// `[readers]` and `[reader.ID]`: the file's layer of the reader scope.
     public var readerRules: [ReaderID: ReaderScope.Rule] = [:]
 
+    // [health]
+    /// The interval each reader's health is judged over (`ReaderHealthPolicy.interval`).
+    public var healthInterval: Duration = .seconds(60)
+
     // [prompts]
     public var secondFactorPrompt = "Enter your PIN to open the door"
 

@@ -23,8 +23,8 @@ struct ConfigurationKey: Sendable {
 /// ConfigurationTests holds it against the keys config/accessd.toml documents.
 enum ConfigurationKeys {
     static let all: [ConfigurationKey] =
-        bluetooth + access + range + [features, prompt] + socket + store + site + [log] + button + readers + mqtt
-        + [metrics]
+        bluetooth + access + range + [features, prompt] + socket + store + site + [log] + button + readers
+        + [health] + mqtt + [metrics]
 
     /// Sections and their keys, in the file's order (`[reader.ID]` tables apart: `ReaderRuleKeys`).
     static let sections: [String: [String]] = Dictionary(grouping: all, by: \.section).mapValues { $0.map(\.key) }
@@ -266,6 +266,8 @@ enum ConfigurationKeys {
         },
         .readTogether("readers", "deny", "readerRules"),
     ]
+
+    static let health = ConfigurationKey.seconds("health", "interval", "healthInterval", \.healthInterval, 5...3600)
 
     /// `[mqtt]`, read whole (`ConfigurationReader.mqtt`): its keys depend on each other.
     static let mqtt: [ConfigurationKey] =

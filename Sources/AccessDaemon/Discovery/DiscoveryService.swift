@@ -185,7 +185,8 @@ actor DiscoveryService {
         drive(.tick)
         reselect()
         recoveryTick()
-        access.yield(.tick)
+        let listening = scanningEnabled && sdk.current.isScanning && !recovery.isRecovering
+        access.yield(.tick(listening: listening))
     }
 
     // MARK: BlueZ calls

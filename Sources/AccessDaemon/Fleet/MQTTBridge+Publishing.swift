@@ -52,7 +52,7 @@ extension MQTTBridge {
                 if let kind = EventKind(rawValue: event.kind), MQTTRetainedTopics.observedKinds.contains(kind),
                     let typed = try? ControlEvent(kind: event.kind, data: data)
                 {
-                    publish(client, retained.observe(typed, now: .now))
+                    publish(client, retained.observe(typed, time: event.time, now: .now))
                 }
             }
         }

@@ -3,7 +3,7 @@ import ControlSocket
 
 /// The retained reader topics beside the event stream (docs/fleet.md): `readers/<id>` with the reader's attributes (and `available`), at most once per
 /// `readerInterval` per reader, the newest winning; `readers/<id>/access` with the last
-/// exchange there; and Home Assistant's discovery configs when asked for. Fed the same
+/// exchange there; `readers/<id>/health` with its newest health record; and Home Assistant's discovery configs when asked for. Fed the same
 /// journal events as the stream, in order, so a replay after a reconnect leaves the newest.
 struct MQTTRetainedTopics: Sendable {
     static let readerInterval: Duration = .seconds(5)
@@ -31,11 +31,17 @@ struct MQTTRetainedTopics: Sendable {
     }
 
     /// The kinds `observe` does something with: the bridge decodes no other.
-    static let observedKinds: Set<EventKind> = [.readerUpdated, .readerUnavailable, .accessCompleted]
+    static let observedKinds: Set<EventKind> = [.readerUpdated, .readerUnavailable, .accessCompleted, .readerHealth]
 
-    /// One journal event; what to publish now.
-    mutating func observe(_ event: ControlEvent, now: ContinuousClock.Instant) -> [Message] {
+    /// One journal event (journalled at `time`, seconds since the epoch); what to publish now.
+    mutating func observe(_ event: ControlEvent, time: Double, now: ContinuousClock.Instant) -> [Message] {
         switch event {
+        case .readerHealth(let health):
+            // Every record goes out (the core publishes one per interval at most): a site's
+            // alert reads the newest, and `time` says how fresh it is.
+            guard Self.isTopicLevel(health.reader), case .object(var record) = health.json else { return [] }
+            record["time"] = .double(time)
+            return [("\(topic)/readers/\(health.reader)/health", .object(record))]
         case .readerUpdated(let info):
             return reader(info.id, attributes: info.json, available: true, name: info.name, now: now)
         case .readerUnavailable(let gone):

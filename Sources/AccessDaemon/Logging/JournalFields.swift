@@ -55,6 +55,8 @@ public enum JournalFields {
             [.powerCycling, .cannotPowerCycle, .stuck].contains(step.step) ? .warning : .notice
         case .secondFactorAnswered(let answer): [.wrongPin, .lockedOut].contains(answer.result) ? .warning : .notice
         case .readerUpdated: .debug
+        // A reader with a problem is what a site alerts on; a healthy one's record is routine.
+        case .readerHealth(let health): health.problems.isEmpty ? .info : .warning
         case .readerUnavailable, .readersScopeChanged, .accessStarted, .accessNextWindow: .info
         }
     }
@@ -93,6 +95,8 @@ public enum JournalFields {
             ]
         case .sdkState(let state):
             metadata["sdkState"] = "\(state.states.joined(separator: ","))"
+        case .readerHealth(let health):
+            values = ["problems": health.problems.isEmpty ? "none" : health.problems.joined(separator: ",")]
         case .readerUpdated, .readerUnavailable, .readersScopeChanged, .secondFactorRequired, .eventsLost:
             break
         }

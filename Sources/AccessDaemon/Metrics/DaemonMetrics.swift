@@ -18,6 +18,8 @@ final class DaemonMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// Totals seen at the last scrape, by metric and labels: what a counter has been given.
     private let exported = NIOLockedValueBox<[String: Int]>([:])
+    /// Each reader's health gauges, to take them away when the reader is (`ReaderHealthMetrics`).
+    let readerSeries = NIOLockedValueBox(ReaderSeries())
 
     /// Every metric and its help: one place, so a name is never registered with two helps.
     static let help: [String: String] = [
@@ -60,6 +62,17 @@ final class DaemonMetrics: Sendable {
         "accessd_audit_backlog_events": "Access events not yet acknowledged by their sites.",
         "accessd_mqtt_connected": "1 while connected to the MQTT broker, else 0.",
         "accessd_mqtt_backlog_events": "Events journalled after the last one the MQTT broker acknowledged.",
+        "accessd_reader_advertisements_per_minute":
+            "A reader's advertisements heard in the last health interval, per minute (absent when not measured).",
+        "accessd_reader_usual_advertisements_per_minute":
+            "The usual advertising rate learned for a reader, per minute (absent while learning).",
+        "accessd_reader_path_loss_median_db": "Median path loss of a reader's last advertisements, in dB.",
+        "accessd_reader_path_loss_spread_db": "Interquartile range of a reader's last path losses, in dB.",
+        "accessd_reader_exchanges":
+            "Exchanges with a reader in the health window, by result (granted, denied, failed) and, for failed, phase.",
+        "accessd_reader_problem":
+            "1 while a reader has the problem (silent, fewerAdvertisements, moreAdvertisements, failingExchanges), else 0.",
+        "accessd_reader_last_heard_timestamp_seconds": "When a reader was last heard, in seconds since the epoch.",
     ]
 
     static let phaseBuckets: [Duration] = [
@@ -72,7 +85,7 @@ final class DaemonMetrics: Sendable {
         gauge("accessd_build_info", [("version", AccessDaemon.version)]).set(to: 1)
     }
 
-    private func descriptor(_ name: String) -> MetricNameDescriptor {
+    func descriptor(_ name: String) -> MetricNameDescriptor {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: Self.help[name] ?? name)
     }
 
@@ -80,7 +93,7 @@ final class DaemonMetrics: Sendable {
         registry.makeCounter(descriptor: descriptor(name), labels: labels)
     }
 
-    private func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
+    func gauge(_ name: String, _ labels: [(String, String)] = []) -> Gauge {
         registry.makeGauge(descriptor: descriptor(name), labels: labels)
     }
 
@@ -94,14 +107,14 @@ final class DaemonMetrics: Sendable {
             return record(kind: stored.kind, event: nil)
         }
         let data = (try? JSONValue.parse(stored.data)) ?? .null
-        record(kind: stored.kind, event: try? ControlEvent(kind: stored.kind, data: data))
+        record(kind: stored.kind, event: try? ControlEvent(kind: stored.kind, data: data), time: stored.time)
     }
 
-    static let decodedKinds: Set<EventKind> = [.accessCompleted, .featureState, .eventsLost]
+    static let decodedKinds: Set<EventKind> = [.accessCompleted, .featureState, .eventsLost, .readerHealth]
 
     /// One journalled event: its kind as the journal holds it (counted even if its data no
     /// longer decodes), and the event when it does.
-    func record(kind: String, event: ControlEvent?) {
+    func record(kind: String, event: ControlEvent?, time: Double = 0) {
         counter("accessd_events_total", [("kind", kind)]).increment()
         switch event {
         case .accessCompleted(let answer)?:
@@ -135,6 +148,8 @@ final class DaemonMetrics: Sendable {
             .increment()
         case .eventsLost(let lost)?:
             counter("accessd_events_lost_total").increment(by: Int64(max(0, lost.count)))
+        case .readerHealth(let health)?:
+            readerHealth(health, time: time)
         default:
             break
         }

@@ -19,6 +19,12 @@ public struct DeviceState: Hashable, Sendable {
     public var uuids: [String]
     public var connected: Bool
     public var servicesResolved: Bool
+    /// Advertisement reports BlueZ sent for this device since it appeared: signals that carried
+    /// service or manufacturer data, which BlueZ re-sends for every advertisement under
+    /// `DuplicateData` (an RSSI alone is not one: it is sent only when it changed). A
+    /// consumer that takes merged reports (`CoalescingQueue`) still counts each one. Starts
+    /// again at 1 when the device is added again.
+    public var advertisementReports: UInt64 = 0
 
     public init(path: String, properties: [String: DBusValue]) {
         self.path = path
@@ -32,12 +38,16 @@ public struct DeviceState: Hashable, Sendable {
         self.uuids = properties["UUIDs"]?.strings ?? []
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
+        if self.rssi != nil { advertisementReports = 1 }
     }
 
     /// Applies a PropertiesChanged; returns whether it carried advertisement data (RSSI,
     /// service or manufacturer data, TX power, name).
     mutating func apply(_ changed: [String: DBusValue], invalidated: [String]) -> Bool {
         var advertised = false
+        if changed["ServiceData"] != nil || changed["ManufacturerData"] != nil {
+            advertisementReports &+= 1
+        }
         if let value = changed["Name"]?.string {
             name = value
             advertised = true

@@ -26,6 +26,7 @@ public enum ControlEvent: Sendable, Hashable {
     case eventsLost(EventsLostEvent)
     case featureState(FeatureStateEvent)
     case radioRecovery(RadioRecoveryEvent)
+    case readerHealth(ReaderHealthEvent)
 
     /// The event a journal entry or a notification carries; throws (`-32602`, naming the
     /// field) when its data is not of its kind's type, or the kind is not one.
@@ -45,6 +46,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .eventsLost: self = .eventsLost(try data.decode(EventsLostEvent.self))
         case .featureState: self = .featureState(try data.decode(FeatureStateEvent.self))
         case .radioRecovery: self = .radioRecovery(try data.decode(RadioRecoveryEvent.self))
+        case .readerHealth: self = .readerHealth(try data.decode(ReaderHealthEvent.self))
         }
     }
 
@@ -78,6 +80,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .eventsLost(let data): data
         case .featureState(let data): data
         case .radioRecovery(let data): data
+        case .readerHealth(let data): data
         }
     }
 
@@ -95,6 +98,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .accessCompleted(let answer): answer.reader
         case .secondFactorRequired(let event): event.reader
         case .secondFactorAnswered(let event): event.reader
+        case .readerHealth(let event): event.reader
         case .sdkState, .credentialsChanged, .eventsLost, .featureState, .radioRecovery: nil
         }
     }
@@ -108,7 +112,7 @@ public enum ControlEvent: Sendable, Hashable {
         case .secondFactorAnswered(let event): event.credential
         case .credentialsChanged(let event): event.credential
         case .sdkState, .readerUpdated, .readerUnavailable, .readersScopeChanged, .accessNextWindow, .eventsLost,
-            .featureState, .radioRecovery:
+            .featureState, .radioRecovery, .readerHealth:
             nil
         }
     }

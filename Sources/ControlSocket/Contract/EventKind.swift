@@ -15,6 +15,7 @@ public enum EventKind: String, CaseIterable, Sendable {
     case eventsLost = "events.lost"
     case featureState = "feature.state"
     case radioRecovery = "radio.recovery"
+    case readerHealth = "reader.health"
 
     /// The kinds named that are not kinds, for the refusal.
     public static func unknown(among names: [String]) -> [String] {

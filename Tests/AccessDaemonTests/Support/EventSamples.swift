@@ -69,6 +69,13 @@ enum EventSamples {
             RadioRecoveryEvent(
                 adapter: "hci1", step: .recovered, silentSeconds: 11, after: "powerCycle", retryInSeconds: 30,
                 error: "org.bluez.Error.Busy", previous: "hci0", reason: "stuck")
+        case .readerHealth:
+            ReaderHealthEvent(
+                reader: "00002A01", name: "Front door", problems: ["fewerAdvertisements", "failingExchanges"],
+                advertisementsPerMinute: 280, usualPerMinute: 561.5,
+                pathLoss: .init(median: 31, spread: 2.5, samples: 64),
+                exchanges: .init(windowSeconds: 3600, granted: 2, denied: 1, failed: ["exchange": 3]),
+                heardSecondsAgo: 0, intervalSeconds: 60)
         }
     }
 
@@ -100,6 +107,11 @@ enum EventSamples {
             FeatureStateEvent(feature: "itemSync", state: .ok)
         case .radioRecovery:
             RadioRecoveryEvent(adapter: "hci1", step: .restartingDiscovery)
+        case .readerHealth:
+            ReaderHealthEvent(
+                reader: "00002A01", name: nil, problems: [], advertisementsPerMinute: nil, usualPerMinute: nil,
+                pathLoss: nil, exchanges: .init(windowSeconds: 3600, granted: 0, denied: 0, failed: [:]),
+                heardSecondsAgo: 130, intervalSeconds: 60)
         }
     }
 }
