@@ -131,7 +131,7 @@ public final class AccessDaemonServices: Sendable {
                     ? nil
                     : MQTTCommands(
                         topic: "\(mqtt.topicPrefix)/\(device)/commands", allowed: mqtt.commands,
-                        diagnosticsTopic: "\(mqtt.topicPrefix)/\(device)/diagnostics"),
+                        diagnosticsTopic: "\(mqtt.topicPrefix)/\(device)/diagnostics", logger: logger),
                 logger: logger)
         }
         self.mqtt = bridge?.progress

@@ -11,6 +11,7 @@ struct AccessbenchCommand: AsyncParsableCommand {
             """,
         subcommands: [
             CoreBenchmark.self, BlueZBenchmark.self, SocketBenchmark.self, E2EBenchmark.self, FleetBenchmark.self,
+            FleetCommandBenchmark.self,
             RangeStudy.self, ReadersBenchmark.self, PinBenchmark.self, LobbyBenchmark.self,
         ]
     )

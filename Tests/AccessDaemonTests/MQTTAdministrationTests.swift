@@ -51,7 +51,8 @@ struct MQTTAdministrationTests {
         defer { subscriber.stop(grace: 1) }
         try await Task.sleep(for: .milliseconds(500))
 
-        let commands = "accessd/\(Self.device)/commands"
+        // The operator publishes under its own name: the site example's ACL allows no other.
+        let commands = "accessd/\(Self.device)/commands/from/operator"
         let invitation = try site.invite("Lobby kiosk 7")
         try broker.publish(
             commands,
@@ -82,6 +83,16 @@ struct MQTTAdministrationTests {
         #expect(answers["pin"]?["error"]?["message"]?.string?.contains("a PIN never goes over MQTT") == true)
         #expect(answers["del"]?["error"]?["code"] == -32601)
         #expect(answers["del"]?["error"]?["message"]?.string?.contains("credentials.register") == true)
+        print(
+            harness.log.split(separator: "\n").filter { $0.contains("MQTT command answered") }.joined(separator: "\n"))
+        // Who sent each: the publisher the broker's ACL vouches for, in the answer and the journal.
+        for answer in answers.values {
+            #expect(answer["origin"] == ["via": "mqtt", "publisher": "operator"], "\(answer)")
+        }
+        #expect(
+            harness.log.contains("MQTT command answered")
+                && harness.log.contains("origin=mqtt publisher operator")
+                && harness.log.contains("method=credentials.register"), "\(harness.log)")
     }
 
     /// `diagnostics.collect` from the broker (issue #34, item 4): the bundle on the kiosk's
@@ -102,7 +113,8 @@ struct MQTTAdministrationTests {
 
         let started = ContinuousClock.now
         try broker.publish(
-            "accessd/\(device)/commands", #"{"jsonrpc":"2.0","id":"diag-1","method":"diagnostics.collect"}"#)
+            "accessd/\(device)/commands/from/operator",
+            #"{"jsonrpc":"2.0","id":"diag-1","method":"diagnostics.collect"}"#)
         var answer: JSONValue?
         var bundleText: String?
         for _ in 0..<600 where answer == nil {

@@ -511,14 +511,19 @@ struct MQTTBridgeTests {
         let pid = try #require(harness.daemon?.pid)
         let before = MetricsHostileScraperTests.residentKiB(pid)
 
+        let fromOperator = commands + "/from/operator"
         // 100 KB from an operator: the broker drops it; accessd never reads it (it would
         // answer "at most 4096 bytes").
-        try broker.publish(commands, String(repeating: "x", count: 100_000))
-        // Another kiosk's certificate: the ACL drops its command.
-        try broker.publish(
-            commands, #"{"jsonrpc":"2.0","id":1,"method":"scanning.set","params":{"enabled":false}}"#, as: otherKiosk)
-        // The operator's own command runs and is answered.
-        try broker.publish(commands, #"{"jsonrpc":"2.0","id":2,"method":"access.next"}"#)
+        try broker.publish(fromOperator, String(repeating: "x", count: 100_000))
+        // Another kiosk's certificate: the ACL drops its command, on the command topic and
+        // under the operator's name alike.
+        let disable = #"{"jsonrpc":"2.0","id":1,"method":"scanning.set","params":{"enabled":false}}"#
+        try broker.publish(commands, disable, as: otherKiosk)
+        try broker.publish(fromOperator, disable, as: otherKiosk)
+        // The operator on the bare command topic: the example ACL takes commands under a name only.
+        try broker.publish(commands, #"{"jsonrpc":"2.0","id":3,"method":"access.next"}"#)
+        // The operator's own command, under its name, runs and is answered, saying from whom.
+        try broker.publish(fromOperator, #"{"jsonrpc":"2.0","id":2,"method":"access.next"}"#)
         var lines: [Substring] = []
         for _ in 0..<100 {
             lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
@@ -529,6 +534,7 @@ struct MQTTBridgeTests {
         lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
         let answers = lines.filter { $0.hasPrefix("\(commands)/result ") }
         #expect(answers.count == 1 && answers.first?.contains("\"id\":2") == true, "\(answers)")
+        #expect(answers.first?.contains(#""origin":{"publisher":"operator","via":"mqtt"}"#) == true, "\(answers)")
         let status = try harness.connect().call("status.get").get()
         #expect(status["scanningEnabled"]?.bool == true, "another kiosk's command ran")
         #expect((status["mqtt"]?["droppedCommands"]?.int ?? 0) == 0)
@@ -543,6 +549,22 @@ struct MQTTBridgeTests {
         #expect(try broker.retained("accessd/\(Self.device)/status", as: otherKiosk).isEmpty)
         let largest = lines.filter { !$0.hasPrefix(commands) }.map(\.utf8.count).max() ?? 0
         print("site example broker: RSS \(before) → \(after) KiB; accessd's largest message \(largest) bytes")
+    }
+
+    /// A command's origin is its topic: the bare command topic, or a publisher's name one level
+    /// under `from/`; anything else on the subscription (the answers' topic, a deeper level, a
+    /// name beyond 128 bytes) is no command.
+    @Test func aCommandsOriginIsTheNameItsTopicCarries() {
+        let commands = MQTTCommands(topic: "accessd/k/commands", diagnosticsTopic: "accessd/k/diagnostics")
+        #expect(commands.origin(ofTopic: "accessd/k/commands") == .commandTopic)
+        #expect(commands.origin(ofTopic: "accessd/k/commands/from/operator") == .publisher("operator"))
+        for topic in [
+            "accessd/k/commands/result", "accessd/k/commands/from/", "accessd/k/commands/from/a/b",
+            "accessd/k/commands/from/" + String(repeating: "x", count: 129), "accessd/other/commands/from/op",
+            "accessd/k/commandsfrom/op",
+        ] {
+            #expect(commands.origin(ofTopic: topic) == nil, "\(topic)")
+        }
     }
 
     /// The command topic over an authenticated TLS link: an operator's request runs, anything
@@ -588,6 +610,8 @@ struct MQTTBridgeTests {
             })
         #expect(answers.contains { $0["error"]?["code"] == -32700 })
         #expect(answers.contains { $0["id"] == 9 && $0["result"]?["expirySeconds"] != nil })
+        // The bare command topic: the broker let the publisher in, and no more is known.
+        #expect(answers.allSatisfy { $0["origin"] == ["via": "mqtt"] }, "\(answers.map(\.jsonText))")
         #expect(answers.contains { $0["error"]?["message"]?.string?.contains("at most 4096 bytes") == true })
         // Home Assistant gets the open-next button, pressing it sends access.next.
         let button = try JSONValue.parse(try broker.retained("homeassistant/button/\(Self.device)/open_next/config"))

@@ -220,6 +220,7 @@ struct MQTTBridge: Sendable {
                 if let commands {
                     do {
                         try client.subscribe(commands.topic)
+                        try client.subscribe(commands.attestedFilter)
                     } catch {
                         logger.error("the MQTT command topic cannot be subscribed to", metadata: ["error": "\(error)"])
                     }
@@ -274,8 +275,8 @@ struct MQTTBridge: Sendable {
                             metadata: ["dropped": "\(dropped)", "limit": "\(MosquittoClient.messageQueueLimit)"])
                     }
                 }
-                guard let commands, topic == commands.topic else { continue }
-                commands.receive(payload, oversized: oversized) { feed.yield(.commandAnswer($0)) }
+                guard let commands, let origin = commands.origin(ofTopic: topic) else { continue }
+                commands.receive(payload, oversized: oversized, from: origin) { feed.yield(.commandAnswer($0)) }
             case .commandAnswer(let outgoing):
                 if flight != nil {
                     _ = try? client.publish(

@@ -1,5 +1,6 @@
 import AccessJSON
 import ControlSocket
+import Logging
 import NIOConcurrencyHelpers
 
 /// The command topic (docs/fleet.md, "Commands"), off unless `[mqtt] commands` lists methods
@@ -14,6 +15,13 @@ import NIOConcurrencyHelpers
 /// `pin` is refused, and the methods that carry PINs or streams are never taken.
 /// `diagnostics.collect`'s bundle (up to 64 KiB) goes to `<prefix>/<device>/diagnostics`, and
 /// its answer says where and how big.
+///
+/// Who sent a command: MQTT does not tell a subscriber who published. A publisher that sends
+/// to `<prefix>/<device>/commands/from/<its name>` names itself, and the broker's ACL (one
+/// `topic write accessd/+/commands/from/<name>` per operator, config/mosquitto-accessd.example.acl)
+/// is what makes the name true; the bare command topic's commands come from "someone the broker
+/// let publish there". Either way the origin is in the answer (`origin`) and in the journal
+/// (one entry per command: method, id, origin, result).
 public final class MQTTCommands: Sendable {
     typealias Handler = @Sendable (RPCRequest) async -> Result<JSONValue, RPCError>
 
@@ -32,6 +40,8 @@ public final class MQTTCommands: Sendable {
     static let maximumInFlight = 4
 
     let topic: String
+    /// The per-publisher topics: `<topic>/from/<publisher>`.
+    var attestedFilter: String { topic + "/from/+" }
     /// The methods listed in `[mqtt] commands`.
     let allowed: [String]
     var resultTopic: String { topic + "/result" }
@@ -41,11 +51,48 @@ public final class MQTTCommands: Sendable {
     var callerRole: Role { allowed.contains { ControlMethod(rawValue: $0)?.role == .admin } ? .admin : .operator }
     private let handler = NIOLockedValueBox<Handler?>(nil)
     private let inFlight = NIOLockedValueBox(0)
+    let logger: Logger
 
-    init(topic: String, allowed: [String] = MQTTCommands.defaultMethods, diagnosticsTopic: String) {
+    init(
+        topic: String, allowed: [String] = MQTTCommands.defaultMethods, diagnosticsTopic: String,
+        logger: Logger = Logger(label: "accessd.mqtt")
+    ) {
         self.topic = topic
         self.allowed = allowed
         self.diagnosticsTopic = diagnosticsTopic
+        self.logger = logger
+    }
+
+    /// Where a command came from, as its topic says.
+    enum Origin: Equatable, Sendable {
+        /// The bare command topic: whoever the broker let publish there.
+        case commandTopic
+        /// `…/commands/from/<publisher>`: the publisher the broker's ACL lets write there.
+        case publisher(String)
+
+        var json: JSONValue {
+            switch self {
+            case .commandTopic: .object(["via": "mqtt"])
+            case .publisher(let name): .object(["via": "mqtt", "publisher": .string(name)])
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .commandTopic: "mqtt (the command topic)"
+            case .publisher(let name): "mqtt publisher \(name)"
+            }
+        }
+    }
+
+    /// The origin of a message on `topic`, or nil when the topic is not a command topic.
+    func origin(ofTopic topic: String) -> Origin? {
+        if topic == self.topic { return .commandTopic }
+        let prefix = self.topic + "/from/"
+        guard topic.hasPrefix(prefix) else { return nil }
+        let name = topic.dropFirst(prefix.count)
+        guard !name.isEmpty, name.utf8.count <= 128, !name.contains("/") else { return nil }
+        return .publisher(String(name))
     }
 
     /// One message a command publishes (not retained).
@@ -100,22 +147,47 @@ public final class MQTTCommands: Sendable {
         return .run(request)
     }
 
-    /// One message on the command topic; `send` gets what it publishes, in order, now or when
-    /// the command ends: the JSON-RPC answer (on the result topic) last.
-    func receive(_ payload: [UInt8], oversized: Bool, send: @escaping @Sendable (Outgoing) -> Void) {
+    /// One message on a command topic, from `origin`; `send` gets what it publishes, in order,
+    /// now or when the command ends: the JSON-RPC answer (on the result topic, with the
+    /// command's `origin`) last.
+    func receive(
+        _ payload: [UInt8], oversized: Bool, from origin: Origin = .commandTopic,
+        send: @escaping @Sendable (Outgoing) -> Void
+    ) {
         let resultTopic = self.resultTopic
-        let answer: @Sendable (String) -> Void = { send(Outgoing(topic: resultTopic, text: $0)) }
+        let logger = self.logger
+        let answer: @Sendable (JSONValue, String?) -> Void = { response, method in
+            var message = response
+            if case .object(var members) = message {
+                members["origin"] = origin.json
+                message = .object(members)
+            }
+            let result = response["error"]?["code"]?.int.map { "error \($0)" } ?? "ok"
+            logger.notice(
+                "MQTT command answered",
+                metadata: [
+                    "origin": "\(origin.text)", "method": "\(method ?? "-")",
+                    "id": "\(response["id"]?.jsonText ?? "null")", "result": "\(result)",
+                ])
+            send(Outgoing(topic: resultTopic, text: message.jsonText))
+        }
         let request: RPCRequest
         switch Self.screen(payload, oversized: oversized, allowed: allowed) {
         case .run(let screened): request = screened
         case .refused(let text):
-            answer(text)
+            // The method it named, when it named one (for the journal; it stays refused).
+            let named =
+                payload.count <= MosquittoClient.maximumMessage
+                ? (try? JSONValue.parse(String(decoding: payload, as: UTF8.self)))?["method"]?.string : nil
+            answer((try? JSONValue.parse(text)) ?? .null, named.map { String($0.prefix(64)) })
             return
         }
+        let method = request.method
+        func fail(_ error: RPCError) {
+            answer((try? JSONValue.parse(RPCRequest.errorResponse(id: request.id, error: error))) ?? .null, method)
+        }
         guard let handler = handler.withLockedValue({ $0 }) else {
-            answer(
-                RPCRequest.errorResponse(id: request.id, error: RPCError(code: -32603, message: "accessd is starting")))
-            return
+            return fail(RPCError(code: -32603, message: "accessd is starting"))
         }
         let admitted = inFlight.withLockedValue { count in
             guard count < Self.maximumInFlight else { return false }
@@ -123,18 +195,13 @@ public final class MQTTCommands: Sendable {
             return true
         }
         guard admitted else {
-            answer(
-                RPCRequest.errorResponse(
-                    id: request.id,
-                    error: RPCError(
-                        code: -32005, message: "busy: \(Self.maximumInFlight) commands are already running")))
-            return
+            return fail(RPCError(code: -32005, message: "busy: \(Self.maximumInFlight) commands are already running"))
         }
         let inFlight = self.inFlight
         let diagnosticsTopic = self.diagnosticsTopic
         Task {
             var result = await handler(request)
-            if request.method == ControlMethod.diagnosticsCollect.rawValue, case .success(let bundle) = result {
+            if method == ControlMethod.diagnosticsCollect.rawValue, case .success(let bundle) = result {
                 // The bundle on a topic of its own, the answer small: a fleet tool waiting on the
                 // result topic learns where to fetch it.
                 let text = bundle.jsonText
@@ -146,8 +213,9 @@ public final class MQTTCommands: Sendable {
             // §4.1, as on the socket; issue #33 found it answered over MQTT).
             guard request.id != nil else { return }
             switch result {
-            case .success(let value): answer(RPCRequest.response(id: request.id, result: value))
-            case .failure(let error): answer(RPCRequest.errorResponse(id: request.id, error: error))
+            case .success(let value):
+                answer((try? JSONValue.parse(RPCRequest.response(id: request.id, result: value))) ?? .null, method)
+            case .failure(let error): fail(error)
             }
         }
     }

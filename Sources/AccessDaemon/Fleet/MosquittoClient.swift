@@ -86,6 +86,10 @@ final class MosquittoClient: Sendable {
         }
         self.handle = handle
         _ = library.functions.int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        // A command's answer and each acknowledgement are small packets: with Nagle's algorithm
+        // on (libmosquitto's default) they waited for the broker's delayed ACK, 40 ms a round
+        // trip (`accessbench fleet-commands`).
+        _ = library.functions.int_option(handle, MOSQ_OPT_TCP_NODELAY, 1)
         library.functions.connect_callback_set(handle) { _, object, code in
             guard let object else { return }
             let sink = Unmanaged<Sink>.fromOpaque(object).takeUnretainedValue()
