@@ -59,7 +59,7 @@ public struct StoredItem: Sendable, Hashable {
     public var validUntil: Double?
 
     public func isValid(at time: Double) -> Bool {
-        (validFrom.map { time >= $0 } ?? true) && (validUntil.map { time < $0 } ?? true)
+        ValidityWindow(from: validFrom, until: validUntil).contains(time)
     }
 
     public init(

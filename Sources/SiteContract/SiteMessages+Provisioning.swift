@@ -132,7 +132,7 @@ public struct ValidatedProvisioningPage: Sendable {
 
         /// Whether `now` (Unix seconds) is within the validity window.
         public func isValid(at now: Int64) -> Bool {
-            (validFrom.map { now >= $0 } ?? true) && (validUntil.map { now < $0 } ?? true)
+            ValidityWindow(from: validFrom.map(Double.init), until: validUntil.map(Double.init)).contains(Double(now))
         }
     }
 
