@@ -139,7 +139,7 @@ struct CredentialAdmin: Sendable {
         }
         book.changed()
         // Items follow at once rather than at the next interval.
-        await sync.syncSoon()
+        await sync.syncSoon(for: credential.id)
         return .success(Render.credential(stored, items: book.items, pinAttempts: book.pinAttempts))
     }
 

@@ -81,8 +81,8 @@ actor SiteSync {
         waiting.answer(id, PendingAnswers.shuttingDown)
     }
 
-    /// The next check runs a sync (after a registration, so items arrive at once).
-    func syncSoon() { schedule.forceDue() }
+    /// The next check runs a sync for `credential`, just registered, so its items arrive at once.
+    func syncSoon(for credential: CredentialID) { schedule.forceDue(for: credential.description) }
 
     var featureErrors: [String] { features.filter { !$0.value.ok }.keys.sorted() }
 
@@ -102,18 +102,19 @@ actor SiteSync {
     }
 
     private func serve(_ request: Request) async {
-        schedule.started()
-        let answer = await syncAll(reason: request.reason)
+        // A credential whose key does not open cannot sign a call: asking its site would only
+        // turn "keyUnavailable" into a misleading site failure.
+        let ids = book.credentials.filter { $0.keyProblem == nil }.map(\.credential.id)
+        schedule.started(reading: Set(ids.map(\.description)))
+        let answer = await syncAll(ids, reason: request.reason)
         waiting.answer(request.id, .success(answer))
     }
 
-    /// Syncs every credential's state and items.
-    private func syncAll(reason: String) async -> SyncAnswer {
+    /// Syncs the state and items of each of `ids`.
+    private func syncAll(_ ids: [CredentialID], reason: String) async -> SyncAnswer {
         var results: [CredentialSync] = []
         var failure: SiteError?
-        // A credential whose key does not open cannot sign a call: asking its site would only
-        // turn "keyUnavailable" into a misleading site failure.
-        for id in book.credentials.filter({ $0.keyProblem == nil }).map(\.credential.id) {
+        for id in ids {
             do {
                 results.append(try await syncOne(id))
             } catch {
