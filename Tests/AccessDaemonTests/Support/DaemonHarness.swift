@@ -23,8 +23,13 @@ final class DaemonHarness: @unchecked Sendable {
     static let readerPath = "/org/bluez/hci0/dev_00_BB_01_00_00_00"
     static let serviceDataUUID = "0000fff8-0000-1000-8000-00805f9b34fb"
 
-    /// The accessd built beside this test binary.
+    /// The accessd under test: in the directory ACCESSD_BINARIES names (scripts/test gives the
+    /// lab the packaged release build there, with accessctl a link to accessd and readersim),
+    /// else the one built beside this test binary. accessctl and readersim are its neighbours.
     static var accessdPath: String {
+        if let directory = ProcessInfo.processInfo.environment["ACCESSD_BINARIES"], !directory.isEmpty {
+            return URL(fileURLWithPath: directory).appendingPathComponent("accessd").path
+        }
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         let executable = String(decoding: buffer[0..<max(length, 0)].map { UInt8(bitPattern: $0) }, as: UTF8.self)

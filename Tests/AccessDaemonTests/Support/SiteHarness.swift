@@ -23,6 +23,11 @@ final class SiteHarness: @unchecked Sendable {
         _ = try run(["init", "--name", name, "--tag", tag])
     }
 
+    /// The site whose database is already in `directory` (a copy of one `init` made).
+    init(existingIn directory: String) {
+        self.directory = directory
+    }
+
     /// Starts the server on the port it had before (the URL accessd holds stays valid).
     func serveOn(port: String, fault: String?) async throws {
         try await serve(fault: fault, listen: "127.0.0.1:\(port)")
