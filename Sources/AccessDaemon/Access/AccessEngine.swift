@@ -187,7 +187,7 @@ actor AccessEngine {
         if registryFullWarned && !sightings.registry.isFull { registryFullWarned = false }
         let id = sighting.advertisement.readerID
         let observation = sighting.observation
-        health.heard(id, pathLoss: sighting.pathLoss, reports: sighting.reports, name: device.name, at: now)
+        health.heard(id, pathLoss: sighting.pathLoss, reports: sighting.reports, name: device.preferredName, at: now)
         probeHeard(id, at: now)
         if let update = observation.update { journal.emit(Render.reader(update)) }
         if sighting.advertisement.flags.contains(.presence), controller.automatic.preparedReader == id {

@@ -59,7 +59,7 @@ struct ReaderSightings: Sendable {
         let deviceAddress = DeviceAddress(
             rawValue: [raw.0, raw.1, raw.2, raw.3, raw.4, raw.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         let observation = registry.observe(
-            advertisement, rssi: rssi, address: deviceAddress, name: device.name, at: now)
+            advertisement, rssi: rssi, address: deviceAddress, name: device.preferredName, at: now)
         // The raw (unsmoothed) crossing starts detection; leaving auto range ends the approach.
         let id = advertisement.readerID
         let rawPathLoss =

@@ -9,7 +9,17 @@ public struct DeviceState: Hashable, Sendable {
     public var path: String
     public var adapterPath: String
     public var address: BluetoothAddress?
+    /// `Name` as BlueZ has it now: what the device advertised, or the GAP Device Name
+    /// bluetoothd read over a link (its gap profile), or what its cache kept of either.
     public var name: String?
+    /// The name the device advertised: `Name` when it arrived with an advertisement (in the
+    /// same signal as RSSI, TX power, service or manufacturer data: bluetoothd sets all it
+    /// found in one advertisement and sends them as one PropertiesChanged). The GAP name read
+    /// on connecting comes alone and is not taken: a reader running on BlueZ would be renamed
+    /// after its stack ("BlueZ 5.66") for as long as the link lasts. Nil until heard so.
+    public var advertisedName: String?
+    /// The name to show for the device: the advertised one, else whatever BlueZ has.
+    public var preferredName: String? { advertisedName ?? name }
     public var rssi: Int?
     public var txPower: Int?
     /// Keyed by the 128-bit UUID string BlueZ uses.
@@ -38,7 +48,10 @@ public struct DeviceState: Hashable, Sendable {
         self.uuids = properties["UUIDs"]?.strings ?? []
         self.connected = properties["Connected"]?.bool ?? false
         self.servicesResolved = properties["ServicesResolved"]?.bool ?? false
-        if self.rssi != nil { advertisementReports = 1 }
+        if self.rssi != nil {
+            advertisementReports = 1
+            advertisedName = name
+        }
     }
 
     /// Applies a PropertiesChanged; returns whether it carried advertisement data (RSSI,
@@ -51,6 +64,10 @@ public struct DeviceState: Hashable, Sendable {
         if let value = changed["Name"]?.string {
             name = value
             advertised = true
+            let heardAdvertising = ["RSSI", "TxPower", "ServiceData", "ManufacturerData"].contains {
+                changed[$0] != nil
+            }
+            if heardAdvertising { advertisedName = value }
         }
         if let value = changed["RSSI"]?.integer {
             rssi = value

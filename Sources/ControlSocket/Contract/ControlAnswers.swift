@@ -218,7 +218,7 @@ public struct ActionInfo: Codable, Sendable, Hashable {
 public struct ExchangeAnswer: Codable, Sendable, Hashable {
     public var outcome: String
     public var reader: String
-    /// The name the reader advertises (its GAP name), when it has one.
+    /// The name the reader advertises (its local name), when it has one.
     public var readerName: String?
     /// The credential presented (the SDK's `AccessResult.credentialId`), once one was chosen.
     public var credential: String?
