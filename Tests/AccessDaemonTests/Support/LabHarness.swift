@@ -253,14 +253,17 @@ final class LabReaders: @unchecked Sendable {
         }
     }
 
+    /// Makes the readers' key at `keyFile` and enrols it at `site` (docs/site-api.md §7.1).
+    static func enrolKey(at keyFile: String, site: SiteHarness) throws {
+        let made = try JSONValue.parse(try runCommand([SiteHarness.readersimPath, "reader-key", keyFile]).output)
+        try site.run(["reader", "add", "--name", "lab readers", "--public-key", made["publicKey"]?.string ?? ""])
+    }
+
     /// Provisioned as a third-party reader would be (docs/site-api.md §7): its own key,
     /// enrolled at the site, then the site API.
     func start(site: SiteHarness, readers: String) async throws {
         let keyFile = directory + "/reader.key"
-        if !FileManager.default.fileExists(atPath: keyFile) {
-            let made = try JSONValue.parse(try runCommand([SiteHarness.readersimPath, "reader-key", keyFile]).output)
-            try site.run(["reader", "add", "--name", "lab readers", "--public-key", made["publicKey"]?.string ?? ""])
-        }
+        if !FileManager.default.fileExists(atPath: keyFile) { try Self.enrolKey(at: keyFile, site: site) }
         try "[site]\nurl = \"\(site.url)\"\nkey = \"\(keyFile)\"\n\n\(readers)"
             .write(toFile: directory + "/readers.toml", atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: outputPath)
@@ -332,10 +335,7 @@ enum LabSiteTemplate {
             let scratch = directory + ".making"
             try? manager.removeItem(atPath: scratch)
             try manager.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-            let site = try SiteHarness(directory: scratch)
-            let key = try JSONValue.parse(
-                try runCommand([SiteHarness.readersimPath, "reader-key", scratch + "/reader.key"]).output)
-            try site.run(["reader", "add", "--name", "lab readers", "--public-key", key["publicKey"]?.string ?? ""])
+            try LabReaders.enrolKey(at: scratch + "/reader.key", site: try SiteHarness(directory: scratch))
             try manager.moveItem(atPath: scratch, toPath: directory)
         }
         for file in files where manager.fileExists(atPath: directory + "/" + file) {
@@ -364,8 +364,7 @@ final class LabScenario: @unchecked Sendable {
         var stepStart = ContinuousClock.now
         func step(_ name: String) {
             let now = ContinuousClock.now
-            let took = (now - stepStart).formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))
-            steps.append("\(name) \(took)")
+            steps.append("\(name) \(tenths(now - stepStart))")
             stepStart = now
         }
         try Lab.requireBluetoothd()
@@ -410,8 +409,8 @@ final class LabScenario: @unchecked Sendable {
         let registered = ContinuousClock.now
         try await readers.waitForProvisioning(beyond: provisioned)
         print(
-            "lab scenario registration: invite \(invited - started), register \(registered - invited), "
-                + "readers provisioned \(ContinuousClock.now - registered)")
+            "lab scenario registration: invite \(tenths(invited - started)), register \(tenths(registered - invited)), "
+                + "readers provisioned \(tenths(ContinuousClock.now - registered))")
         return id
     }
 
@@ -460,7 +459,7 @@ final class LabScenario: @unchecked Sendable {
         site.stop()
         try? radio.off("*", "*")
         keepLogs()
-        print("lab scenario torn down in \(ContinuousClock.now - started)")
+        print("lab scenario torn down in \(tenths(ContinuousClock.now - started))")
     }
 
     /// Copies the scenario's logs (accessd's, readersim's, the site's) to the lab's output
@@ -476,4 +475,9 @@ final class LabScenario: @unchecked Sendable {
                 toPath: target + "/" + file.replacingOccurrences(of: "/", with: "-"))
         }
     }
+}
+
+/// A duration as the scenario lines print it: seconds to a tenth ("3.2 secs").
+private func tenths(_ duration: Duration) -> String {
+    duration.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))
 }
