@@ -38,7 +38,7 @@ enum ControlRequestHarness {
     static func runMQTTCommand(_ bytes: [UInt8]) {
         switch MQTTCommands.screen(bytes, oversized: false) {
         case .refused(let answer):
-            answerIsJSON(answer)
+            answerIsJSON(answer.jsonText)
         case .run(let request):
             require(MQTTCommands.defaultMethods.contains(request.method), "only allowed methods run: \(request.method)")
             require(bytes.count <= 4096, "a command over 4096 bytes ran")

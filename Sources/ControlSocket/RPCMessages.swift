@@ -131,13 +131,23 @@ public struct RPCRequest: Sendable {
     }
 
     public static func response(id: JSONValue?, result: JSONValue) -> String {
-        JSONValue.object(["jsonrpc": "2.0", "id": id ?? .null, "result": result]).jsonText
+        responseValue(id: id, result: result).jsonText
     }
 
     public static func errorResponse(id: JSONValue?, error: RPCError) -> String {
+        errorResponseValue(id: id, error: error).jsonText
+    }
+
+    /// The answer as a value, for a caller that adds members before sending it (the MQTT
+    /// command topic's `origin`).
+    public static func responseValue(id: JSONValue?, result: JSONValue) -> JSONValue {
+        ["jsonrpc": "2.0", "id": id ?? .null, "result": result]
+    }
+
+    public static func errorResponseValue(id: JSONValue?, error: RPCError) -> JSONValue {
         var body: [String: JSONValue] = ["code": .int(Int64(error.code)), "message": .string(error.message)]
         if let data = error.data { body["data"] = data }
-        return JSONValue.object(["jsonrpc": "2.0", "id": id ?? .null, "error": .object(body)]).jsonText
+        return ["jsonrpc": "2.0", "id": id ?? .null, "error": .object(body)]
     }
 
     /// The notification that carries a journal event, and the one that stands for events a

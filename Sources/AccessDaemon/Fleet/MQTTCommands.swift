@@ -110,8 +110,8 @@ public final class MQTTCommands: Sendable {
     public enum Screened: Sendable {
         /// A request for one of the allowed methods.
         case run(RPCRequest)
-        /// Refused: the JSON-RPC answer's text.
-        case refused(String)
+        /// Refused: the JSON-RPC answer.
+        case refused(JSONValue)
     }
 
     /// The message's checks in order (size, UTF-8, JSON-RPC, the allow-list); the fuzz
@@ -119,20 +119,20 @@ public final class MQTTCommands: Sendable {
     public static func screen(_ payload: [UInt8], oversized: Bool, allowed: [String] = defaultMethods) -> Screened {
         guard !oversized, payload.count <= MosquittoClient.maximumMessage else {
             return .refused(
-                RPCRequest.errorResponse(
+                RPCRequest.errorResponseValue(
                     id: nil, error: .invalidRequest("a command is at most \(MosquittoClient.maximumMessage) bytes")))
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
-            return .refused(RPCRequest.errorResponse(id: nil, error: .parseError("not UTF-8")))
+            return .refused(RPCRequest.errorResponseValue(id: nil, error: .parseError("not UTF-8")))
         }
         let request: RPCRequest
         switch RPCRequest.parse(text) {
         case .success(let parsed): request = parsed
-        case .failure(let failure): return .refused(RPCRequest.errorResponse(id: failure.id, error: failure.error))
+        case .failure(let failure): return .refused(RPCRequest.errorResponseValue(id: failure.id, error: failure.error))
         }
         guard allowed.contains(request.method) else {
             return .refused(
-                RPCRequest.errorResponse(
+                RPCRequest.errorResponseValue(
                     id: request.id,
                     error: RPCError(
                         code: -32601,
@@ -140,7 +140,7 @@ public final class MQTTCommands: Sendable {
         }
         if request.method == ControlMethod.credentialsRegister.rawValue, request.params["pin"] != nil {
             return .refused(
-                RPCRequest.errorResponse(
+                RPCRequest.errorResponseValue(
                     id: request.id,
                     error: .invalidParams("a PIN never goes over MQTT: register a second factor at the kiosk")))
         }
@@ -174,17 +174,17 @@ public final class MQTTCommands: Sendable {
         let request: RPCRequest
         switch Self.screen(payload, oversized: oversized, allowed: allowed) {
         case .run(let screened): request = screened
-        case .refused(let text):
+        case .refused(let refusal):
             // The method it named, when it named one (for the journal; it stays refused).
             let named =
                 payload.count <= MosquittoClient.maximumMessage
                 ? (try? JSONValue.parse(String(decoding: payload, as: UTF8.self)))?["method"]?.string : nil
-            answer((try? JSONValue.parse(text)) ?? .null, named.map { String($0.prefix(64)) })
+            answer(refusal, named.map { String($0.prefix(64)) })
             return
         }
         let method = request.method
         func fail(_ error: RPCError) {
-            answer((try? JSONValue.parse(RPCRequest.errorResponse(id: request.id, error: error))) ?? .null, method)
+            answer(RPCRequest.errorResponseValue(id: request.id, error: error), method)
         }
         guard let handler = handler.withLockedValue({ $0 }) else {
             return fail(RPCError(code: -32603, message: "accessd is starting"))
@@ -214,7 +214,7 @@ public final class MQTTCommands: Sendable {
             guard request.id != nil else { return }
             switch result {
             case .success(let value):
-                answer((try? JSONValue.parse(RPCRequest.response(id: request.id, result: value))) ?? .null, method)
+                answer(RPCRequest.responseValue(id: request.id, result: value), method)
             case .failure(let error): fail(error)
             }
         }
