@@ -26,6 +26,10 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks.git", from: "1.1.1"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Child processes (dpkg-query, bluetoothd --version, accessctl diagnose) without
+        // Foundation's Process: its trait that brings Foundation is off (issue #37).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2", traits: []),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         // The MQTT broker project's own client library, for the fleet bridge (docs/fleet.md):
@@ -55,6 +59,15 @@ let package = Package(
         // libFuzzer's driver entry point; linked only by scripts/fuzz's -sanitize=fuzzer.
         .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         .target(name: "CBlueZ", dependencies: ["CDBus", "CBluetooth"]),
+        // The system's SQLite, which AccessStore uses through its C API (Sources/AccessStore/SQLite).
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // Small files read whole with bounds (configuration, invitation, data key).
+        .target(name: "BoundedFile"),
         // A fatal signal sent from outside ends accessd after the runtime's backtrace.
         .target(name: "CFatalSignals"),
         // How accessd's process uses memory, set before main (Sources/CProcessMemory).
@@ -82,8 +95,7 @@ let package = Package(
         .target(
             name: "AccessStore",
             dependencies: [
-                "AccessCore", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "AccessCore", "BoundedFile", "CSQLite", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(
             name: "ControlSocket",
@@ -99,8 +111,8 @@ let package = Package(
         .target(
             name: "AccessDaemon",
             dependencies: [
-                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "CMosquitto", "ControlSocket", "CSystemd",
-                "SiteContract",
+                "AccessCore", "AccessJSON", "AccessStore", "BlueZ", "BoundedFile", "CMosquitto", "ControlSocket",
+                "CSystemd", "SiteContract",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -111,6 +123,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -131,10 +145,12 @@ let package = Package(
         .target(
             name: "AccessctlCommands",
             dependencies: [
-                "AccessCore", "AccessJSON", "ControlSocket", "BlueZ",
+                "AccessCore", "AccessJSON", "BlueZ", "BoundedFile", "ControlSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // The diagnostics bundle's metrics: one GET to accessd's own endpoint.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .executableTarget(name: "accessctl", dependencies: ["AccessctlCommands"]),
@@ -188,7 +204,11 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "BlueZTestSupport", "SuiteTraits"]),
         .testTarget(
             name: "AccessStoreTests",
-            dependencies: ["AccessStore", "AccessCore", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "AccessStore", "AccessCore", .product(name: "Crypto", package: "swift-crypto"),
+                // The tests look into the database the store wrote with another SQLite library.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "AccessDaemonTests",
             dependencies: [

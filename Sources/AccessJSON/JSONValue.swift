@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON value: what crosses the control socket. Numbers keep integer form when they have it.
 public enum JSONValue: Hashable, Sendable, Codable, CustomStringConvertible {

@@ -1,6 +1,5 @@
 import Crypto
-import Foundation
-import GRDB
+import FoundationEssentials
 
 /// How the database's secrets are kept, as `status.get` and `diagnose` show it.
 public struct SecretsAtRest: Sendable, Hashable {
@@ -35,13 +34,13 @@ extension AccessStore {
     /// Seals a database from before sealing: every plaintext secret is encrypted in place in one
     /// transaction, then the pages and the write-ahead log that held the plaintext are rewritten
     /// (checkpoint, VACUUM, checkpoint), so the old bytes are in none of the files.
-    static func sealPlaintextSecrets(_ database: DatabasePool, key: DataKey) throws -> Int {
+    static func sealPlaintextSecrets(_ database: SQLiteDatabase, key: DataKey) throws -> Int {
         let sealedCount = try database.write { db -> Int in
             var count = 0
-            for row in try Row.fetchAll(db, sql: "SELECT id, signingKey, sealedSecondFactor FROM credential") {
-                let id: String = row["id"]
-                let signingKey: Data = row["signingKey"]
-                let secondFactor: Data? = row["sealedSecondFactor"]
+            for row in try db.rows(sql: "SELECT id, signingKey, sealedSecondFactor FROM credential") {
+                let id: String = try row["id"]
+                let signingKey: Data = try row["signingKey"]
+                let secondFactor: Data? = try row["sealedSecondFactor"]
                 try db.execute(
                     sql: "UPDATE credential SET signingKey = ?, sealedSecondFactor = ? WHERE id = ?",
                     arguments: [
@@ -55,12 +54,10 @@ extension AccessStore {
                     ])
                 count += (signingKey.isEmpty ? 0 : 1) + (secondFactor == nil ? 0 : 1)
             }
-            for row in try Row.fetchAll(
-                db, sql: "SELECT credentialID, id, aperioKey FROM item WHERE aperioKey IS NOT NULL")
-            {
-                let credential: String = row["credentialID"]
-                let id: String = row["id"]
-                let aperioKey: Data = row["aperioKey"]
+            for row in try db.rows(sql: "SELECT credentialID, id, aperioKey FROM item WHERE aperioKey IS NOT NULL") {
+                let credential: String = try row["credentialID"]
+                let id: String = try row["id"]
+                let aperioKey: Data = try row["aperioKey"]
                 try db.execute(
                     sql: "UPDATE item SET aperioKey = ? WHERE credentialID = ? AND id = ?",
                     arguments: [
@@ -77,30 +74,30 @@ extension AccessStore {
             return count
         }
         try database.writeWithoutTransaction { db in
-            _ = try db.checkpoint(.truncate)
+            try db.checkpointTruncating()
             try db.execute(sql: "VACUUM")
-            _ = try db.checkpoint(.truncate)
+            try db.checkpointTruncating()
         }
         return sealedCount
     }
 
     /// Whether `key` is the data key the database was first sealed with.
-    static func keyMatches(_ database: DatabasePool, key: DataKey) throws -> Bool {
+    static func keyMatches(_ database: SQLiteDatabase, key: DataKey) throws -> Bool {
         let check = try database.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [SealedColumn.keyCheck])
+            try db.value(
+                String.self, sql: "SELECT value FROM setting WHERE key = ?", arguments: [SealedColumn.keyCheck])
         }
         guard let check, let sealed = Data(base64Encoded: check) else { return true }
         return SealedColumn.open(sealed, key: key, place: SealedColumn.keyCheck) == SealedColumn.keyCheckValue
     }
 
-    static func isSealed(_ database: DatabasePool) throws -> Bool {
+    static func isSealed(_ database: SQLiteDatabase) throws -> Bool {
         try database.read { db in
-            try String.fetchOne(
-                db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [secretsFormatSetting])
+            try db.value(String.self, sql: "SELECT value FROM setting WHERE key = ?", arguments: [secretsFormatSetting])
         } == sealedFormat
     }
 
-    private static func setSetting(_ db: Database, _ key: String, _ value: String) throws {
+    private static func setSetting(_ db: SQLiteConnection, _ key: String, _ value: String) throws {
         try db.execute(
             sql: "INSERT INTO setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             arguments: [key, value])

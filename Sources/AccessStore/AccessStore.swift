@@ -1,5 +1,5 @@
-import Foundation
-import GRDB
+import FoundationEssentials
+import Glibc
 
 /// What accessd keeps across restarts, in one SQLite database (WAL) in the state directory:
 /// settings changed at run time, and the append-only event journal whose sequence numbers
@@ -20,10 +20,14 @@ public final class AccessStore: Sendable {
             self.kind = kind
             self.data = data
         }
+
+        init(row: SQLiteRow) throws(SQLiteError) {
+            try self.init(sequence: row["sequence"], time: row["time"], kind: row["kind"], data: row["data"])
+        }
     }
 
     public let path: String
-    let database: DatabasePool
+    let database: SQLiteDatabase
     /// The key that seals the secrets, or why there is none (`DataKeySource`).
     let dataKey: Result<DataKey, DataKeyError>
     /// Whether the database's secrets are sealed (read as plaintext otherwise: a database from
@@ -41,40 +45,34 @@ public final class AccessStore: Sendable {
             atPath: directory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
         path = directory + "/accessd.sqlite"
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
-        configuration.prepareDatabase { db in
-            // WAL with synchronous=NORMAL: a commit survives the process being killed (what
-            // the journal promises); only a power cut can lose the last commits. FULL would
-            // fsync every event.
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // Deleted credentials' keys are overwritten, not left in free pages.
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            // A page cache of 256 KiB per connection, not SQLite's 2 MB: the journal appends
-            // and reads recent events, a few pages, and the pool's connections (a writer and
-            // readers) each kept what they touched: 0.6 MB after 1,000 readers' events in the
-            // writer alone, growing towards 2 MB each (docs/performance.md, "Many readers").
-            try db.execute(sql: "PRAGMA cache_size = \(-Self.pageCacheKiB)")
-        }
-        database = try DatabasePool(path: path, configuration: configuration)
+        var migrations = SQLiteMigrations()
+        migrations.register(
+            "v1",
+            sql: """
+                CREATE TABLE "setting" ("key" TEXT PRIMARY KEY NOT NULL, "value" TEXT NOT NULL);
+                CREATE TABLE "event" ("sequence" INTEGER PRIMARY KEY AUTOINCREMENT, "time" DOUBLE NOT NULL,
+                  "kind" TEXT NOT NULL, "data" TEXT NOT NULL);
+                CREATE INDEX "event_time" ON "event"("time");
+                """)
+        Self.registerCredentialMigrations(&migrations)
+        Self.registerAuditMigration(&migrations)
+        database = try SQLiteDatabase(
+            path: path, busyTimeoutMilliseconds: 5_000,
+            prepare: { db in
+                // WAL with synchronous=NORMAL: a commit survives the process being killed (what
+                // the journal promises); only a power cut can lose the last commits. FULL would
+                // fsync every event.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // Deleted credentials' keys are overwritten, not left in free pages.
+                try db.execute(sql: "PRAGMA secure_delete = ON")
+                // A page cache of 256 KiB per connection, not SQLite's 2 MB: the journal appends
+                // and reads recent events, a few pages, and the connections (a writer and a
+                // reader) each kept what they touched: 0.6 MB after 1,000 readers' events in the
+                // writer alone, growing towards 2 MB each (docs/performance.md, "Many readers").
+                try db.execute(sql: "PRAGMA cache_size = \(-Self.pageCacheKiB)")
+            },
+            migrate: migrations.migrate)
         chmod(path, 0o600)
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: "setting") { t in
-                t.primaryKey("key", .text)
-                t.column("value", .text).notNull()
-            }
-            try db.create(table: "event") { t in
-                t.autoIncrementedPrimaryKey("sequence")
-                t.column("time", .double).notNull()
-                t.column("kind", .text).notNull()
-                t.column("data", .text).notNull()
-            }
-            try db.create(index: "event_time", on: "event", columns: ["time"])
-        }
-        Self.registerCredentialMigration(&migrator)
-        Self.registerAuditMigration(&migrator)
-        try migrator.migrate(database)
         // The WAL and shared-memory files hold recent pages, keys included.
         for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
         self.dataKey = dataKey
@@ -103,7 +101,7 @@ public final class AccessStore: Sendable {
 
     public func setting(_ key: String) throws -> String? {
         try database.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
+            try db.value(String.self, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key])
         }
     }
 
@@ -147,25 +145,23 @@ public final class AccessStore: Sendable {
     /// Events after `sequence` (exclusive), oldest first, optionally only of `kinds`.
     public func events(after sequence: Int64, kinds: Set<String>? = nil, limit: Int = 10_000) throws -> [Event] {
         try database.read { db in
-            let rows: [Row]
+            let rows: [SQLiteRow]
             if let kinds, !kinds.isEmpty {
                 let placeholders = Array(repeating: "?", count: kinds.count).joined(separator: ",")
-                var arguments: [any DatabaseValueConvertible] = [sequence]
-                arguments += kinds.sorted() as [any DatabaseValueConvertible]
+                var arguments: [any SQLiteColumnValue] = [sequence]
+                arguments += kinds.sorted() as [any SQLiteColumnValue]
                 arguments.append(limit)
-                rows = try Row.fetchAll(
-                    db,
+                rows = try db.rows(
                     sql: """
                         SELECT sequence, time, kind, data FROM event WHERE sequence > ? AND kind IN (\(placeholders))
                         ORDER BY sequence LIMIT ?
-                        """, arguments: StatementArguments(arguments))
+                        """, arguments: arguments)
             } else {
-                rows = try Row.fetchAll(
-                    db,
+                rows = try db.rows(
                     sql: "SELECT sequence, time, kind, data FROM event WHERE sequence > ? ORDER BY sequence LIMIT ?",
                     arguments: [sequence, limit])
             }
-            return rows.map { Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"]) }
+            return try rows.map(Event.init(row:))
         }
     }
 
@@ -173,7 +169,7 @@ public final class AccessStore: Sendable {
     /// the one before the first event at or after it, or the newest when there is none.
     public func sequence(before time: Double) throws -> Int64 {
         let first = try database.read { db in
-            try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event WHERE time >= ?", arguments: [time])
+            try db.value(Int64.self, sql: "SELECT MIN(sequence) FROM event WHERE time >= ?", arguments: [time])
         }
         if let first { return first - 1 }
         return try lastSequence()
@@ -182,15 +178,15 @@ public final class AccessStore: Sendable {
     /// The highest sequence number ever given (0 before the first event), deleted events included.
     public func lastSequence() throws -> Int64 {
         try database.read { db in
-            let assigned = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0
-            let present = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM event") ?? 0
+            let assigned = try db.value(Int64.self, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0
+            let present = try db.value(Int64.self, sql: "SELECT MAX(sequence) FROM event") ?? 0
             return max(assigned, present)
         }
     }
 
     /// The oldest sequence still in the journal, or nil when it is empty.
     public func firstSequence() throws -> Int64? {
-        try database.read { db in try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event") }
+        try database.read { db in try db.value(Int64.self, sql: "SELECT MIN(sequence) FROM event") }
     }
 
     /// Retention: keeps at most `maxEvents` events, none older than `maxAge` seconds before `now`.

@@ -1,5 +1,3 @@
-import GRDB
-
 /// The audit upload's side of the store (docs/site-api.md §4.5): per credential, the journal
 /// sequence up to which the site has acknowledged its events, and the journal read by
 /// credential. The cursor lives beside the credential and goes with it.
@@ -20,25 +18,22 @@ extension AccessStore {
         }
     }
 
-    static func registerAuditMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v5-audit-cursor") { db in
-            try db.create(table: "audit_cursor") { t in
-                t.primaryKey("credentialID", .text).references("credential", onDelete: .cascade)
-                t.column("through", .integer).notNull()
-            }
-            // Credentials held before the upgrade start at the journal's end: their older
-            // events predate the upload and are not sent (docs/site-api.md §4.5).
-            try db.execute(
-                sql: """
-                    INSERT INTO audit_cursor(credentialID, through)
-                    SELECT id, (SELECT IFNULL(MAX(sequence), 0) FROM event) FROM credential
-                    """)
-        }
+    static func registerAuditMigration(_ migrations: inout SQLiteMigrations) {
+        // Credentials held before the upgrade start at the journal's end: their older events
+        // predate the upload and are not sent (docs/site-api.md §4.5).
+        migrations.register(
+            "v5-audit-cursor",
+            sql: """
+                CREATE TABLE "audit_cursor" ("credentialID" TEXT PRIMARY KEY NOT NULL
+                  REFERENCES "credential"("id") ON DELETE CASCADE, "through" INTEGER NOT NULL);
+                INSERT INTO audit_cursor(credentialID, through)
+                SELECT id, (SELECT IFNULL(MAX(sequence), 0) FROM event) FROM credential;
+                """)
     }
 
     /// Called in the transaction that inserts a credential: its upload starts at the
     /// journal's end (no earlier event can be its own).
-    static func startAuditCursor(_ db: Database, credential: String) throws {
+    static func startAuditCursor(_ db: SQLiteConnection, credential: String) throws {
         try db.execute(
             sql: """
                 INSERT INTO audit_cursor(credentialID, through)
@@ -51,8 +46,8 @@ extension AccessStore {
     /// The sequence up to which the site acknowledged the credential's events (nil: no such credential).
     public func auditCursor(_ credential: String) throws -> Int64? {
         try database.read { db in
-            try Int64.fetchOne(
-                db, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [credential])
+            try db.value(
+                Int64.self, sql: "SELECT through FROM audit_cursor WHERE credentialID = ?", arguments: [credential])
         }
     }
 
@@ -71,15 +66,13 @@ extension AccessStore {
         -> AuditBatch
     {
         try database.read { db in
-            let rows = try Row.fetchAll(
-                db, sql: Self.auditQuery("sequence, time, kind, data", kinds) + " ORDER BY sequence LIMIT ?",
+            let rows = try db.rows(
+                sql: Self.auditQuery("sequence, time, kind, data", kinds) + " ORDER BY sequence LIMIT ?",
                 arguments: Self.auditArguments(credential, cursor, kinds) + [limit])
-            let events = rows.map {
-                Event(sequence: $0["sequence"], time: $0["time"], kind: $0["kind"], data: $0["data"])
-            }
-            let end = try Int64.fetchOne(db, sql: "SELECT MAX(sequence) FROM event") ?? cursor
+            let events = try rows.map(Event.init(row:))
+            let end = try db.value(Int64.self, sql: "SELECT MAX(sequence) FROM event") ?? cursor
             let through = events.count == limit ? events[events.count - 1].sequence : max(cursor, end)
-            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(sequence) FROM event")
+            let oldest = try db.value(Int64.self, sql: "SELECT MIN(sequence) FROM event")
             return AuditBatch(events: events, through: through, oldestKept: oldest)
         }
     }
@@ -87,8 +80,9 @@ extension AccessStore {
     /// How many of the credential's events of `kinds` come after `cursor` (the backlog).
     public func auditBacklog(_ credential: String, after cursor: Int64, kinds: Set<String>) throws -> Int {
         try database.read { db in
-            try Int.fetchOne(
-                db, sql: Self.auditQuery("COUNT(*)", kinds), arguments: Self.auditArguments(credential, cursor, kinds))
+            try db.value(
+                Int.self, sql: Self.auditQuery("COUNT(*)", kinds),
+                arguments: Self.auditArguments(credential, cursor, kinds))
                 ?? 0
         }
     }
@@ -104,11 +98,11 @@ extension AccessStore {
     }
 
     private static func auditArguments(_ credential: String, _ cursor: Int64, _ kinds: Set<String>)
-        -> StatementArguments
+        -> [any SQLiteColumnValue]
     {
-        var values: [any DatabaseValueConvertible] = [cursor]
-        values += kinds.sorted() as [any DatabaseValueConvertible]
+        var values: [any SQLiteColumnValue] = [cursor]
+        values += kinds.sorted() as [any SQLiteColumnValue]
         values.append(credential)
-        return StatementArguments(values)
+        return values
     }
 }

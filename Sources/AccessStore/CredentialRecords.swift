@@ -1,7 +1,6 @@
 import AccessCore
 import Crypto
-import Foundation
-import GRDB
+import FoundationEssentials
 
 /// A credential as accessd keeps it: the core's `Credential` plus where its site answers,
 /// the sync cursor and the PIN attempt counter.
@@ -88,54 +87,37 @@ public struct StoredItem: Sendable, Hashable {
 }
 
 extension AccessStore {
-    static func registerCredentialMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v2-credentials") { db in
-            try db.create(table: "credential") { t in
-                t.primaryKey("id", .text)
-                t.column("siteName", .text).notNull()
-                t.column("siteTag", .integer).notNull()
-                t.column("sitePublicKey", .blob).notNull()
-                t.column("siteURL", .text).notNull()
-                t.column("cardholder", .text).notNull()
-                t.column("deviceName", .text).notNull()
-                t.column("state", .text).notNull()
-                t.column("secondFactor", .boolean).notNull()
-                t.column("signingKey", .blob).notNull()
-                t.column("sealedSecondFactor", .blob)
-                t.column("failedPinAttempts", .integer).notNull().defaults(to: 0)
-                t.column("registeredAt", .double).notNull()
-                t.column("lastSyncAt", .double)
-                t.column("itemCursor", .text).notNull().defaults(to: "0")
-            }
-            try db.create(table: "item") { t in
-                t.column("credentialID", .text).notNull().references("credential", onDelete: .cascade)
-                t.column("id", .text).notNull()
-                t.column("type", .text).notNull()
-                t.column("name", .text).notNull()
-                t.column("state", .text).notNull()
-                t.column("siteTag", .integer)
-                t.column("aperioIdentifier", .blob)
-                t.column("aperioKey", .blob)
-                t.column("data", .text)
-                t.primaryKey(["credentialID", "id"])
-            }
-        }
-        migrator.registerMigration("v3-credential-priority") { db in
-            try db.alter(table: "credential") { t in t.add(column: "priority", .integer).notNull().defaults(to: 0) }
-        }
-        migrator.registerMigration("v4-item-validity") { db in
-            try db.alter(table: "item") { t in
-                t.add(column: "validFrom", .double)
-                t.add(column: "validUntil", .double)
-            }
-        }
+    static func registerCredentialMigrations(_ migrations: inout SQLiteMigrations) {
+        migrations.register(
+            "v2-credentials",
+            sql: """
+                CREATE TABLE "credential" ("id" TEXT PRIMARY KEY NOT NULL, "siteName" TEXT NOT NULL,
+                  "siteTag" INTEGER NOT NULL, "sitePublicKey" BLOB NOT NULL, "siteURL" TEXT NOT NULL,
+                  "cardholder" TEXT NOT NULL, "deviceName" TEXT NOT NULL, "state" TEXT NOT NULL,
+                  "secondFactor" BOOLEAN NOT NULL, "signingKey" BLOB NOT NULL, "sealedSecondFactor" BLOB,
+                  "failedPinAttempts" INTEGER NOT NULL DEFAULT 0, "registeredAt" DOUBLE NOT NULL,
+                  "lastSyncAt" DOUBLE, "itemCursor" TEXT NOT NULL DEFAULT '0');
+                CREATE TABLE "item" ("credentialID" TEXT NOT NULL REFERENCES "credential"("id") ON DELETE CASCADE,
+                  "id" TEXT NOT NULL, "type" TEXT NOT NULL, "name" TEXT NOT NULL, "state" TEXT NOT NULL,
+                  "siteTag" INTEGER, "aperioIdentifier" BLOB, "aperioKey" BLOB, "data" TEXT,
+                  PRIMARY KEY ("credentialID", "id"));
+                """)
+        migrations.register(
+            "v3-credential-priority",
+            sql: #"ALTER TABLE "credential" ADD COLUMN "priority" INTEGER NOT NULL DEFAULT 0"#)
+        migrations.register(
+            "v4-item-validity",
+            sql: #"""
+                ALTER TABLE "item" ADD COLUMN "validFrom" DOUBLE;
+                ALTER TABLE "item" ADD COLUMN "validUntil" DOUBLE;
+                """#)
     }
 
     // MARK: Credentials
 
     public func credentials() throws -> [StoredCredential] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(
+            try db.rows(sql: "SELECT * FROM credential ORDER BY registeredAt").compactMap(
                 credential(from:))
         }
     }
@@ -180,7 +162,7 @@ extension AccessStore {
         // SIGKILL after a delete left the key bytes on disk (issue #17). A truncating
         // checkpoint copies the overwritten pages in and empties the log.
         if deleted {
-            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try database.writeWithoutTransaction { db in try db.checkpointTruncating() }
         }
         return deleted
     }
@@ -203,7 +185,7 @@ extension AccessStore {
                 arguments: [stored, id.description])
             return db.changesCount > 0
         }
-        try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try database.writeWithoutTransaction { db in try db.checkpointTruncating() }
         return changed
     }
 
@@ -221,16 +203,16 @@ extension AccessStore {
         }
     }
 
-    private func credential(from row: Row) -> StoredCredential? {
+    private func credential(from row: SQLiteRow) throws -> StoredCredential? {
         // The places are the row's own text: what the sealing (at insert or migration) used.
-        let rowID: String = row["id"]
+        let rowID: String = try row["id"]
         guard let id = CredentialID(rowID),
             let sitePublicKey = try? P256.Signing.PublicKey(x963Representation: row["sitePublicKey"] as Data),
-            let state = CredentialState(rawValue: row["state"])
+            let state = CredentialState(rawValue: try row["state"])
         else { return nil }
         var keyProblem: KeyProblem?
         var signingKey: P256.Signing.PrivateKey?
-        let storedKey: Data = row["signingKey"]
+        let storedKey: Data = try row["signingKey"]
         if !storedKey.isEmpty {
             switch openSecret(storedKey, place: SealedColumn.signingKey(rowID)) {
             case .failure(let problem): keyProblem = problem
@@ -243,19 +225,19 @@ extension AccessStore {
             }
         }
         var sealed: SealedSecondFactorKey?
-        if let storedSecondFactor = row["sealedSecondFactor"] as Data? {
+        if let storedSecondFactor = try row["sealedSecondFactor"] as Data? {
             switch openSecret(storedSecondFactor, place: SealedColumn.secondFactor(rowID)) {
             case .failure(let problem): keyProblem = keyProblem ?? problem
             case .success(let encoded): sealed = try? SealedSecondFactorKey(encoded: Array(encoded))
             }
         }
         if keyProblem != nil { signingKey = nil }
-        let credential = Credential(
+        let credential = try Credential(
             id: id, siteTag: SiteTag(UInt32(truncatingIfNeeded: row["siteTag"] as Int64)),
             cardholderName: row["cardholder"],
             kind: .mobile, state: state, sitePublicKey: sitePublicKey, signingKey: signingKey,
             sealedSecondFactor: sealed, secondFactorEnabled: row["secondFactor"])
-        return StoredCredential(
+        return try StoredCredential(
             credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
             deviceName: row["deviceName"], registeredAt: row["registeredAt"],
             lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
@@ -275,27 +257,27 @@ extension AccessStore {
         try database.read { db in
             let rows =
                 if let credential {
-                    try Row.fetchAll(
-                        db, sql: "SELECT * FROM item WHERE credentialID = ? ORDER BY id",
+                    try db.rows(
+                        sql: "SELECT * FROM item WHERE credentialID = ? ORDER BY id",
                         arguments: [credential.description])
                 } else {
-                    try Row.fetchAll(db, sql: "SELECT * FROM item ORDER BY credentialID, id")
+                    try db.rows(sql: "SELECT * FROM item ORDER BY credentialID, id")
                 }
-            return rows.compactMap { row in
-                let credentialRow: String = row["credentialID"]
+            return try rows.compactMap { row throws(SQLiteError) -> StoredItem? in
+                let credentialRow: String = try row["credentialID"]
                 guard let credential = CredentialID(credentialRow),
-                    let state = CredentialState(rawValue: row["state"])
+                    let state = CredentialState(rawValue: try row["state"])
                 else { return nil }
-                let id: String = row["id"]
+                let id: String = try row["id"]
                 var aperioKey: [UInt8]?
                 var keyProblem: KeyProblem?
-                if let stored = row["aperioKey"] as Data? {
+                if let stored = try row["aperioKey"] as Data? {
                     switch openSecret(stored, place: SealedColumn.aperioKey(credentialRow, id)) {
                     case .success(let key): aperioKey = Array(key)
                     case .failure(let problem): keyProblem = problem
                     }
                 }
-                var item = StoredItem(
+                var item = try StoredItem(
                     id: id, credentialID: credential, type: row["type"], name: row["name"], state: state,
                     siteTag: (row["siteTag"] as Int64?).map { SiteTag(UInt32(truncatingIfNeeded: $0)) },
                     aperioIdentifier: (row["aperioIdentifier"] as Data?).map(Array.init),
@@ -320,7 +302,7 @@ extension AccessStore {
     ) throws {
         try writeItemSync(credential: credential, upserted: upserted, removed: removed, cursor: cursor, at: time)
         if !removed.isEmpty || upserted.contains(where: { $0.aperioKey != nil }) {
-            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try database.writeWithoutTransaction { db in try db.checkpointTruncating() }
         }
     }
 

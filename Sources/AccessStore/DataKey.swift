@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 
 /// The key that seals every secret accessd keeps in its database (credential signing keys,
 /// the second-factor blobs' outer layer, Aperio lock keys): AES-256-GCM, never written to the

@@ -1,4 +1,6 @@
-import Foundation
+import BoundedFile
+import FoundationEssentials
+import Glibc
 
 /// Where accessd's data key comes from (docs/operations.md, "Secrets at rest").
 ///
@@ -51,7 +53,7 @@ public enum DataKeySource {
 
     static func parse(_ text: String, origin: String) throws(DataKeyError) -> DataKey {
         let fields = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
-            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .map { $0.trimmingWhitespace() }
         guard fields.count >= 2, fields[0] == header else {
             throw .malformed("\(origin) is not an accessd data key")
         }
@@ -73,11 +75,16 @@ public enum DataKeySource {
     }
 
     static func read(_ path: String) throws(DataKeyError) -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadable("cannot read \(path)") }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: maximumBytes + 1), data.count <= maximumBytes,
-            let text = String(data: data, encoding: .utf8)
-        else { throw .malformed("\(path) is not an accessd data key") }
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(path, limit: maximumBytes)
+        } catch {
+            guard case .unreadable = error else { throw .malformed("\(path) is not an accessd data key") }
+            throw .unreadable("cannot read \(path)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw .malformed("\(path) is not an accessd data key")
+        }
         return text
     }
 

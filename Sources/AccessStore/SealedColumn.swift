@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 
 /// One secret as the database holds it: `version(1)=1 | nonce(12) | ciphertext | tag(16)`,
 /// AES-256-GCM under the data key with the secret's place (table, column, row) as associated

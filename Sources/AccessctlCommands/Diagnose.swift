@@ -2,7 +2,7 @@ import AccessJSON
 import ArgumentParser
 import BlueZ
 import ControlSocket
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc
@@ -64,7 +64,7 @@ struct Diagnose: ParsableCommand {
             for check in checks {
                 let mark = check.ok.map { $0 ? "ok  " : "FAIL" } ?? "?   "
                 print(
-                    "\(mark)  \(check.name.padding(toLength: 18, withPad: " ", startingAt: 0))  \(check.detail)"
+                    "\(mark)  \(check.name.fitted(to: 18))  \(check.detail)"
                         + (check.ok == false ? (check.hint.map { "  → \($0)" } ?? "") : ""))
             }
         }

@@ -1,8 +1,12 @@
 import AccessCore
 import AccessJSON
 import BlueZ
+import BoundedFile
 import ControlSocket
-import Foundation
+import FoundationEssentials
+import Glibc
+import Subprocess
+import SystemPackage
 
 /// `accessctl diagnose --bundle FILE` (issue #34, item 4): what support asks for when a kiosk
 /// misbehaves, in one JSON file gathered without a login session of questions: the checks
@@ -28,7 +32,7 @@ enum DiagnosticsBundle {
     ) throws {
         var bundle: [String: JSONValue] = [
             "bundle": .int(Int64(format)),
-            "generatedAt": .string(ISO8601DateFormatter().string(from: Date())),
+            "generatedAt": .string(Date().formatted(.iso8601)),
             "host": .string(ProcessInfo.processInfo.hostName),
             "accessctl": .string(AccessCoreVersion.string),
             "diagnose": .array(checks.map(json)),
@@ -58,7 +62,7 @@ enum DiagnosticsBundle {
         }
         let data = try limit.map { try fitted(bundle, within: $0) } ?? text(bundle)
         if path == "-" {
-            FileHandle.standardOutput.write(data)
+            print(String(decoding: data, as: UTF8.self), terminator: "")
             return
         }
         guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o640])
@@ -162,20 +166,21 @@ enum DiagnosticsBundle {
     /// The file's settings (`key = value` lines under their sections), without comments; a
     /// value whose key names a secret is replaced, whatever the file holds.
     static func configuration(_ file: String) -> JSONValue {
-        guard let handle = FileHandle(forReadingAtPath: file) else {
-            return .object(["file": .string(file), "unreadable": .bool(true)])
+        let data: [UInt8]
+        do {
+            data = try BoundedFile.read(file, limit: configurationLimit)
+        } catch {
+            return .object(["file": .string(file), "unreadable": .bool(true), "reason": .string("\(error)")])
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: configurationLimit)) ?? Data()
         var lines: [JSONValue] = []
         for raw in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmingWhitespace()
             if line.hasPrefix("[") {
                 lines.append(.string(line))
                 continue
             }
             guard !line.hasPrefix("#"), let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingWhitespace()
             lines.append(.string(isSecret(key) ? "\(key) = (not in the bundle)" : line))
         }
         return .object(["file": .string(file), "settings": .array(lines)])
@@ -192,7 +197,7 @@ enum DiagnosticsBundle {
     /// The kernel, the distribution, bluetoothd's version, the kernel's adapters, rfkill.
     private static func system() -> JSONValue {
         func text(_ path: String) -> String? {
-            (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingWhitespace()
         }
         var system: [String: JSONValue] = [:]
         // uname, not /proc/sys: accessd's unit (ProcSubset=pid) hides the latter from the
@@ -203,7 +208,7 @@ enum DiagnosticsBundle {
         system["kernel"] = release.isEmpty ? .null : .string(release)
         let pretty = (text("/etc/os-release") ?? "").split(separator: "\n").first { $0.hasPrefix("PRETTY_NAME=") }
         system["os"] =
-            pretty.map { .string($0.dropFirst(12).trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
+            pretty.map { .string($0.dropFirst(12).trimming { $0 == "\"" }) }
             ?? .null
         system["bluetoothd"] = bluetoothdVersion().map { .string($0) } ?? .null
         system["adapters"] = .array(
@@ -229,15 +234,12 @@ enum DiagnosticsBundle {
     private static func bluetoothdVersion() -> String? {
         let path = "/usr/libexec/bluetooth/bluetoothd"
         guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--version"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return waiting {
+            // A version is short: more is not an answer to --version.
+            guard
+                let result = try? await run(.path(FilePath(path)), arguments: ["--version"], output: .bytes(limit: 64))
+            else { return nil }
+            return String(decoding: result.standardOutput, as: UTF8.self).trimmingWhitespace()
+        }
     }
 }

@@ -182,7 +182,7 @@ struct Events: ParsableCommand {
         }
     }
 
-    private var kindList: [String]? { kinds?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    private var kindList: [String]? { kinds?.split(separator: ",").map { $0.trimmingWhitespace() } }
 
     func run() throws {
         let connection = try options.connect(waiting: wait)

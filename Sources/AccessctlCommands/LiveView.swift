@@ -78,14 +78,14 @@ struct LiveView {
         let legend = "0 dB" + String(repeating: " ", count: barWidth - 9) + "80 dB"
         lines.append("READER                    PATH LOSS  \(legend)  RANGE   DISTANCE  HEARD    SCOPE")
         for reader in screen.readers.values.sorted(by: { $0.id < $1.id }) {
-            let label = (reader.id + " " + (reader.name ?? "")).padding(toLength: 24, withPad: " ", startingAt: 0)
+            let label = (reader.id + " " + (reader.name ?? "")).fitted(to: 24)
             let loss = ReaderTable.decimal(reader.measuredPathLoss).leftPadded(to: 6) + " dB"
             let heard =
                 screen.awayFrom != nil ? "stale" : reader.heardSecondsAgo.map { "\(ReaderTable.decimal($0)) s" } ?? "-"
             lines.append(
-                "\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).padding(toLength: 6, withPad: " ", startingAt: 0))"
-                    + "  \(reader.distance.padding(toLength: 8, withPad: " ", startingAt: 0))  "
-                    + "\(heard.padding(toLength: 7, withPad: " ", startingAt: 0))  \(ScopeText.effective(reader.scope))"
+                "\(label)  \(loss)  \(bar(reader))  \(ReaderTable.range(reader).fitted(to: 6))"
+                    + "  \(reader.distance.fitted(to: 8))  "
+                    + "\(heard.fitted(to: 7))  \(ScopeText.effective(reader.scope))"
                     .trailingSpacesRemoved)
         }
         if screen.readers.isEmpty { lines.append("(no readers heard)") }
@@ -158,5 +158,10 @@ struct LiveView {
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+
+    /// Exactly `width` characters: cut, or padded with spaces on the right (a table's column).
+    func fitted(to width: Int) -> String {
+        count >= width ? String(prefix(width)) : self + String(repeating: " ", count: width - count)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -23,10 +23,10 @@ enum MetricsScrape {
                 continue
             }
             guard section == "[metrics]", let equals = line.firstIndex(of: "="),
-                line[..<equals].trimmingCharacters(in: .whitespaces) == "listen"
+                line[..<equals].trimmingWhitespace() == "listen"
             else { continue }
             let value = line[line.index(after: equals)...].split(separator: "#").first ?? ""
-            return value.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            return value.trimmingWhitespace().trimming { $0 == "\"" }
         }
         return nil
     }
@@ -51,7 +51,7 @@ enum MetricsScrape {
                 else {
                     return .failure(Failure(description: "[metrics] listen \(listen) is neither a path nor HOST:PORT"))
                 }
-                let host = listen[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+                let host = listen[..<colon].trimming { "[]".contains($0) }
                 channel = try connect.connect(host: host.isEmpty ? "127.0.0.1" : host, port: port).wait()
             }
             let deadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.nanoseconds))) {

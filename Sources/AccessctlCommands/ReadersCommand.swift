@@ -116,7 +116,7 @@ enum ReaderColumn: String, CaseIterable {
         if text.lowercased() == "all" { return .success(allCases) }
         var columns: [ReaderColumn] = []
         for word in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let name = word.trimmingCharacters(in: .whitespaces).lowercased()
+            let name = word.trimmingWhitespace().lowercased()
             guard let column = ReaderColumn(rawValue: name) else { return .failure(ValidationFailure(word: name)) }
             columns.append(column)
         }
@@ -166,7 +166,7 @@ enum ReaderTable {
         for reader in readers.sorted(by: { $0.id < $1.id }) { rows.append(columns.map { $0.value(reader) }) }
         let widths = columns.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines = rows.map { row in
-            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            row.enumerated().map { $0.element.fitted(to: widths[$0.offset]) }
                 .joined(separator: "  ").trailingSpacesRemoved
         }
         if readers.isEmpty { lines.append("(no readers heard)") }

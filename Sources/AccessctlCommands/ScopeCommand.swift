@@ -103,7 +103,7 @@ extension Readers {
             rows += rules.map { [$0.reader, ScopeText.rule($0), $0.from ?? "-"] }
             let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
             var lines = rows.map { row in
-                row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                row.enumerated().map { $0.element.fitted(to: widths[$0.offset]) }
                     .joined(separator: "  ").trailingSpacesRemoved
             }
             if answer.allowList { lines.append("only readers on the allow list open automatically") }

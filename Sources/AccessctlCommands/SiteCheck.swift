@@ -1,6 +1,6 @@
 import AccessJSON
 import ControlSocket
-import Foundation
+import FoundationEssentials
 
 /// `diagnose`'s site check, from what accessd knows (accessctl makes no site call of its
 /// own: the site is accessd's to reach, with its CA file and its clock): whether the last

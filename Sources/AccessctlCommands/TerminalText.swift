@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Text in the terminal's character set. Where the locale is not UTF-8 (`LC_ALL=C`, a serial
 /// console, a minimal container) the few symbols accessctl prints become ASCII, as
@@ -15,7 +16,7 @@ enum TerminalText {
 
     static func fitted(_ text: String) -> String {
         guard !isUTF8, text.utf8.contains(where: { $0 >= 0x80 }) else { return text }
-        return ascii.reduce(text) { $0.replacingOccurrences(of: $1.0, with: $1.1) }
+        return ascii.reduce(text) { $0.replacing($1.0, with: $1.1) }
     }
 }
 

@@ -1,5 +1,5 @@
 import AccessJSON
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
     import Glibc

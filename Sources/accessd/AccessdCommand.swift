@@ -5,7 +5,7 @@ import ArgumentParser
 import BlueZ
 import CFatalSignals
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import UnixSignals

@@ -276,6 +276,8 @@ struct AccessctlTests {
         let recent = try events(formatter.string(from: between))
         #expect(recent.contains { $0.contains("sdk.state  scanning on") }, "\(recent)")
         #expect(!recent.contains { $0.contains("sdk.state  scanning off") }, "\(recent)")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        #expect(try events(formatter.string(from: between)) == recent)
         let hourAgo = try events("1h")
         #expect(hourAgo.contains { $0.contains("sdk.state  scanning off") }, "\(hourAgo)")
         #expect(hourAgo.count >= recent.count + 1, "\(hourAgo)")
@@ -286,6 +288,11 @@ struct AccessctlTests {
         #expect(subscribed["replayed"] == 0 && subscribed["since"] == subscribed["lastSequence"], "\(subscribed)")
         let bad = try runCommand([Self.accessctl, "events", "--since", "yesterday"], mergingErrors: true)
         #expect(bad.status == 64 && bad.output.contains("--since: a sequence number (1200), an age"), "\(bad.output)")
+        // A date that does not exist is not carried into the next month.
+        for impossible in ["2026-02-30", "2026-11-23 24:00", "2026-11-23 8:00", "2026-13-01"] {
+            let refused = try runCommand([Self.accessctl, "events", "--since", impossible], mergingErrors: true)
+            #expect(refused.status == 64, "\(impossible): \(refused.output)")
+        }
         #expect(harness.stop() == 0)
     }
 

@@ -28,13 +28,13 @@ struct AccessStoreTests {
         #expect((file[.posixPermissions] as? Int) == 0o600)
     }
 
-    /// Every connection of the pool, the writer's and the readers', keeps a small page cache
+    /// Both connections, the writer's and the reader's, keep a small page cache
     /// (AccessStore.pageCacheKiB), not SQLite's 2 MB default.
     @Test func everyConnectionKeepsASmallPageCache() throws {
         let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
         let expected = -AccessStore.pageCacheKiB
-        #expect(try store.database.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
-        #expect(try store.database.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == expected)
+        #expect(try store.database.write { try $0.value(Int.self, sql: "PRAGMA cache_size") } == expected)
+        #expect(try store.database.read { try $0.value(Int.self, sql: "PRAGMA cache_size") } == expected)
     }
 
     @Test func journalSequencesGrowAndReplay() throws {

@@ -25,7 +25,7 @@ extension AccessStore {
 
     /// A secret column's bytes as they are on disk (sealed), for searching the files.
     func storedSecret(_ sql: String, _ argument: String) throws -> [UInt8] {
-        try database.read { db in [UInt8](try Data.fetchOne(db, sql: sql, arguments: [argument]) ?? Data()) }
+        try database.read { db in [UInt8](try db.value(Data.self, sql: sql, arguments: [argument]) ?? Data()) }
     }
 
     /// Whether any of the database's files holds `bytes`.

@@ -132,9 +132,6 @@ public struct SiteAddress: Hashable, Sendable, CustomStringConvertible {
 
 extension String {
     fileprivate var trimmingSpaces: String {
-        String(
-            drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed()
-                .drop(while: { $0 == " " || $0 == "\t" || $0 == "\n" }).reversed())
+        trimming { $0 == " " || $0 == "\t" || $0 == "\n" }
     }
-
 }

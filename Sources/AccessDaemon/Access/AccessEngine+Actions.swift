@@ -131,7 +131,7 @@ extension AccessEngine {
 
     /// BlueZ's object path of the device at `address` on `adapter`.
     static func devicePath(adapter: String, address: DeviceAddress) -> String {
-        adapter + "/dev_" + address.description.replacingOccurrences(of: ":", with: "_")
+        adapter + "/dev_" + address.description.replacing(":", with: "_")
     }
 }
 

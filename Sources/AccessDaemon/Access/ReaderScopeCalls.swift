@@ -1,7 +1,7 @@
 import AccessCore
 import AccessJSON
 import ControlSocket
-import Foundation
+import FoundationEssentials
 
 /// The reader scope between the socket and the core: params read and bounded, rules shown and
 /// saved (docs/protocol.md "Reader scope").

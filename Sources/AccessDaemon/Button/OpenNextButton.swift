@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Logging
 import Synchronization
 
@@ -32,12 +33,11 @@ final class OpenNextButton: Sendable {
     func run() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                // A queue of its own: its thread blocks in read(2) for as long as accessd runs.
+                DispatchQueue(label: "accessd-button").async { [self] in
                     readUntilStopped()
                     done.resume()
                 }
-                thread.name = "accessd-button"
-                thread.start()
             }
         } onCancel: {
             stopping.store(true, ordering: .relaxed)

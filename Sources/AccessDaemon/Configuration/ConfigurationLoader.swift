@@ -1,5 +1,5 @@
 import AccessCore
-import Foundation
+import FoundationEssentials
 
 /// Reads accessd.toml. Refuses what it does not understand (unknown sections and keys,
 /// wrong types, out-of-range values) with the file, the line and the reason, so a typo is

@@ -1,5 +1,5 @@
 import AccessCore
-import Foundation
+import FoundationEssentials
 
 /// What a file accessd accepts may still get wrong: former names, and features that are
 /// synced but cannot do what their name suggests on Linux. Said by `--check-config` and at

@@ -2,7 +2,7 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// What each method of the control socket does, over the daemon's services, in the types of
@@ -156,7 +156,7 @@ extension AccessDaemonServices {
             logLevel: settings.logLevel.current.rawValue, configFile: configFile, configuredAdapter: configuredAdapter,
             scanningSetBy: setBy(.scanning), automaticAccessSetBy: setBy(.automaticAccess), audit: audit.status,
             mqtt: mqtt?.status, secrets: book.secretsStatus, radio: radio, enrolment: enrolment.status,
-            package: InstalledPackage.version)
+            package: await InstalledPackage.version())
     }
 
     /// `operator` when a client's saved switch is in force, `configuration` otherwise.

@@ -1,7 +1,10 @@
+import AccessCore
 import AccessJSON
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
+import Subprocess
+import SystemPackage
 
 /// `diagnostics.collect` (issue #34, item 4): the bundle `accessctl diagnose --bundle` writes,
 /// gathered for a caller who is not at the kiosk (the MQTT command publishes it). accessd runs
@@ -30,8 +33,8 @@ final class DiagnosticsCollector: Sendable {
     /// accessctl: beside this executable (a build tree, `make install`), else the package's.
     static func accessctl() -> String? {
         var places: [String] = []
-        if let own = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            places.append(own.deletingLastPathComponent().appendingPathComponent("accessctl").path)
+        if let own = InstalledPackage.running, let slash = own.lastIndex(of: "/") {
+            places.append(own[..<slash] + "/accessctl")
         }
         places.append("/usr/bin/accessctl")
         return places.first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -50,39 +53,17 @@ final class DiagnosticsCollector: Sendable {
         guard let program = Self.accessctl() else {
             return .failure(.failed("diagnostics.unavailable", "accessctl is not installed beside accessd"))
         }
-        let child = Child(
-            program: program,
-            arguments: [
-                "diagnose", "--bundle", "-", "--bundle-limit", String(Self.limit), "--socket", socketPath,
-                "--timeout", "5",
-            ])
+        let arguments = [
+            "diagnose", "--bundle", "-", "--bundle-limit", String(Self.limit), "--socket", socketPath, "--timeout", "5",
+        ]
+        let run: Run
         do {
-            try child.start()
+            run = try await Self.run(program, arguments)
         } catch {
-            return .failure(.failed("diagnostics.unavailable", "cannot run \(program): \(error)"))
-        }
-        let deadline = Task {
-            try await Task.sleep(for: Self.deadline)
-            child.stop()
-        }
-        defer { deadline.cancel() }
-        let run = await withTaskCancellationHandler {
-            await child.finish(limit: Self.limit)
-        } onCancel: {
-            child.stop()
-        }
-        // Ended because its caller went (a client's hang-up, accessd stopping): not a timeout.
-        if Task.isCancelled {
-            return .failure(.failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished"))
-        }
-        if run.stopped {
-            return .failure(.failed("diagnostics.failed", "accessctl diagnose did not finish within \(Self.deadline)"))
-        }
-        guard run.output.count <= Self.limit else {
-            return .failure(.failed("diagnostics.failed", "accessctl diagnose wrote more than \(Self.limit) bytes"))
+            return .failure(error)
         }
         guard run.status == 0 else {
-            let why = run.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+            let why = run.errors.trimmingWhitespace()
             return .failure(
                 .failed(
                     "diagnostics.failed",
@@ -94,71 +75,61 @@ final class DiagnosticsCollector: Sendable {
         return .success(bundle)
     }
 
-    /// One accessctl run: its output read on a thread of its own (a blocking read), at most
-    /// `limit + 1` bytes, then its exit awaited.
-    private final class Child: @unchecked Sendable {
-        // @unchecked: `process` is configured before `start` and only signalled after it
-        // (Process's `terminate` is safe from any thread); `stopped` is behind its lock.
-        private let process = Process()
-        private let output = Pipe()
-        private let errors = Pipe()
-        private let stopped = NIOLockedValueBox(false)
+    private struct Run {
+        var output: [UInt8]
+        var errors: String
+        var status: Int32
+    }
 
-        struct Run {
-            var output: Data
-            var errors: String
-            var status: Int32
-            var stopped: Bool
-        }
-
-        init(program: String, arguments: [String]) {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-            // accessd's own systemd handoff is not the child's: with NOTIFY_SOCKET it could
-            // speak for the service, with LISTEN_FDS take sockets that are not its own.
-            process.environment = ProcessInfo.processInfo.environment.filter {
-                !["NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
-                    .contains($0.key)
-            }
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = output
-            process.standardError = errors
-        }
-
-        func start() throws {
-            try process.run()
-        }
-
-        func stop() {
-            stopped.withLockedValue { $0 = true }
-            if process.isRunning { process.terminate() }
-        }
-
-        func finish(limit: Int) async -> Run {
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    let read = Self.read(self.output.fileHandleForReading, atMost: limit + 1)
-                    // More than the limit: the rest is not read; the child is ended.
-                    if read.count > limit { self.stop() }
-                    let errors = Self.read(self.errors.fileHandleForReading, atMost: DiagnosticsCollector.errorLimit)
-                    self.process.waitUntilExit()
-                    continuation.resume(
-                        returning: Run(
-                            output: read, errors: String(decoding: errors, as: UTF8.self),
-                            status: self.process.terminationStatus,
-                            stopped: self.stopped.withLockedValue { $0 } && read.count <= limit))
+    /// One accessctl run within `deadline`, its output at most `limit` bytes. Ended (SIGTERM,
+    /// then SIGKILL a second later) when the deadline passes or the caller goes.
+    private static func run(_ program: String, _ arguments: [String]) async throws(RPCError) -> Run {
+        // accessd's own systemd handoff is not the child's: with NOTIFY_SOCKET it could
+        // speak for the service, with LISTEN_FDS take sockets that are not its own.
+        let handoff = ["NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
+        let environment = Environment.inherit.updating(
+            Dictionary(uniqueKeysWithValues: handoff.map { (Environment.Key(stringLiteral: $0), String?.none) }))
+        let options = {
+            var options = PlatformOptions()
+            options.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: .seconds(1))]
+            return options
+        }()
+        let outcome = await withTaskGroup(of: Result<Run, RPCError>?.self) { group in
+            group.addTask {
+                do {
+                    let result = try await Subprocess.run(
+                        .path(FilePath(program)), arguments: Arguments(arguments), environment: environment,
+                        platformOptions: options, output: .bytes(limit: limit), error: .string(limit: errorLimit))
+                    let status: Int32 =
+                        switch result.terminationStatus {
+                        case .exited(let code): code
+                        case .signaled(let signal): 128 + signal
+                        }
+                    return .success(Run(output: result.standardOutput, errors: result.standardError, status: status))
+                } catch let error as SubprocessError where error.code == .outputLimitExceeded {
+                    return .failure(.failed("diagnostics.failed", "accessctl diagnose wrote more than \(limit) bytes"))
+                } catch {
+                    // Ended because its caller went (a client's hang-up, accessd stopping) or the
+                    // deadline passed: the group says which.
+                    if Task.isCancelled { return nil }
+                    return .failure(.failed("diagnostics.unavailable", "cannot run \(program): \(error)"))
                 }
             }
-        }
-
-        private static func read(_ handle: FileHandle, atMost limit: Int) -> Data {
-            var data = Data()
-            while data.count < limit, let chunk = try? handle.read(upToCount: min(65_536, limit - data.count)),
-                !chunk.isEmpty
-            {
-                data.append(chunk)
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                if Task.isCancelled { return nil }
+                return .failure(.failed("diagnostics.failed", "accessctl diagnose did not finish within \(deadline)"))
             }
-            return data
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
+        if Task.isCancelled {
+            throw .failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished")
+        }
+        guard let outcome else {
+            throw .failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished")
+        }
+        return try outcome.get()
     }
 }

@@ -2,7 +2,7 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOConcurrencyHelpers
 import SiteContract

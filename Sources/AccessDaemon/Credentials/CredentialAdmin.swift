@@ -2,7 +2,7 @@ import AccessCore
 import AccessStore
 import ControlSocket
 import Crypto
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// `credentials.register` and `credentials.delete`: talking to the site, then keeping or

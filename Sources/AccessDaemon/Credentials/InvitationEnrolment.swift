@@ -1,5 +1,6 @@
+import BoundedFile
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOConcurrencyHelpers
 
@@ -108,25 +109,31 @@ final class InvitationEnrolment: Sendable {
     /// (accessd is not its owner, it went away) may be fixed: later; one that is too long,
     /// not UTF-8 or empty never becomes an invitation: refused.
     private func readInvitation() -> Reading {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            return .unusable(
-                .later(
-                    "invitation.unreadable",
-                    "cannot read \(path): it must be a file owned by accessd (mode 0600)"))
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(path, limit: Self.maximumFileSize)
+        } catch {
+            switch error {
+            case .unreadable:
+                return .unusable(
+                    .later(
+                        "invitation.unreadable",
+                        "cannot read \(path): it must be a file owned by accessd (mode 0600)"))
+            case .notARegularFile(let what):
+                return .unusable(
+                    .refused("invitation.malformed", "\(path) is not an invitation URL (it is \(what))"))
+            case .tooLarge:
+                return .unusable(
+                    .refused(
+                        "invitation.malformed",
+                        "\(path) is not an invitation URL (more than \(Self.maximumFileSize) bytes)"))
+            }
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: Self.maximumFileSize + 1)) ?? Data()
-        guard data.count <= Self.maximumFileSize else {
-            return .unusable(
-                .refused(
-                    "invitation.malformed",
-                    "\(path) is not an invitation URL (more than \(Self.maximumFileSize) bytes)"))
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             return .unusable(
                 .refused("invitation.malformed", "\(path) is not an invitation URL (not UTF-8 text)"))
         }
-        let line = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let line = text.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }
             .first { !$0.isEmpty && !$0.hasPrefix("#") }
         guard let line else { return .unusable(.refused("invitation.malformed", "\(path) holds no invitation URL")) }
         return .url(line)

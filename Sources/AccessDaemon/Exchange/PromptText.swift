@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The text of a second-factor prompt, from `[prompts] second_factor`: a template where
 /// `{reader}` is the reader's advertised name (its id when it has none), `{readerId}` its id and
@@ -11,8 +11,8 @@ enum PromptText {
         let name = readerName.flatMap { $0.isEmpty ? nil : $0 } ?? readerID
         return
             template
-            .replacingOccurrences(of: "{readerId}", with: readerID)
-            .replacingOccurrences(of: "{reader}", with: name)
-            .replacingOccurrences(of: "{site}", with: siteName ?? "the site")
+            .replacing("{readerId}", with: readerID)
+            .replacing("{reader}", with: name)
+            .replacing("{site}", with: siteName ?? "the site")
     }
 }

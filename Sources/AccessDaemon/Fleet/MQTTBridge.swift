@@ -2,7 +2,8 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import ControlSocket
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NIOConcurrencyHelpers
 
@@ -212,7 +213,7 @@ struct MQTTBridge: Sendable {
                     $0.state = .connected
                     $0.error = nil
                 }
-                publishRetained(client, "status", Self.online)
+                publishRetained(client, "status", await Self.online())
                 let state = await currentState()
                 publishedState = state
                 publishRetained(client, "state", state)
@@ -337,9 +338,9 @@ struct MQTTBridge: Sendable {
 
     /// The retained status at each connection: the binary's version, and the package's
     /// when accessd runs from one (what a fleet's upgrade changes).
-    static var online: JSONValue {
+    static func online() async -> JSONValue {
         var members: [String: JSONValue] = ["status": "online", "version": .string(AccessDaemon.version)]
-        if let package = InstalledPackage.version { members["package"] = .string(package) }
+        if let package = await InstalledPackage.version() { members["package"] = .string(package) }
         return .object(members)
     }
     static let offline: JSONValue = .object(["status": "offline"])

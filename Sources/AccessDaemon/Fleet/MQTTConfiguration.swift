@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `[mqtt]` in accessd.toml (docs/fleet.md): where the bridge publishes, as whom, and how.
 /// Off unless `url` is set.
@@ -106,7 +106,7 @@ public struct MQTTConfiguration: Sendable, Hashable {
     /// The default `<device>`: the machine id (systemd's /etc/machine-id), else the host name.
     static func defaultDevice() -> String {
         if let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
-            let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let id = text.trimmingWhitespace()
             if topicLevelProblem(id, allowingSlash: false) == nil { return id }
         }
         let host = ProcessInfo.processInfo.hostName

@@ -1,5 +1,7 @@
 import CMosquitto
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import NIOConcurrencyHelpers
 
 /// libmosquitto (the Eclipse Mosquitto project's own client, Debian's libmosquitto1) behind

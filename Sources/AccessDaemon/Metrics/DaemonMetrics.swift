@@ -1,7 +1,7 @@
 import AccessJSON
 import AccessStore
 import ControlSocket
-import Foundation
+import FoundationEssentials
 import NIOConcurrencyHelpers
 import Prometheus
 

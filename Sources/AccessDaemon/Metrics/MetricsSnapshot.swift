@@ -1,6 +1,7 @@
 import AccessCore
 import ControlSocket
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the metrics read at each scrape, from the daemon and from the parts around it (the
 /// socket server, the BlueZ client). Counts since start are totals; the exporter turns

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Subprocess
+import Synchronization
 
 /// The version of the Debian package accessd runs from, as dpkg records it (`0.1.0`, or
 /// `0.1.0+site2` for a site's rebuild of the same sources): what a fleet upgrades and asks
@@ -8,26 +10,36 @@ import Foundation
 /// MQTT connection), never on the start path; nil when dpkg does not know accessd.
 enum InstalledPackage {
     static let executable = "/usr/sbin/accessd"
+    private static let asked = Mutex<Task<String?, Never>?>(nil)
 
-    static let version: String? = {
-        guard Bundle.main.executableURL?.resolvingSymlinksInPath().path == executable,
-            FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg-query")
-        else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dpkg-query")
-        process.arguments = ["--show", "--showformat=${Version}", "accessd"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
+    static func version() async -> String? {
+        let answer = asked.withLock { asked in
+            if let asked { return asked }
+            let task = Task { await ask() }
+            asked = task
+            return task
+        }
+        return await answer.value
+    }
+
+    /// This process's executable, symbolic links resolved.
+    static var running: String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    }
+
+    private static func ask() async -> String? {
+        guard running == executable, FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg-query") else {
+            return nil
+        }
         // A version is short; a dpkg that writes more is not answering this question.
-        let data = (try? output.fileHandleForReading.read(upToCount: 256)) ?? nil
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let data,
-            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-            !text.isEmpty, text.utf8.count < 256
+        guard
+            let result = try? await run(
+                .path("/usr/bin/dpkg-query"), arguments: ["--show", "--showformat=${Version}", "accessd"],
+                output: .bytes(limit: 256)),
+            result.terminationStatus.isSuccess,
+            let text = String(validating: result.standardOutput, as: UTF8.self)?.trimmingWhitespace(),
+            !text.isEmpty
         else { return nil }
         return text
-    }()
+    }
 }

@@ -1,7 +1,7 @@
 import AccessCore
 import AccessJSON
 import AccessStore
-import Foundation
+import FoundationEssentials
 import SiteContract
 
 /// What accessd makes of a site's answers (docs/site-api.md): a body's bytes to a checked

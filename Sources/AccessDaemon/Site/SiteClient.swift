@@ -2,7 +2,7 @@ import AccessCore
 import AccessJSON
 import AccessStore
 import Crypto
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -88,7 +88,7 @@ public final class SiteClient: Sendable {
 
     public func items(of stored: StoredCredential, after cursor: String) async throws(SiteError) -> ItemPage {
         let id = stored.credential.id
-        let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
+        let escaped = cursor.percentEncodedForQuery()
         let answer = try await call(
             site: try address(of: stored), method: .GET,
             path: "/v1/credentials/\(id)/items?cursor=\(escaped)", body: Nothing?.none,
@@ -100,7 +100,7 @@ public final class SiteClient: Sendable {
     public func changes(of stored: StoredCredential, since: String?, wait: Duration) async throws(SiteError) -> String {
         let id = stored.credential.id
         var path = "/v1/credentials/\(id)/changes?wait=\(wait.components.seconds)"
-        if let since { path += "&since=" + (since.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }
+        if let since { path += "&since=" + since.percentEncodedForQuery() }
         let answer = try await call(
             site: try address(of: stored), method: .GET, path: path, body: Nothing?.none,
             signer: signer(stored), answer: ChangesAnswer.self,
@@ -134,7 +134,7 @@ public final class SiteClient: Sendable {
         site: SiteAddress, readerKey: P256.Signing.PrivateKey, cursor: String,
         wait: Duration
     ) async throws(SiteError) -> ValidatedProvisioningPage {
-        let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "0"
+        let escaped = cursor.percentEncodedForQuery()
         let answer = try await call(
             site: site, method: .GET,
             path: "/v1/readers/provisioning?cursor=\(escaped)&wait=\(wait.components.seconds)",

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import NIOSSL
 
 /// The keys a site may present (`[site] pins`, docs/configuration.md): SHA-256 hashes of the

@@ -1,5 +1,5 @@
 import AccessJSON
-import Foundation
+import FoundationEssentials
 
 /// One method of the control socket as a value: its name and role (`method`), the params it
 /// takes and the answer it gives, both `Codable`. `accessd` decodes the params and encodes
@@ -186,8 +186,8 @@ extension JSONValue {
         }
         switch error {
         case .keyNotFound(let key, let context):
-            return "\(path(context).replacingOccurrences(of: "params", with: "")) \(key.stringValue) is required"
-                .trimmingCharacters(in: .whitespaces)
+            let within = context.codingPath.isEmpty ? "" : "\(path(context)) "
+            return "\(within)\(key.stringValue) is required"
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
             return "\(path(context)) must be \(describe(type))"
         case .dataCorrupted(let context):
