@@ -10,10 +10,7 @@ extension StringProtocol {
                 UInt8(ascii: "0")...UInt8(ascii: "9"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
-                encoded.unicodeScalars.append("%")
-                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
-                encoded.unicodeScalars.append(hex[Int(byte & 0xF)])
+                encoded += "%" + [byte].hexString.uppercased()
             }
         }
         return encoded

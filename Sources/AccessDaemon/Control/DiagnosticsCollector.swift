@@ -107,7 +107,11 @@ final class DiagnosticsCollector: Sendable {
                         }
                     return .success(Run(output: result.standardOutput, errors: result.standardError, status: status))
                 } catch let error as SubprocessError where error.code == .outputLimitExceeded {
-                    return .failure(.failed("diagnostics.failed", "accessctl diagnose wrote more than \(limit) bytes"))
+                    // swift-subprocess does not say which of the two outputs went over.
+                    return .failure(
+                        .failed(
+                            "diagnostics.failed",
+                            "accessctl diagnose wrote more than \(limit) bytes, or more than \(errorLimit) of errors"))
                 } catch {
                     // Ended because its caller went (a client's hang-up, accessd stopping) or the
                     // deadline passed: the group says which.
@@ -124,10 +128,8 @@ final class DiagnosticsCollector: Sendable {
             group.cancelAll()
             return first
         }
-        if Task.isCancelled {
-            throw .failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished")
-        }
-        guard let outcome else {
+        // nil: ended because its caller went (a client's hang-up, accessd stopping).
+        guard let outcome, !Task.isCancelled else {
             throw .failed("diagnostics.failed", "the call was cancelled before accessctl diagnose finished")
         }
         return try outcome.get()
