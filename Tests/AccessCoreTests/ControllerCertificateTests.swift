@@ -46,6 +46,53 @@ struct ControllerCertificateTests {
         #expect(ours.encoded.count == 127)
     }
 
+    @Test func pythonsCertifiedChallengeDecodesAndVerifies() throws {
+        let vectors = try ProtocolVectorTests()
+        let content = SignedContent.challenge(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: ExchangeHarness.nonce, certified: true)
+        #expect(try vectors.vector("certifiedChallenge.signedContent") == content)
+        let bytes = try vectors.vector("certifiedChallenge.message")
+        guard case .challenge(let challenge) = try ProtocolMessage(decoding: bytes) else {
+            Issue.record("not a challenge")
+            return
+        }
+        #expect(challenge.certificate?.encoded == (try vectors.vector("certificate.encoded")))
+        #expect(challenge.signature == (try vectors.vector("certifiedChallenge.signature")))
+        #expect(ProtocolMessage.challenge(challenge).encoded == bytes)
+        var replay = ChallengeReplayGuard()
+        let trust = CertificateTrust(
+            chain: SiteKeyChain(registered: Fixtures.siteKey.publicKey, siteTag: Fixtures.siteTag, statements: []),
+            now: Double(Self.validFrom) + 60)
+        let signer = try challenge.verify(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, sitePublicKey: Fixtures.siteKey.publicKey,
+            certificates: trust, replayGuard: &replay)
+        #expect(signer.compressedRepresentation == Self.controllerKey.publicKey.compressedRepresentation)
+        // A holder's session fed Python's challenge and decision, as a reader would send them
+        // at the 23-byte MTU, decides "granted" under the controller key.
+        var session = CredentialSession(
+            readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, sitePublicKey: Fixtures.siteKey.publicKey,
+            presentation: .mobile(Fixtures.credentialID, Fixtures.credentialKey), operation: .access,
+            certificates: trust)
+        var fresh = ChallengeReplayGuard()
+        var outcome: ExchangeOutcome?
+        _ = session.handle(.connected, replayGuard: &fresh)
+        for message in [bytes, try vectors.vector("certifiedDecision.message")] {
+            for fragment in Fragmentation.fragments(of: message, mtu: 23) {
+                for case .finish(let end) in session.handle(.fragmentReceived(fragment), replayGuard: &fresh) {
+                    outcome = end
+                }
+            }
+        }
+        #expect(outcome == .decided(AccessResult(decision: .granted, mode: .access)))
+        // Cut inside the certificate: truncated; its format byte changed: the field is named.
+        #expect(throws: ProtocolError.truncatedMessage(type: 0x08)) {
+            try ProtocolMessage(decoding: Array(bytes.prefix(60)))
+        }
+        var format = bytes
+        format[25] = 2
+        #expect(throws: ProtocolError.invalidField("certificate")) { try ProtocolMessage(decoding: format) }
+    }
+
     @Test func everyReasonToRefuseIsItsOwn() throws {
         let certificate = try Self.issue()
         let inside = Double(Self.validFrom) + 3_600

@@ -6,7 +6,7 @@ import Testing
 /// or a typed error and never traps.
 @Suite("Fuzzed parsers", .timeLimit(.minutes(5)))
 struct FuzzTests {
-    @Test func messageDecoderNeverTraps() {
+    @Test func messageDecoderNeverTraps() throws {
         var generator = SeededGenerator(seed: 0xF00D)
         var harness = ExchangeHarness.standard(
             readerConfiguration: ExchangeHarness.readerConfiguration(
@@ -20,6 +20,12 @@ struct FuzzTests {
                         actions: [ReaderAction(id: 3, name: "Mode 1")],
                         signature: [UInt8](repeating: 1, count: 64))
                 ).encoded,
+                ProtocolMessage.challenge(
+                    .init(
+                        readerID: Fixtures.readerID, siteTag: Fixtures.siteTag, nonce: ExchangeHarness.nonce,
+                        certificate: try ControllerCertificateTests.issue(),
+                        signature: [UInt8](repeating: 2, count: 64))
+                ).encoded,
             ] + harness.transcript.map { Array($0.1.dropFirst(3)) }
         var decoded = 0
         for round in 0..<100_000 {
@@ -27,7 +33,7 @@ struct FuzzTests {
             if round % 3 == 0 {
                 bytes = generator.bytes(Int.random(in: 0...140, using: &generator))
                 if !bytes.isEmpty {
-                    bytes[0] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x11, 0x7F].randomElement(using: &generator)!
+                    bytes[0] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x11, 0x7F].randomElement(using: &generator)!
                 }
             } else {
                 bytes = samples.randomElement(using: &generator)!

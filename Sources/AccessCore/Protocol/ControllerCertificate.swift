@@ -173,3 +173,19 @@ public enum ControllerCertificateError: Error, Hashable, Sendable, CustomStringC
         }
     }
 }
+
+/// A version 3 reader controller's signing identity: its own private key and the site's
+/// certificate for the matching public key (§1.1).
+public struct ControllerIdentity: Sendable {
+    public let key: P256.Signing.PrivateKey
+    public let certificate: ControllerCertificate
+
+    /// Nil when the certificate is for another key: a reader would sign what no holder accepts.
+    public init?(key: P256.Signing.PrivateKey, certificate: ControllerCertificate) {
+        guard key.publicKey.compressedRepresentation == certificate.controllerKey.compressedRepresentation else {
+            return nil
+        }
+        self.key = key
+        self.certificate = certificate
+    }
+}

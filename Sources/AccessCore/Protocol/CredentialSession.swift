@@ -47,6 +47,10 @@ public struct CredentialSession: Sendable {
     public let operation: ExchangeOperation
     public private(set) var mtu: Int
     private let sitePublicKey: P256.Signing.PublicKey
+    private let certificates: CertificateTrust?
+    /// The key that signed the challenge being answered, which signs every later reader
+    /// message: the site key, or in version 3 the certified controller key (§1.1).
+    private var readerKey: P256.Signing.PublicKey
     private let presentation: Presentation
     private let timeouts: ProtocolTimeouts
     private var state: State = .awaitingChallenge
@@ -58,11 +62,14 @@ public struct CredentialSession: Sendable {
 
     public init(
         readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey, presentation: Presentation,
-        operation: ExchangeOperation, mtu: Int = ReaderGATT.minimumMTU, timeouts: ProtocolTimeouts = ProtocolTimeouts()
+        operation: ExchangeOperation, mtu: Int = ReaderGATT.minimumMTU, timeouts: ProtocolTimeouts = ProtocolTimeouts(),
+        certificates: CertificateTrust? = nil
     ) {
         self.readerID = readerID
         self.siteTag = siteTag
         self.sitePublicKey = sitePublicKey
+        self.certificates = certificates
+        self.readerKey = sitePublicKey
         self.presentation = presentation
         self.operation = operation
         self.mtu = mtu
@@ -76,6 +83,7 @@ public struct CredentialSession: Sendable {
         guard case .awaitingChallenge = state else { return }
         overStandingLink = true
         standingNonce = standing.nonce
+        if let signer = standing.signer { readerKey = signer }
         reassembler = standing.reassembler
     }
 
@@ -130,8 +138,9 @@ public struct CredentialSession: Sendable {
         if case .error(let code) = message { throw .remoteError(code) }
         switch (state, message) {
         case (.awaitingChallenge, .challenge(let challenge)):
-            try challenge.verify(
-                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
+            readerKey = try challenge.verify(
+                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, certificates: certificates,
+                replayGuard: &replayGuard)
             state = .awaitingDecision(nonce: challenge.nonce)
             return [.cancelTimer, send(response(to: challenge.nonce)), .startTimer(after: timeouts.step)]
 
@@ -157,7 +166,7 @@ public struct CredentialSession: Sendable {
             let content = SignedContent.secondFactorChallenge(
                 nonce: nonce, secondNonce: challenge.nonce,
                 readerID: readerID, credentialID: credentialID)
-            guard ProtocolCrypto.verify(challenge.signature, over: content, with: sitePublicKey) else {
+            guard ProtocolCrypto.verify(challenge.signature, over: content, with: readerKey) else {
                 throw .badSignature
             }
             state = .awaitingSecondFactorKey(nonce: nonce, secondNonce: challenge.nonce)
@@ -170,7 +179,7 @@ public struct CredentialSession: Sendable {
             let content = SignedContent.actionList(
                 nonce: nonce, readerID: readerID, credentialID: credentialID,
                 body: list.actionsBody)
-            guard ProtocolCrypto.verify(list.signature, over: content, with: sitePublicKey) else { throw .badSignature }
+            guard ProtocolCrypto.verify(list.signature, over: content, with: readerKey) else { throw .badSignature }
             state = .finished
             return [.cancelTimer, .finish(.actionsListed(list.actions))]
 
@@ -187,7 +196,7 @@ public struct CredentialSession: Sendable {
         let content = SignedContent.decision(
             nonce: nonce, readerID: readerID, credential: presentedIdentifier,
             result: decision.result, actionID: decision.actionID)
-        guard ProtocolCrypto.verify(decision.signature, over: content, with: sitePublicKey) else { throw .badSignature }
+        guard ProtocolCrypto.verify(decision.signature, over: content, with: readerKey) else { throw .badSignature }
     }
 
     private var presentedIdentifier: [UInt8] {
@@ -229,7 +238,7 @@ public struct CredentialSession: Sendable {
 
     static func failure(for error: ProtocolError) -> ExchangeFailure {
         switch error {
-        case .badSignature, .wrongReader, .wrongSite, .replayedChallenge: .badReaderSignature
+        case .badSignature, .wrongReader, .wrongSite, .replayedChallenge, .certificate: .badReaderSignature
         case .timeout: .timedOut
         case .remoteError(.unknownCredential), .remoteError(.credentialRevoked): .invalidatedCredential
         case .remoteError(.busy): .readerBusy

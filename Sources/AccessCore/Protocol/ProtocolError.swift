@@ -18,6 +18,8 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     case wrongReader(expected: ReaderID, actual: ReaderID)
     case wrongSite
     case replayedChallenge
+    /// A version 3 challenge whose controller certificate the holder refuses (§1.1).
+    case certificate(CertificateRefusal)
     // Session
     case timeout
     case remoteError(ProtocolErrorCode)
@@ -38,6 +40,7 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
         case .wrongReader: "wrongReader"
         case .wrongSite: "wrongSite"
         case .replayedChallenge: "replayedChallenge"
+        case .certificate(let refusal): refusal.name
         case .timeout: "timeout"
         case .remoteError: "remoteError"
         }
@@ -50,7 +53,7 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
             .truncatedMessage, .trailingBytes, .unknownMessageType, .invalidField:
             .malformed
         case .unexpectedMessage: .unexpectedMessage
-        case .badSignature, .wrongReader, .wrongSite: .badSignature
+        case .badSignature, .wrongReader, .wrongSite, .certificate: .badSignature
         case .replayedChallenge: .replay
         case .timeout: .timeout
         case .remoteError(let code): code
@@ -73,6 +76,7 @@ public enum ProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
         case .wrongReader(let expected, let actual): "reader \(actual) answered for \(expected)"
         case .wrongSite: "reader belongs to another site"
         case .replayedChallenge: "challenge nonce seen before"
+        case .certificate(let refusal): refusal.description
         case .timeout: "peer did not answer in time"
         case .remoteError(let code): "peer reported \(code)"
         }

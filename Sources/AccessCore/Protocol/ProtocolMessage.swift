@@ -19,10 +19,13 @@ public enum ProtocolMessage: Hashable, Sendable {
     /// Either side: the exchange is abandoned.
     case error(ProtocolErrorCode)
 
+    /// With a certificate, version 3's certified challenge (§1.1, type `0x08`): signed by the
+    /// controller key the certificate names, not by the site key.
     public struct Challenge: Hashable, Sendable {
         public var readerID: ReaderID
         public var siteTag: SiteTag
         public var nonce: [UInt8]
+        public var certificate: ControllerCertificate? = nil
         public var signature: [UInt8]
     }
 
@@ -61,6 +64,7 @@ public enum ProtocolMessage: Hashable, Sendable {
         static let secondFactorChallenge: UInt8 = 0x04
         static let secondFactorResponse: UInt8 = 0x05
         static let actionList: UInt8 = 0x06
+        static let certifiedChallenge: UInt8 = 0x08
         static let aperioResponse: UInt8 = 0x11
         static let error: UInt8 = 0x7F
     }
@@ -72,7 +76,7 @@ public enum ProtocolMessage: Hashable, Sendable {
 
     public var typeCode: UInt8 {
         switch self {
-        case .challenge: TypeCode.challenge
+        case .challenge(let challenge): challenge.certificate == nil ? TypeCode.challenge : TypeCode.certifiedChallenge
         case .response: TypeCode.response
         case .aperioResponse: TypeCode.aperioResponse
         case .decision: TypeCode.decision
@@ -91,6 +95,7 @@ public enum ProtocolMessage: Hashable, Sendable {
             writer.write(challenge.readerID.rawValue)
             writer.write(challenge.siteTag.rawValue)
             writer.write(challenge.nonce)
+            if let certificate = challenge.certificate { writer.write(certificate.encoded) }
             writer.write(challenge.signature)
         case .response(let response):
             writer.write(response.credentialID.bytes)
@@ -136,14 +141,25 @@ public enum ProtocolMessage: Hashable, Sendable {
         }
 
         switch type {
-        case TypeCode.challenge:
+        case TypeCode.challenge, TypeCode.certifiedChallenge:
             let readerID = try word()
             guard readerID != 0 else { throw .invalidField("readerID") }
             let site = try word()
+            let nonce = try take(Self.nonceLength)
+            var certificate: ControllerCertificate?
+            if type == TypeCode.certifiedChallenge {
+                do {
+                    certificate = try ControllerCertificate(reading: &reader)
+                } catch .truncated {
+                    throw .truncatedMessage(type: type)
+                } catch {
+                    throw .invalidField("certificate")
+                }
+            }
             self = .challenge(
                 Challenge(
-                    readerID: ReaderID(readerID), siteTag: SiteTag(site),
-                    nonce: try take(Self.nonceLength), signature: try take(Self.signatureLength)))
+                    readerID: ReaderID(readerID), siteTag: SiteTag(site), nonce: nonce, certificate: certificate,
+                    signature: try take(Self.signatureLength)))
         case TypeCode.response:
             guard let id = CredentialID(bytes: try take(16)) else { throw .invalidField("credentialID") }
             let operation = try ExchangeOperation(wireCode: try byte(), actionID: try byte())

@@ -55,13 +55,17 @@ public struct ReaderSession: Sendable {
         public var credentials: [CredentialID: CredentialRecord]
         public var aperioCredentials: [[UInt8]: AperioRecord]
         public var timeouts: ProtocolTimeouts
+        /// Version 3 (§1.1): the controller's own key and the site's certificate for it, used
+        /// with a holder that asks for version 3; without it the reader signs with the site key.
+        public var controller: ControllerIdentity?
 
         public init(
             readerID: ReaderID, siteTag: SiteTag, kind: ReaderKind = .gallagherStyle,
             siteKey: P256.Signing.PrivateKey, policy: DecisionPolicy = .fromSite, mode: AccessMode = .access,
             secondFactorRequired: Bool = false, actions: [ReaderAction] = [],
             actionOutcomes: [Int8: AccessDecision] = [:], credentials: [CredentialRecord] = [],
-            aperioCredentials: [AperioRecord] = [], timeouts: ProtocolTimeouts = ProtocolTimeouts()
+            aperioCredentials: [AperioRecord] = [], timeouts: ProtocolTimeouts = ProtocolTimeouts(),
+            controller: ControllerIdentity? = nil
         ) {
             self.readerID = readerID
             self.siteTag = siteTag
@@ -77,6 +81,7 @@ public struct ReaderSession: Sendable {
                 aperioCredentials.map { ($0.secret.identifier, $0) },
                 uniquingKeysWith: { _, last in last })
             self.timeouts = timeouts
+            self.controller = controller
         }
     }
 
@@ -104,7 +109,9 @@ public struct ReaderSession: Sendable {
         /// A central subscribed to the control point. Nonces come from the shell's CSPRNG.
         /// `standing`: it wrote the standing version to the hold point first (version 2,
         /// §6 "Standing challenges"), so the challenge stands, refreshed, until it answers.
-        case connected(nonce: [UInt8], secondFactorNonce: [UInt8], standing: Bool = false)
+        /// `certified`: it wrote version 3 there (§1.1): the reader signs with its controller
+        /// key and sends its certificate, if it has one.
+        case connected(nonce: [UInt8], secondFactorNonce: [UInt8], standing: Bool = false, certified: Bool = false)
         /// A fresh nonce for a refreshed standing challenge, after `refreshChallenge`.
         case freshNonce([UInt8])
         case fragmentReceived([UInt8])
@@ -139,6 +146,8 @@ public struct ReaderSession: Sendable {
     private var reassembler = FrameReassembler()
     private var presented: String?
     private var operation: ExchangeOperation?
+    /// The controller this exchange speaks as (version 3), chosen at `connected`.
+    private var certifiedAs: ControllerIdentity?
 
     /// Whether the challenge stands, refreshed, until the holder answers (version 2).
     public var isStanding: Bool {
@@ -157,10 +166,11 @@ public struct ReaderSession: Sendable {
         case (_, .mtuChanged(let value)):
             mtu = max(value, ReaderGATT.minimumMTU)
             return []
-        case (.idle, .connected(let nonce, let secondNonce, let standing)):
+        case (.idle, .connected(let nonce, let secondNonce, let standing, let certified)):
             guard nonce.count == ProtocolMessage.nonceLength, secondNonce.count == ProtocolMessage.nonceLength else {
                 return fail(.invalidField("nonce"))
             }
+            certifiedAs = certified ? configuration.controller : nil
             state = .awaitingResponse(nonces: [nonce], secondNonce: secondNonce, standing: standing, refreshes: 0)
             return [
                 send(challenge(nonce)),
@@ -284,7 +294,7 @@ public struct ReaderSession: Sendable {
                     .secondFactorChallenge(
                         .init(
                             nonce: secondNonce,
-                            signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))),
+                            signature: ProtocolCrypto.sign(content, with: signingKey)))),
                 .startTimer(after: configuration.timeouts.secondFactor),
             ]
         }
@@ -306,7 +316,7 @@ public struct ReaderSession: Sendable {
                 credentialID: record.id, body: list.actionsBody)
             let signed = ProtocolMessage.ActionList(
                 actions: configuration.actions,
-                signature: ProtocolCrypto.sign(content, with: configuration.siteKey))
+                signature: ProtocolCrypto.sign(content, with: signingKey))
             state = .finished
             return [
                 .cancelTimer, send(.actionList(signed)),
@@ -344,7 +354,7 @@ public struct ReaderSession: Sendable {
         let message = ProtocolMessage.decision(
             .init(
                 result: result, actionID: actionID,
-                signature: ProtocolCrypto.sign(content, with: configuration.siteKey)))
+                signature: ProtocolCrypto.sign(content, with: signingKey)))
         state = .finished
         let outcome: Report.Outcome = actionID.map { .actionPerformed($0, result) } ?? .decided(result)
         return [
@@ -372,10 +382,19 @@ public struct ReaderSession: Sendable {
         .send(Fragmentation.fragments(of: message.encoded, mtu: mtu))
     }
 
+    /// The key every message of this exchange is signed with: the site's, or in version 3
+    /// the controller's.
+    private var signingKey: P256.Signing.PrivateKey { certifiedAs?.key ?? configuration.siteKey }
+
     private func challenge(_ nonce: [UInt8]) -> ProtocolMessage {
         let c = configuration
         let signature = ProtocolCrypto.sign(
-            SignedContent.challenge(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce), with: c.siteKey)
-        return .challenge(.init(readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, signature: signature))
+            SignedContent.challenge(
+                readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, certified: certifiedAs != nil),
+            with: signingKey)
+        return .challenge(
+            .init(
+                readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, certificate: certifiedAs?.certificate,
+                signature: signature))
     }
 }

@@ -4,9 +4,10 @@ import Crypto
 /// with its own domain string so that a signature made for one message can never be
 /// replayed as another.
 public enum SignedContent {
-    static func challenge(readerID: ReaderID, siteTag: SiteTag, nonce: [UInt8]) -> [UInt8] {
+    /// `certified`: version 3's challenge, signed by a controller key (§1.1).
+    static func challenge(readerID: ReaderID, siteTag: SiteTag, nonce: [UInt8], certified: Bool = false) -> [UInt8] {
         var writer = ByteWriter(capacity: 48)
-        writer.write(Array("ACR1 challenge".utf8))
+        writer.write(Array((certified ? "ACR3 challenge" : "ACR1 challenge").utf8))
         writer.write(readerID.rawValue)
         writer.write(siteTag.rawValue)
         writer.write(nonce)
@@ -88,7 +89,9 @@ extension ProtocolMessage.Challenge {
     /// else, and what `readersim conformance` reports on its own line.
     public func isSigned(by siteKey: P256.Signing.PublicKey) -> Bool {
         ProtocolCrypto.verify(
-            signature, over: SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce),
+            signature,
+            over: SignedContent.challenge(
+                readerID: readerID, siteTag: siteTag, nonce: nonce, certified: certificate != nil),
             with: siteKey)
     }
 }

@@ -12,24 +12,35 @@ public struct StandingChallenge: Sendable {
     public struct Handover: Sendable {
         public var nonce: [UInt8]?
         public var reassembler: FrameReassembler
+        /// The key that signed the newest challenge: the site's, or in version 3 the
+        /// certified controller's, which then signs the decision too.
+        public var signer: P256.Signing.PublicKey?
 
-        public init(nonce: [UInt8]?, reassembler: FrameReassembler = FrameReassembler()) {
+        public init(
+            nonce: [UInt8]?, reassembler: FrameReassembler = FrameReassembler(), signer: P256.Signing.PublicKey? = nil
+        ) {
             self.nonce = nonce
             self.reassembler = reassembler
+            self.signer = signer
         }
     }
 
     public let readerID: ReaderID
     public let siteTag: SiteTag
     private let sitePublicKey: P256.Signing.PublicKey
+    private let certificates: CertificateTrust?
     private var reassembler = FrameReassembler()
-    /// The newest verified challenge's nonce and when it arrived.
-    public private(set) var newest: (nonce: [UInt8], receivedAt: Timestamp)?
+    /// The newest verified challenge's nonce, when it arrived, and the key that signed it.
+    public private(set) var newest: (nonce: [UInt8], receivedAt: Timestamp, signer: P256.Signing.PublicKey)?
 
-    public init(readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey) {
+    public init(
+        readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
+        certificates: CertificateTrust? = nil
+    ) {
         self.readerID = readerID
         self.siteTag = siteTag
         self.sitePublicKey = sitePublicKey
+        self.certificates = certificates
     }
 
     /// Takes one notified fragment. Throws when the reader sent anything but a valid
@@ -43,9 +54,10 @@ public struct StandingChallenge: Sendable {
         let message = try ProtocolMessage(decoding: bytes)
         switch message {
         case .challenge(let challenge):
-            try challenge.verify(
-                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, replayGuard: &replayGuard)
-            newest = (challenge.nonce, now)
+            let signer = try challenge.verify(
+                readerID: readerID, siteTag: siteTag, sitePublicKey: sitePublicKey, certificates: certificates,
+                replayGuard: &replayGuard)
+            newest = (challenge.nonce, now, signer)
         case .error(let code):
             throw .remoteError(code)
         default:
@@ -56,24 +68,9 @@ public struct StandingChallenge: Sendable {
     /// For the exchange at the door: the newest challenge if it arrived within
     /// `StandingTimings.holderFreshness`, else none (the exchange waits for the next refresh).
     public func handover(at now: Timestamp) -> Handover {
-        var nonce: [UInt8]?
-        if let newest, now - newest.receivedAt < StandingTimings.holderFreshness { nonce = newest.nonce }
-        return Handover(nonce: nonce, reassembler: reassembler)
-    }
-}
-
-extension ProtocolMessage.Challenge {
-    /// What a holder checks of every challenge before it answers or keeps one: the reader and
-    /// site it expects, the site key's signature, and a nonce never seen (admitted to the
-    /// replay guard only once verified, so garbage cannot fill the guard).
-    func verify(
-        readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
-        replayGuard: inout ChallengeReplayGuard
-    ) throws(ProtocolError) {
-        guard self.readerID == readerID else { throw .wrongReader(expected: readerID, actual: self.readerID) }
-        guard self.siteTag == siteTag else { throw .wrongSite }
-        let content = SignedContent.challenge(readerID: readerID, siteTag: siteTag, nonce: nonce)
-        guard ProtocolCrypto.verify(signature, over: content, with: sitePublicKey) else { throw .badSignature }
-        guard replayGuard.admit(nonce) else { throw .replayedChallenge }
+        guard let newest, now - newest.receivedAt < StandingTimings.holderFreshness else {
+            return Handover(nonce: nil, reassembler: reassembler)
+        }
+        return Handover(nonce: newest.nonce, reassembler: reassembler, signer: newest.signer)
     }
 }

@@ -33,13 +33,13 @@ struct ExchangeHarness {
         presentation: CredentialSession.Presentation = .mobile(Fixtures.credentialID, Fixtures.credentialKey),
         readerConfiguration: ReaderSession.Configuration = readerConfiguration(),
         sitePublicKey: P256.Signing.PublicKey = Fixtures.siteKey.publicKey,
-        mtu: Int = 23
+        mtu: Int = 23, certificates: CertificateTrust? = nil
     ) -> ExchangeHarness {
         ExchangeHarness(
             credential: CredentialSession(
                 readerID: Fixtures.readerID, siteTag: Fixtures.siteTag,
                 sitePublicKey: sitePublicKey, presentation: presentation,
-                operation: operation, mtu: mtu),
+                operation: operation, mtu: mtu, certificates: certificates),
             reader: ReaderSession(configuration: readerConfiguration, mtu: mtu))
     }
 
@@ -66,11 +66,14 @@ struct ExchangeHarness {
     static let secondNonce: [UInt8] = Array(0x20...0x2F)
 
     /// Connects and runs until both sides are quiet.
-    mutating func run(nonce: [UInt8] = nonce, secondNonce: [UInt8] = secondNonce) {
+    /// `certified`: the holder asked for version 3 (§1.1).
+    mutating func run(nonce: [UInt8] = nonce, secondNonce: [UInt8] = secondNonce, certified: Bool = false) {
         var toReader: [[UInt8]] = []
         var toCredential: [[UInt8]] = []
         apply(credential.handle(.connected, replayGuard: &replayGuard), outbox: &toReader)
-        apply(reader.handle(.connected(nonce: nonce, secondFactorNonce: secondNonce)), outbox: &toCredential)
+        apply(
+            reader.handle(.connected(nonce: nonce, secondFactorNonce: secondNonce, certified: certified)),
+            outbox: &toCredential)
         pump(&toReader, &toCredential)
     }
 
