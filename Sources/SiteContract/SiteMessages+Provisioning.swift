@@ -17,10 +17,13 @@ public struct ProvisioningPage: Codable, Sendable, Equatable {
     public var removed: ProvisioningRemovals
     /// The site cut the answer: call again at once with the new cursor.
     public var more: Bool
+    /// Version 3 (reader protocol §1.1): the calling controller's current certificates, base64,
+    /// in every page; absent from a site that issues none.
+    public var certificates: [String]?
 
     public init(
         site: ProvisionedSite, cursor: String, credentials: [ProvisionedCredential], aperio: [ProvisionedAperio],
-        removed: ProvisioningRemovals, more: Bool
+        removed: ProvisioningRemovals, more: Bool, certificates: [String]? = nil
     ) {
         self.site = site
         self.cursor = cursor
@@ -28,6 +31,7 @@ public struct ProvisioningPage: Codable, Sendable, Equatable {
         self.aperio = aperio
         self.removed = removed
         self.more = more
+        self.certificates = certificates
     }
 }
 
@@ -143,6 +147,8 @@ public struct ValidatedProvisioningPage: Sendable {
     public var removedCredentials: [CredentialID]
     public var removedAperio: [String]
     public var more: Bool
+    /// The controller's certificates: each of this site, signed by its key.
+    public var certificates: [ControllerCertificate]
 }
 
 /// Why a provisioning page was refused: the field, in words.
@@ -153,6 +159,8 @@ public struct ProvisioningPageError: Error, Sendable, CustomStringConvertible {
 extension ProvisioningPage {
     /// At most this many records (changed and removed together) in one page.
     public static let maximumRecords = 500
+    /// At most this many certificates: 32 readers each, 1,024 readers a controller.
+    public static let maximumCertificates = 32
 
     /// The page in the core's types; refuses the whole page on one bad field, so a reader
     /// never applies half a page and moves its cursor past the rest.
@@ -217,9 +225,44 @@ extension ProvisioningPage {
             }
             removedCredentials.append(id)
         }
+        let validCertificates = try Self.certificates(certificates ?? [], tag: tag, siteKey: signingKey.publicKey)
         return ValidatedProvisioningPage(
             site: .init(name: site.name, tag: tag, signingKey: signingKey), cursor: cursor,
             credentials: validCredentials,
-            aperio: validAperio, removedCredentials: removedCredentials, removedAperio: removed.aperio, more: more)
+            aperio: validAperio, removedCredentials: removedCredentials, removedAperio: removed.aperio, more: more,
+            certificates: validCertificates)
+    }
+
+    private static func certificates(
+        _ texts: [String], tag: SiteTag, siteKey: P256.Signing.PublicKey
+    ) throws(ProvisioningPageError) -> [ControllerCertificate] {
+        guard texts.count <= maximumCertificates else {
+            throw ProvisioningPageError(description: "more than \(maximumCertificates) certificates in one page")
+        }
+        var valid: [ControllerCertificate] = []
+        for (index, text) in texts.enumerated() {
+            guard let bytes = Base64.decode(text), bytes.count <= 512 else {
+                throw ProvisioningPageError(description: "certificates[\(index)] must be base64 of at most 512 bytes")
+            }
+            let certificate: ControllerCertificate
+            do {
+                certificate = try ControllerCertificate(decoding: bytes)
+            } catch {
+                throw ProvisioningPageError(description: "certificates[\(index)]: \(error)")
+            }
+            // Of this site and signed by its key: the checks a holder makes that do not
+            // depend on the reader or the time.
+            switch certificate.refusal(
+                siteTag: tag, siteKeys: [siteKey], reader: certificate.readers[0], at: Double(certificate.validFrom))
+            {
+            case nil: break
+            case .otherSite(let other)?:
+                throw ProvisioningPageError(description: "certificates[\(index)] is of site \(other)")
+            default:
+                throw ProvisioningPageError(description: "certificates[\(index)] is not signed by the site key")
+            }
+            valid.append(certificate)
+        }
+        return valid
     }
 }

@@ -34,6 +34,11 @@ extension SiteAPI {
             name: site.name, tag: site.tag.description,
             publicKey: SiteText.base64(site.key.publicKey),
             signingKey: Base64.encode(Array(site.key.rawRepresentation)))
+        // The controller's certificates as of this call (a held call keeps them: it ends
+        // within a minute, long before half of any certificate's validity).
+        let certificates = try database.certificates(
+            for: reader, site: site, validity: certificateValidity, now: now
+        ).map { Base64.encode($0.encoded) }
         @Sendable func page() throws -> SiteResponse? {
             // Again at every look, a held call's too: a key withdrawn while the call waits
             // gets no page, not even the changes made after the withdrawal.
@@ -44,7 +49,8 @@ extension SiteAPI {
             let taken = changes.prefix(pageSize)
             var answer = ProvisioningPage(
                 site: siteFields, cursor: String(taken.last?.sequence ?? after), credentials: [],
-                aperio: [], removed: ProvisioningRemovals(), more: changes.count > pageSize)
+                aperio: [], removed: ProvisioningRemovals(), more: changes.count > pageSize,
+                certificates: certificates)
             for change in taken {
                 switch change {
                 case .credential(let row, _) where row.deleted:
@@ -76,7 +82,7 @@ extension SiteAPI {
             200,
             ProvisioningPage(
                 site: siteFields, cursor: String(cursor), credentials: [],
-                aperio: [], removed: ProvisioningRemovals(), more: false))
+                aperio: [], removed: ProvisioningRemovals(), more: false, certificates: certificates))
         response.waitUntil = now + wait
         response.recheck = { (try? page()) ?? nil }
         return response

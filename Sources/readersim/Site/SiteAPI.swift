@@ -47,6 +47,8 @@ struct SiteAPI: Sendable {
     /// A hostile site (or proxy): every change-channel call answered at once with a new
     /// version, to test that the client keeps a floor and a sync budget.
     var churnsChanges = false
+    /// How long each controller certificate the site issues is valid (§7.3).
+    var certificateValidity: UInt32 = 86_400
 
     func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
         do {

@@ -63,6 +63,8 @@ struct SiteServeCommand: AsyncParsableCommand {
     @Flag(help: "Misbehave: answer every change-channel call at once with a new version.")
     var churnChanges = false
     @Flag(help: "Take no audit events (§4.5), as a site of the API before it.") var noEvents = false
+    @Option(help: "Seconds each controller certificate is valid (reader protocol §1.1): 2 to 604800.")
+    var certificateValidity: UInt32 = 86_400
 
     func run() async throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -88,11 +90,15 @@ struct SiteServeCommand: AsyncParsableCommand {
             tls = try NIOSSLContext(configuration: configuration)
         default: throw ValidationError("--tls-cert and --tls-key go together")
         }
+        guard (2...ControllerCertificate.maximumValidity).contains(certificateValidity) else {
+            throw ValidationError("--certificate-validity must be 2 to 604800 seconds")
+        }
         let store = try database.open()
         _ = try store.site()
         try await SiteHTTPServer(
             api: SiteAPI(
-                database: store, servesChanges: !noChanges, servesEvents: !noEvents, churnsChanges: churnChanges),
+                database: store, servesChanges: !noChanges, servesEvents: !noEvents, churnsChanges: churnChanges,
+                certificateValidity: certificateValidity),
             fault: faultMode
         ).run(host: host, port: port, tls: tls)
     }

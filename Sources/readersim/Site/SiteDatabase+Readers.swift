@@ -13,6 +13,8 @@ extension SiteDatabase {
         var publicKey: P256.Signing.PublicKey
         var createdAt: Double
         var removed: Bool
+        /// The readers its certificates name (version 3), in the order its operator gave.
+        var readers: [ReaderID]
     }
 
     /// A credential or an Aperio item changed after a cursor.
@@ -48,8 +50,10 @@ extension SiteDatabase {
         }
     }
 
-    /// Enrolls a reader controller's key; false when that key is already enrolled.
-    func addReader(name: String, publicKey: P256.Signing.PublicKey, now: Double) throws -> Bool {
+    /// Enrolls a reader controller's key, for `readers`; false when that key is already enrolled.
+    func addReader(
+        name: String, publicKey: P256.Signing.PublicKey, readers: [ReaderID] = [], now: Double
+    ) throws -> Bool {
         let id = ReaderKeyID(publicKey: publicKey)
         return try database.write { db in
             if try Row.fetchOne(
@@ -60,19 +64,23 @@ extension SiteDatabase {
             }
             try db.execute(
                 sql: """
-                    INSERT INTO reader(keyID, name, publicKey, createdAt) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(keyID) DO UPDATE SET name = excluded.name, createdAt = excluded.createdAt, removed = 0
-                    """, arguments: [id.description, name, publicKey.x963Representation, now])
+                    INSERT INTO reader(keyID, name, publicKey, createdAt, readers) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(keyID) DO UPDATE SET name = excluded.name, createdAt = excluded.createdAt,
+                    readers = excluded.readers, removed = 0
+                    """, arguments: [id.description, name, publicKey.x963Representation, now, Self.readerList(readers)])
             return true
         }
     }
 
-    /// Withdraws a controller's key: its next call is refused. False when it was not enrolled.
+    /// Withdraws a controller's key: its next call is refused, and its certificates are
+    /// withdrawn (holders learn their serials in item sync). False when it was not enrolled.
     func removeReader(_ id: ReaderKeyID) throws -> Bool {
         try database.write { db in
             try db.execute(
                 sql: "UPDATE reader SET removed = 1 WHERE keyID = ? AND removed = 0", arguments: [id.description])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            try db.execute(sql: "UPDATE certificate SET withdrawn = 1 WHERE keyID = ?", arguments: [id.description])
+            return true
         }
     }
 
@@ -94,7 +102,8 @@ extension SiteDatabase {
             let key = try? P256.Signing.PublicKey(x963Representation: row["publicKey"] as Data)
         else { return nil }
         return ReaderRow(
-            keyID: id, name: row["name"], publicKey: key, createdAt: row["createdAt"], removed: row["removed"])
+            keyID: id, name: row["name"], publicKey: key, createdAt: row["createdAt"], removed: row["removed"],
+            readers: readers(from: row["readers"]))
     }
 
     /// Credential and Aperio changes after `cursor`, oldest first, at most `limit`.

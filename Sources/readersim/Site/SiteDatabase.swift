@@ -105,6 +105,7 @@ final class SiteDatabase: Sendable {
         }
         Self.registerAuditMigration(&migrator)
         Self.registerReaderMigration(&migrator)
+        Self.registerCertificateMigration(&migrator)
         try migrator.migrate(database)
     }
 
