@@ -46,6 +46,9 @@ public final class BlueZPeripheral: Sendable {
     public let characteristicUUID: String
     /// The second characteristic's UUID (write with response), if the peripheral has one.
     public let holdPointUUID: String?
+    /// What the hold point reads as, when it can be read (version 3: the highest version the
+    /// reader speaks); nil: write only, as a version 2 reader's.
+    public let holdPointValue: [UInt8]?
     private let advertisement: Advertisement
     private let onWrite: @Sendable (Write) -> Void
     private let onHoldPointWrite: @Sendable (Write) -> Void
@@ -64,6 +67,7 @@ public final class BlueZPeripheral: Sendable {
     public init(
         connection: DBusConnection, adapter: String, root: String, advertisement: Advertisement,
         serviceUUID: String, characteristicUUID: String, holdPointUUID: String? = nil,
+        holdPointValue: [UInt8]? = nil,
         onNotifyingChanged: @escaping @Sendable (Bool) -> Void = { _ in },
         onHoldPointWrite: @escaping @Sendable (Write) -> Void = { _ in },
         onWrite: @escaping @Sendable (Write) -> Void
@@ -75,6 +79,7 @@ public final class BlueZPeripheral: Sendable {
         self.serviceUUID = serviceUUID.lowercased()
         self.characteristicUUID = characteristicUUID.lowercased()
         self.holdPointUUID = holdPointUUID?.lowercased()
+        self.holdPointValue = holdPointValue
         self.onWrite = onWrite
         self.onHoldPointWrite = onHoldPointWrite
         self.onNotifyingChanged = onNotifyingChanged
@@ -244,7 +249,10 @@ public final class BlueZPeripheral: Sendable {
     }
 
     var holdPointProperties: [String: DBusValue] {
-        ["UUID": .string(holdPointUUID ?? ""), "Service": .objectPath(servicePath), "Flags": .strings(["write"])]
+        [
+            "UUID": .string(holdPointUUID ?? ""), "Service": .objectPath(servicePath),
+            "Flags": .strings(holdPointValue == nil ? ["write"] : ["read", "write"]),
+        ]
     }
 
     var characteristicProperties: [String: DBusValue] {
@@ -342,6 +350,10 @@ public final class BlueZPeripheral: Sendable {
     private func handleHoldPoint(_ call: DBusMessage) {
         guard call.interface == GattCharacteristic1.interface else {
             properties(call, interface: GattCharacteristic1.interface, values: holdPointProperties)
+            return
+        }
+        if call.member == "ReadValue", let holdPointValue {
+            try? connection.reply(to: call, with: [.bytes(holdPointValue)])
             return
         }
         guard call.member == "WriteValue" else { return unknown(call) }

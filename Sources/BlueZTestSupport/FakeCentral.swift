@@ -16,11 +16,14 @@ public protocol FakePeripheral: AnyObject, Sendable {
     var characteristics: [String] { get }
     /// The central wrote `value` to a characteristic other than the control point.
     func written(_ value: [UInt8], to characteristic: String)
+    /// The GATT flags of a characteristic other than the control point (default: write).
+    func flags(of characteristic: String) -> [String]
 }
 
 extension FakePeripheral {
     public var characteristics: [String] { [] }
     public func written(_ value: [UInt8], to characteristic: String) {}
+    public func flags(of characteristic: String) -> [String] { ["write"] }
 }
 
 /// A `BluetoothCentral` in memory, for the daemon's services without a bus: adapters and
@@ -286,7 +289,7 @@ public actor FakeCentral: BluetoothCentral {
                 return GattCharacteristicState(
                     path: device + "/service0010/char\(String(format: "%04x", 0x20 + index))",
                     properties: [
-                        "UUID": .string(characteristic), "Flags": .strings(["write"]),
+                        "UUID": .string(characteristic), "Flags": .strings(peripheral.flags(of: characteristic)),
                         "Service": .objectPath(device + "/service0010"),
                     ])
             }

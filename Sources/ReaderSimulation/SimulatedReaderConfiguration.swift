@@ -246,7 +246,7 @@ public struct SimulatedReadersFile: Sendable {
         c.secondFactorRequired = try bool("second_factor") ?? c.secondFactorRequired
         if let seconds = try int("second_factor_wait", 30...300) { c.secondFactorWait = .seconds(seconds) }
         c.presence = try bool("presence") ?? c.presence
-        if let value = try int("protocol_version", 1...2) { c.protocolVersion = UInt8(value) }
+        if let value = try int("protocol_version", 1...3) { c.protocolVersion = UInt8(value) }
         for entry in try strings("actions") {
             let parts = entry.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let actionID = Int8(parts[0]), !parts[1].isEmpty, parts[1].utf8.count <= 32 else {

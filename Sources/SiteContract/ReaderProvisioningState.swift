@@ -14,6 +14,8 @@ public struct ReaderProvisioningState: Sendable {
     public private(set) var cursor = "0"
     public private(set) var credentials: [CredentialID: ValidatedProvisioningPage.Credential] = [:]
     public private(set) var aperio: [String: ValidatedProvisioningPage.Aperio] = [:]
+    /// The controller's certificates (version 3), as the last page listed them.
+    public private(set) var certificates: [ControllerCertificate] = []
 
     public init() {}
 
@@ -33,7 +35,15 @@ public struct ReaderProvisioningState: Sendable {
         for id in page.removedCredentials { credentials[id] = nil }
         for item in page.aperio { aperio[item.id] = item }
         for id in page.removedAperio { aperio[id] = nil }
+        certificates = page.certificates
         cursor = page.cursor
+    }
+
+    /// The controller identity a reader signs version 3 exchanges with: its own key and the
+    /// newest certificate naming the reader; nil when the site gave none (or for another key).
+    public func controllerIdentity(key: P256.Signing.PrivateKey, reader: ReaderID) -> ControllerIdentity? {
+        certificates.filter { $0.readers.contains(reader) }.max { $0.validUntil < $1.validUntil }
+            .flatMap { ControllerIdentity(key: key, certificate: $0) }
     }
 
     /// The records a reader session decides from.

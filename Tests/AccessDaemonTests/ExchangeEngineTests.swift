@@ -38,6 +38,31 @@ struct ExchangeEngineTests {
         await shell.stop()
     }
 
+    /// A version 3 reader at the door, with no early link: accessd reads its hold point's
+    /// flags, asks for certified challenges before it subscribes, and verifies the decision
+    /// under the controller's certificate; the same reader expired or withdrawn is refused as a
+    /// reader that cannot prove it is the site's.
+    @Test func aVersion3ReaderAtTheDoorIsAskedForCertifiedChallenges() async throws {
+        let shell = try ShellHarness()
+        try await shell.start()
+        let reader = FakeReader(try shell.certifiedReaderConfiguration(), protocolVersion: 3)
+        try await shell.readerAdvertises(reader)
+        let answer = try await shell.call("access.request", ["reader": "2A01"]).get()
+        #expect(answer["decision"]?.string == "granted", "\(answer)")
+        #expect(reader.certifiedCount == 1 && reader.subscriptionCount == 1)
+        await shell.stop()
+
+        let expired = try ShellHarness()
+        try await expired.start()
+        let stale = FakeReader(
+            try expired.certifiedReaderConfiguration(validFor: -3_600 + 60), protocolVersion: 3)
+        try await expired.readerAdvertises(stale)
+        let refused = await expired.call("access.request", ["reader": "2A01"])
+        #expect(refused.failureData?["cause"]?.string == "badReaderSignature", "\(refused)")
+        #expect(stale.certifiedCount == 1)
+        await expired.stop()
+    }
+
     /// Every device BlueZ forgets (phones, beacons: thousands a day in a lobby) passed through
     /// the exchange engine's disconnection count and kept a key there for good (issue #31):
     /// 200 forgotten phones were 200 keys. Only devices with a link are counted now.
@@ -232,18 +257,23 @@ struct ExchangeEngineTests {
     /// challenge on the early link; at the door the exchange takes the subscription over and
     /// is one round trip, the response and the decision. A version 1 reader on the same
     /// early link is not asked, and its exchange subscribes at the door as before.
-    @Test(arguments: [2, 1]) func atTheDoorAVersion2ReaderNeedsOneRoundTrip(version: Int) async throws {
+    /// A version 3 reader (reader protocol §1.1: its hold point can be read) is asked for
+    /// certified challenges instead, stands the same way, and signs with its controller key
+    /// alone: the reader's site key here is one accessd never trusted.
+    @Test(arguments: [3, 2, 1]) func atTheDoorAVersion2ReaderNeedsOneRoundTrip(version: Int) async throws {
         let shell = try ShellHarness { configuration in
             configuration.connectEarly = true
             configuration.automaticAccessOnStart = true
         }
         try await shell.start()
-        let reader = FakeReader(shell.readerConfiguration(), protocolVersion: version)
+        let reader = FakeReader(
+            version == 3 ? try shell.certifiedReaderConfiguration() : shell.readerConfiguration(),
+            protocolVersion: version)
         try await shell.readerAdvertises(reader, rssi: -90)
         try await shell.waitUntil("connected early") {
             await shell.central.device(ShellHarness.readerPath)?.connected == true
         }
-        if version == 2 {
+        if version >= 2 {
             try await shell.waitUntil("challenge standing") { reader.standingCount == 1 }
         } else {
             // The held link's preparation has ended (it would have written the hold point by then).
@@ -261,7 +291,8 @@ struct ExchangeEngineTests {
         // One message written at the door: the response, in one fragment at the link's MTU.
         let responseFragments = Fragmentation.fragments(of: [UInt8](repeating: 0, count: 83), mtu: 185).count
         #expect(reader.fragmentsWritten.count == responseFragments, "\(reader.fragmentsWritten.count) fragments")
-        #expect(reader.standingCount == (version == 2 ? 1 : 0))
+        #expect(reader.standingCount == (version >= 2 ? 1 : 0))
+        #expect(reader.certifiedCount == (version == 3 ? 1 : 0))
         // Version 2: the subscription made on the early link is the one the exchange ran on.
         #expect(reader.subscriptionCount == 1)
         #expect(reader.reports.count == 1)

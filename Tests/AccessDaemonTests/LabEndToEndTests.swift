@@ -230,8 +230,11 @@ struct LabEndToEndTests {
         #expect(completed <= 1, "hovering at the threshold gave \(completed) exchanges")
     }
 
+    /// With a version 3 reader (reader protocol §1.1): every exchange, the action list and
+    /// the decisions on actions included, is signed by the readers' controller key under the
+    /// certificate the site issued it, and accessd asks for that on the hold point.
     @Test func manualAccessActionsAndDenial() async throws {
-        let lab = try await LabScenario(name: "manual", readers: Self.frontDoor)
+        let lab = try await LabScenario(name: "manual", readers: Self.frontDoor + "\nprotocol_version = 3\n")
         defer { lab.tearDown() }
         let credential = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)  // heard, beyond auto range, within manual range
@@ -252,6 +255,9 @@ struct LabEndToEndTests {
         let lockdown = try lab.manual("actions.perform", ["reader": "2A01", "action": 2]).get()
         #expect(lockdown["decision"] == "deniedLockdown")
         #expect(lockdown["granted"] == false)
+        // Four exchanges, each asked for and run as version 3.
+        let connected = lab.readers.lines.filter { $0["event"] == "connected" }
+        #expect(connected.count >= 4 && connected.allSatisfy { $0["certified"] == true }, "\(connected)")
 
         // The site suspends the credential: after the sync it is not presented at all.
         try lab.site.run(["suspend", credential])

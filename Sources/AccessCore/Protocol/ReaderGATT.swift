@@ -11,6 +11,9 @@ public enum ReaderGATT {
     public static let holdPointUUID = "6a4e0003-5c8d-4b7a-9f3e-2d1c0b8a7f60"
     /// The byte a holder writes to the hold point: the protocol version it asks for.
     public static let standingVersion: UInt8 = 0x02
+    /// Version 3 (§1.1): a reader whose hold point can also be read speaks it; a holder writes
+    /// this to ask for certified challenges (and a standing one, as `standingVersion` does).
+    public static let certifiedVersion: UInt8 = 0x03
     /// The default ATT MTU; every implementation must work with it.
     public static let minimumMTU = 23
 }

@@ -1,5 +1,6 @@
 import AccessCore
 import BlueZ
+import Crypto
 
 /// An exchange's link: connect, wait for services, find the control point, subscribe, then
 /// read notifications until the link or the exchange ends. Runs on the exchange's own task,
@@ -32,6 +33,7 @@ extension ExchangeEngine {
                 await noControlPoint(reader, id: id)
                 return
             }
+            try await askForVersion3(device: devicePath)
             let notifications = try await central.notifications(characteristic: characteristic.path)
             guard await linkUp(reader, id: id, characteristic: characteristic) else { return }
             for await fragment in notifications {
@@ -41,6 +43,29 @@ extension ExchangeEngine {
         } catch {
             await linkFailed(reader, id: id, error)
         }
+    }
+
+    /// A version 3 reader (its hold point can be read, reader protocol §1.1) is asked for
+    /// certified challenges before the subscription; any other reader is left as it is.
+    /// Returns whether it was asked.
+    @discardableResult
+    nonisolated func askForVersion3(device: String) async throws(BlueZError) -> Bool {
+        guard
+            let holdPoint = await central.characteristic(
+                device: device, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.holdPointUUID),
+            holdPoint.flags.contains("read")
+        else { return false }
+        try await central.writeValue(
+            characteristic: holdPoint.path, [ReaderGATT.certifiedVersion], type: .withResponse,
+            timeout: await settings.stepTimeout)
+        return true
+    }
+
+    /// What a holder trusts of a version 3 reader of the site it registered with (reader
+    /// protocol §1.1): certificates signed by the site key, checked against the wall clock now.
+    nonisolated static func certificateTrust(siteKey: P256.Signing.PublicKey, siteTag: SiteTag) -> CertificateTrust {
+        CertificateTrust(
+            chain: SiteKeyChain(registered: siteKey, siteTag: siteTag, statements: []), now: Clocks.wall())
     }
 
     /// Writes what is yielded to the control point at `path`, in order, each write answered

@@ -24,11 +24,17 @@ extension ExchangeEngine {
                 characteristic: ReaderGATT.holdPointUUID)
         else { return }
         do throws(BlueZError) {
-            try await central.writeValue(
-                characteristic: holdPoint.path, [ReaderGATT.standingVersion], type: .withResponse,
-                timeout: await settings.stepTimeout)
+            // A version 3 reader (readable hold point) is asked for certified challenges,
+            // which stand as version 2's do.
+            if try await !askForVersion3(device: devicePath) {
+                try await central.writeValue(
+                    characteristic: holdPoint.path, [ReaderGATT.standingVersion], type: .withResponse,
+                    timeout: await settings.stepTimeout)
+            }
             let notifications = try await central.notifications(characteristic: controlPoint.path)
-            let challenge = StandingChallenge(readerID: reader, siteTag: attributes.siteTag, sitePublicKey: siteKey)
+            let challenge = StandingChallenge(
+                readerID: reader, siteTag: attributes.siteTag, sitePublicKey: siteKey,
+                certificates: Self.certificateTrust(siteKey: siteKey, siteTag: attributes.siteTag))
             await standing(
                 reader, link: link, controlPoint: controlPoint, challenge: challenge, notifications: notifications)
         } catch {

@@ -81,7 +81,8 @@ actor ExchangeEngine {
         let session = CredentialSession(
             readerID: reader, siteTag: order.reader.siteTag, sitePublicKey: siteKey, presentation: presentation,
             operation: order.operation,
-            timeouts: ProtocolTimeouts(step: settings.stepTimeout, secondFactor: settings.secondFactorTimeout))
+            timeouts: ProtocolTimeouts(step: settings.stepTimeout, secondFactor: settings.secondFactorTimeout),
+            certificates: Self.certificateTrust(siteKey: siteKey, siteTag: order.reader.siteTag))
         nextID += 1
         var run = ExchangeRun(
             id: nextID, session: session, origin: order.origin, credential: credential,

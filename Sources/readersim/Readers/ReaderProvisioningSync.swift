@@ -14,7 +14,9 @@ import SiteContract
 final class ReaderProvisioningSync: Sendable {
     private let client: SiteClient
     private let site: SiteAddress
-    private let key: P256.Signing.PrivateKey
+    /// The controller's own key: it authenticates provisioning calls and, in version 3, signs
+    /// the readers' exchanges under the site's certificate for it.
+    let key: P256.Signing.PrivateKey
     private let state = NIOLockedValueBox(ReaderProvisioningState())
     private let report: @Sendable (String, [String: Any]) -> Void
 

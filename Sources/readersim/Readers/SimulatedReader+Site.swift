@@ -25,6 +25,8 @@ extension SimulatedReader {
             actions: configuration.actions, actionOutcomes: configuration.actionOutcomes,
             credentials: provisioned.credentialRecords,
             aperioCredentials: provisioned.aperioRecords(at: Int64(Date().timeIntervalSince1970)),
-            timeouts: ProtocolTimeouts(secondFactor: configuration.secondFactorWait))
+            timeouts: ProtocolTimeouts(secondFactor: configuration.secondFactorWait),
+            controller: configuration.protocolVersion >= 3
+                ? provisioned.controllerIdentity(key: provisioning.key, reader: configuration.id) : nil)
     }
 }

@@ -34,6 +34,8 @@ actor SimulatedReader {
     /// A central wrote the standing version to the hold point: its subscription gets a
     /// standing challenge. Like the session, one central at a time.
     private var standingRequested = false
+    /// It wrote version 3 there (a version 3 reader only): certified challenges too.
+    private var certifiedRequested = false
     /// Centrals connected now, by device path: presence advertisements run while any is.
     private var connectedCentrals: Set<String> = []
     private var timer: Task<Void, Never>?
@@ -75,6 +77,7 @@ actor SimulatedReader {
                 intervalMilliseconds: configuration.intervalMilliseconds),
             serviceUUID: ReaderGATT.serviceUUID, characteristicUUID: ReaderGATT.controlPointUUID,
             holdPointUUID: configuration.protocolVersion >= 2 ? ReaderGATT.holdPointUUID : nil,
+            holdPointValue: configuration.protocolVersion >= 3 ? [ReaderGATT.certifiedVersion] : nil,
             onNotifyingChanged: { feed.yield(.notifying($0)) },
             onHoldPointWrite: { feed.yield(.holdPointWritten($0)) },
             onWrite: { feed.yield(.write($0)) })
@@ -214,16 +217,18 @@ actor SimulatedReader {
             await beginSession()
         case .notifying(false):
             standingRequested = false
+            certifiedRequested = false
             if session != nil { await sessionInput(.disconnected) }
         case .holdPointWritten(let write):
             // Any other value asks for nothing: the connection stays version 1.
-            standingRequested = write.value == [ReaderGATT.standingVersion]
+            certifiedRequested = configuration.protocolVersion >= 3 && write.value == [ReaderGATT.certifiedVersion]
+            standingRequested = write.value == [ReaderGATT.standingVersion] || certifiedRequested
             if let from = write.central { central = from }
             line(
                 "hold",
                 [
                     "central": write.central ?? NSNull(), "value": write.value.hexString,
-                    "standing": standingRequested,
+                    "standing": standingRequested, "certified": certifiedRequested,
                 ])
         case .write(let write):
             if let from = write.central { central = from }
@@ -275,7 +280,12 @@ actor SimulatedReader {
             return
         }
         session = ReaderSession(configuration: data)
-        line("connected", ["central": central ?? NSNull(), "standing": standingRequested])
+        line(
+            "connected",
+            [
+                "central": central ?? NSNull(), "standing": standingRequested,
+                "certified": certifiedRequested && data.controller != nil,
+            ])
         if configuration.fault == .malformed {
             line("fault", ["fault": "malformed", "detail": "sending a malformed frame instead of the challenge"])
             try? peripheral?.notify([0xC1, 0x01, 0xFF, 0xFF])
@@ -287,8 +297,11 @@ actor SimulatedReader {
             ? Array(repeating: 0x5A, count: 16) : (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let secondNonce = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let standing = standingRequested
+        let certified = certifiedRequested
         standingRequested = false
-        await sessionInput(.connected(nonce: nonce, secondFactorNonce: secondNonce, standing: standing))
+        certifiedRequested = false
+        await sessionInput(
+            .connected(nonce: nonce, secondFactorNonce: secondNonce, standing: standing, certified: certified))
     }
 
     private static func freshNonce() -> [UInt8] {

@@ -19,6 +19,9 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
     /// Version 2 readers have a hold point and keep a challenge standing when asked.
     private let protocolVersion: Int
     private var standingRequested = false
+    /// Version 3 readers' hold points can be read; writing 3 asks for certified challenges.
+    private var certifiedRequested = false
+    private var certifiedSubscriptions = 0
     private var standingSubscriptions = 0
     private var allSubscriptions = 0
     private var written: [[UInt8]] = []
@@ -35,9 +38,18 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
 
     func written(_ value: [UInt8], to characteristic: String) {
         lock.withLock {
-            standingRequested = characteristic == ReaderGATT.holdPointUUID && value == [ReaderGATT.standingVersion]
+            let holdPoint = characteristic == ReaderGATT.holdPointUUID
+            certifiedRequested = holdPoint && protocolVersion >= 3 && value == [ReaderGATT.certifiedVersion]
+            standingRequested = holdPoint && value == [ReaderGATT.standingVersion] || certifiedRequested
         }
     }
+
+    func flags(of characteristic: String) -> [String] {
+        characteristic == ReaderGATT.holdPointUUID && protocolVersion >= 3 ? ["read", "write"] : ["write"]
+    }
+
+    /// How many subscriptions asked for certified challenges (version 3).
+    var certifiedCount: Int { lock.withLock { certifiedSubscriptions } }
 
     /// How many subscriptions got a standing challenge.
     var standingCount: Int { lock.withLock { standingSubscriptions } }
@@ -55,10 +67,13 @@ final class FakeReader: FakePeripheral, @unchecked Sendable {
             let nonce = (0..<16).map { _ in UInt8.random(in: 0...255) }
             let second = (0..<16).map { _ in UInt8.random(in: 0...255) }
             let standing = standingRequested
+            let certified = certifiedRequested
             standingRequested = false
+            certifiedRequested = false
             if standing { standingSubscriptions += 1 }
+            if certified { certifiedSubscriptions += 1 }
             allSubscriptions += 1
-            return run(.connected(nonce: nonce, secondFactorNonce: second, standing: standing))
+            return run(.connected(nonce: nonce, secondFactorNonce: second, standing: standing, certified: certified))
         }
     }
 

@@ -253,10 +253,14 @@ final class LabReaders: @unchecked Sendable {
         }
     }
 
-    /// Makes the readers' key at `keyFile` and enrols it at `site` (docs/site-api.md §7.1).
+    /// Makes the readers' key at `keyFile` and enrols it at `site` (docs/site-api.md §7.1),
+    /// for the reader ids the lab's scenarios use (what its version 3 certificates name).
     static func enrolKey(at keyFile: String, site: SiteHarness) throws {
         let made = try JSONValue.parse(try runCommand([SiteHarness.readersimPath, "reader-key", keyFile]).output)
-        try site.run(["reader", "add", "--name", "lab readers", "--public-key", made["publicKey"]?.string ?? ""])
+        try site.run([
+            "reader", "add", "--name", "lab readers", "--public-key", made["publicKey"]?.string ?? "",
+            "--readers", "2A01,2A02,A9E1",
+        ])
     }
 
     /// Provisioned as a third-party reader would be (docs/site-api.md §7): its own key,

@@ -91,6 +91,24 @@ final class ShellHarness: @unchecked Sendable {
             ])
     }
 
+    /// A version 3 reader's: it signs with a controller key of its own under a certificate
+    /// from the site key (valid from an hour ago until `validFor` seconds from now: negative
+    /// for one that expired), and its site key is a stranger's.
+    func certifiedReaderConfiguration(
+        readerID: ReaderID = readerID, validFor: Int = 86_400
+    ) throws -> ReaderSession.Configuration {
+        var configuration = readerConfiguration(readerID: readerID)
+        configuration.siteKey = P256.Signing.PrivateKey()
+        let controller = P256.Signing.PrivateKey()
+        let from = UInt32(Date().timeIntervalSince1970) - 3_600
+        let certificate = try ControllerCertificate.issue(
+            siteKey: siteKey, siteTag: Self.siteTag, serial: 1, validFrom: from,
+            validUntil: UInt32(Int(from) + 3_600 + validFor),
+            controllerKey: controller.publicKey, readers: [readerID])
+        configuration.controller = ControllerIdentity(key: controller, certificate: certificate)
+        return configuration
+    }
+
     /// Starts the services with one powered adapter, and waits until discovery runs.
     func start() async throws {
         await central.addAdapter("hci0")
