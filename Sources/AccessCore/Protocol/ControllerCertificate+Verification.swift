@@ -28,7 +28,7 @@ extension ControllerCertificate {
 }
 
 /// Why a holder refuses a well-formed certificate (docs/reader-protocol.md §1.1, §7: each is
-/// error `badSignature` on the link, and its own reason in accessd's log and event).
+/// error `badSignature` on the link, and `badReaderSignature` on accessd's socket).
 public enum CertificateRefusal: Error, Hashable, Sendable, CustomStringConvertible {
     case otherSite(SiteTag)
     case badSignature
@@ -37,7 +37,8 @@ public enum CertificateRefusal: Error, Hashable, Sendable, CustomStringConvertib
     case expired(UInt32)
     case withdrawn(UInt64)
 
-    /// The reason's name, as logs and events carry it.
+    /// The reason's name (`ProtocolError.code` of `.certificate`): what a log or event would
+    /// carry. The shell reports only `badReaderSignature` so far.
     public var name: String {
         switch self {
         case .otherSite: "certificateOtherSite"
