@@ -24,7 +24,7 @@ extension ProtocolMessage.Challenge {
     /// or the certified controller key; and a nonce never seen (admitted to the replay guard
     /// only once verified, so garbage cannot fill the guard). Returns the key that signs the
     /// reader's later messages in this exchange.
-    func verify(
+    public func verify(
         readerID: ReaderID, siteTag: SiteTag, sitePublicKey: P256.Signing.PublicKey,
         certificates: CertificateTrust?, replayGuard: inout ChallengeReplayGuard
     ) throws(ProtocolError) -> P256.Signing.PublicKey {

@@ -1,5 +1,6 @@
 import AccessCore
 import Crypto
+import Foundation
 
 /// A whole exchange as a holder runs it (accessd's own `CredentialSession`), over one link,
 /// with what the holder wrote kept for the replay check.
@@ -18,7 +19,7 @@ struct ConformanceExchange {
         var session = CredentialSession(
             readerID: credential.readerID, siteTag: credential.siteTag,
             sitePublicKey: credential.siteKey, presentation: presentation,
-            operation: operation, mtu: mtu)
+            operation: operation, mtu: mtu, certificates: credential.trust)
         if let standing { session.takeOver(standing) }
         var written: [[UInt8]] = []
         var deadline: ContinuousClock.Instant?
@@ -69,4 +70,12 @@ struct ConformanceCredential: Sendable {
     var key: P256.Signing.PrivateKey
 
     var presentation: CredentialSession.Presentation { .mobile(id, key) }
+
+    /// What the holder trusts of a version 3 reader: certificates the registered site key
+    /// signed, valid now (the run withdraws none).
+    var trust: CertificateTrust {
+        CertificateTrust(
+            chain: SiteKeyChain(registered: siteKey, siteTag: siteTag, statements: []),
+            now: Date().timeIntervalSince1970)
+    }
 }

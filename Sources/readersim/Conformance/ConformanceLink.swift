@@ -23,6 +23,9 @@ final class ConformanceLink: Sendable {
     let mtu: Int
     /// Whether a standing challenge was asked for through the hold point (version 2, §6).
     let isStanding: Bool
+    /// Whether certified challenges were asked for (version 3, §1.1): the reader's hold point
+    /// can be read, and the link wrote `03` to it, as accessd does.
+    let isCertified: Bool
     private let inbox = NIOLockedValueBox(Inbox())
     private let pump: Task<Void, Never>
 
@@ -35,12 +38,13 @@ final class ConformanceLink: Sendable {
 
     private init(
         central: BlueZClient, device: String, controlPoint: GattCharacteristicState, isStanding: Bool,
-        notifications: AsyncStream<[UInt8]>
+        isCertified: Bool, notifications: AsyncStream<[UInt8]>
     ) {
         self.central = central
         self.device = device
         self.controlPoint = controlPoint
         self.isStanding = isStanding
+        self.isCertified = isCertified
         mtu = max(controlPoint.mtu ?? ReaderGATT.minimumMTU, ReaderGATT.minimumMTU)
         let inbox = self.inbox
         pump = Task {
@@ -55,7 +59,9 @@ final class ConformanceLink: Sendable {
     }
 
     /// Connects to `device`, resolves its services and subscribes to the control point.
-    /// `standing`: first asks for a standing challenge through the hold point when the reader
+    /// A version 3 reader (its hold point can be read) is asked for certified challenges on
+    /// every link, as accessd asks, which asks for a standing challenge too (§1.1); otherwise
+    /// `standing` first asks for a standing challenge through the hold point when the reader
     /// has one (version 2, §6; `isStanding` says whether it had).
     static func open(
         _ central: BlueZClient, device: String,
@@ -76,16 +82,15 @@ final class ConformanceLink: Sendable {
             throw ConformanceFailure(
                 "no service \(ReaderGATT.serviceUUID) with control point \(ReaderGATT.controlPointUUID)")
         }
-        let hold =
-            standing
-            ? await central.characteristic(
-                device: device, service: ReaderGATT.serviceUUID,
-                characteristic: ReaderGATT.holdPointUUID) : nil
+        let holdPoint = await central.characteristic(
+            device: device, service: ReaderGATT.serviceUUID, characteristic: ReaderGATT.holdPointUUID)
+        let certified = holdPoint?.flags.contains("read") == true
+        let hold = standing || certified ? holdPoint : nil
         if let hold {
             do throws(BlueZError) {
                 try await central.writeValue(
-                    characteristic: hold.path, [ReaderGATT.standingVersion], type: .withResponse,
-                    timeout: .seconds(5))
+                    characteristic: hold.path, [certified ? ReaderGATT.certifiedVersion : ReaderGATT.standingVersion],
+                    type: .withResponse, timeout: .seconds(5))
             } catch {
                 await close(central, device: device)
                 throw ConformanceFailure("a write to the hold point failed: \(error)")
@@ -100,7 +105,7 @@ final class ConformanceLink: Sendable {
         }
         return ConformanceLink(
             central: central, device: device, controlPoint: point, isStanding: hold != nil,
-            notifications: notifications)
+            isCertified: certified && hold != nil, notifications: notifications)
     }
 
     /// The largest fragment the reader sent so far.

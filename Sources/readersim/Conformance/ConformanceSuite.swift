@@ -131,6 +131,28 @@ struct ConformanceSuite {
         var faults: [String] = []
         if challenge.readerID != credential.readerID { faults.append("names reader \(challenge.readerID)") }
         if challenge.siteTag != credential.siteTag { faults.append("names site \(challenge.siteTag)") }
+        if let certificate = challenge.certificate {
+            // Version 3: the certificate (§1.1's checks) and the controller's signature.
+            var scratch = ChallengeReplayGuard()
+            do throws(ProtocolError) {
+                _ = try challenge.verify(
+                    readerID: credential.readerID, siteTag: credential.siteTag, sitePublicKey: credential.siteKey,
+                    certificates: credential.trust, replayGuard: &scratch)
+            } catch {
+                faults.append("certified challenge refused: \(error)")
+            }
+            let readers = certificate.readers.map(\.description).joined(separator: ",")
+            record(
+                "§6", "challenge", faults.isEmpty ? .pass : .fail,
+                faults.isEmpty
+                    ? "reader and site named; certified (0x08): certificate \(certificate.serial) for readers "
+                        + "\(readers) until \(certificate.validUntil), signed by the controller key"
+                    : faults.joined(separator: "; "))
+            return faults.isEmpty
+        }
+        if link.isCertified {
+            faults.append("asked for version 3 on its readable hold point, it sent a 0x01 challenge")
+        }
         if !challenge.isSigned(by: credential.siteKey) {
             faults.append("its signature does not verify with the site key")
         }
@@ -196,7 +218,8 @@ struct ConformanceSuite {
         await link.close()
         switch exchange.outcome {
         case .actionsListed(let list):
-            record("§6", "actions", .pass, "\(list.count) action(s) listed, signed by the site key")
+            let signer = link.isCertified ? "the controller key" : "the site key"
+            record("§6", "actions", .pass, "\(list.count) action(s) listed, signed by \(signer)")
         case .failed(.operationNotOffered):
             record("§6", "actions", .pass, "no actions: error unsupportedOperation")
         default:
@@ -218,7 +241,7 @@ struct ConformanceSuite {
         }
         var standing = StandingChallenge(
             readerID: credential.readerID, siteTag: credential.siteTag,
-            sitePublicKey: credential.siteKey)
+            sitePublicKey: credential.siteKey, certificates: credential.trust)
         var nonces: [[UInt8]] = []
         var lastAt = ContinuousClock.now
         var refreshedAfter: Duration?
@@ -258,7 +281,8 @@ struct ConformanceSuite {
         // Answer the first challenge, as a holder whose response crossed the refresh would.
         let exchange = await ConformanceExchange.run(
             on: link, credential: credential, presentation: credential.presentation, operation: .access, mtu: link.mtu,
-            standing: StandingChallenge.Handover(nonce: nonces[0]), replayGuard: &replayGuard)
+            standing: StandingChallenge.Handover(nonce: nonces[0], signer: standing.newest?.signer),
+            replayGuard: &replayGuard)
         await link.close()
         let after = refreshedAfter.map { String(format: "%.1f s", $0.secondsValue) } ?? "?"
         if case .decided = exchange.outcome {
@@ -307,12 +331,28 @@ struct ConformanceSuite {
         }
     }
 
-    /// A holder that never answers the challenge: error `timeout` (or the link dropped) within 5 s.
+    /// A holder that never answers the challenge: error `timeout` (or the link dropped) within
+    /// 5 s; on a version 3 link, whose challenge stands (§6), not before the 30 s hold and by
+    /// the refresh due after it, refreshes meanwhile.
     private mutating func timeout(_ device: String) async {
         guard let link = await openAtChallenge(device, "§7", "silent holder timed out") else { return }
         let started = ContinuousClock.now
-        // 5 s, and 2 s for the air and the scheduler.
-        let answer = await link.receive(within: ProtocolTimeouts().step + .seconds(2))
+        // The wait, and 2 s for the air and the scheduler.
+        let limit =
+            (link.isStanding ? StandingTimings.maximumHold + StandingTimings.refresh : ProtocolTimeouts().step)
+            + .seconds(2)
+        var answer = await link.receive(within: limit)
+        while link.isStanding, case .message(.challenge) = answer, ContinuousClock.now - started < limit {
+            answer = await link.receive(within: limit - (ContinuousClock.now - started))
+        }
+        if link.isStanding, ContinuousClock.now - started < StandingTimings.maximumHold - .seconds(1) {
+            let early = ((ContinuousClock.now - started).secondsValue * 10).rounded() / 10
+            await link.close()
+            record(
+                "§7", "silent holder timed out", .fail,
+                "\(describe(answer)) after \(early) s, before the 30 s a standing challenge is held")
+            return
+        }
         let waited = ContinuousClock.now - started
         await link.close()
         let after = "after \((waited.secondsValue * 10).rounded() / 10) s"
