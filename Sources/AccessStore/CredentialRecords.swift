@@ -19,6 +19,9 @@ public struct StoredCredential: Sendable {
     /// Why the credential's key (or its second factor's outer seal) cannot be used; nil when it
     /// opened and passed its self-test. Such a credential has no signing key: it is never presented.
     public var keyProblem: KeyProblem?
+    /// The serials of the site's controller certificates it has withdrawn (reader protocol
+    /// §1.1), as the last item sync listed them: refused at every reader.
+    public var withdrawnCertificates: Set<UInt64> = []
 
     public init(
         credential: Credential, siteName: String, siteURL: String, deviceName: String, registeredAt: Double,
@@ -111,6 +114,11 @@ extension AccessStore {
                 ALTER TABLE "item" ADD COLUMN "validFrom" DOUBLE;
                 ALTER TABLE "item" ADD COLUMN "validUntil" DOUBLE;
                 """#)
+        // Decimal serials, space-separated: a short list (certificates live a week at most) read
+        // only with its credential.
+        migrations.register(
+            "v6-withdrawn-certificates",
+            sql: #"ALTER TABLE "credential" ADD COLUMN "withdrawnCertificates" TEXT NOT NULL DEFAULT ''"#)
     }
 
     // MARK: Credentials
@@ -237,11 +245,14 @@ extension AccessStore {
             cardholderName: row["cardholder"],
             kind: .mobile, state: state, sitePublicKey: sitePublicKey, signingKey: signingKey,
             sealedSecondFactor: sealed, secondFactorEnabled: row["secondFactor"])
-        return try StoredCredential(
+        var stored = try StoredCredential(
             credential: credential, siteName: row["siteName"], siteURL: row["siteURL"],
             deviceName: row["deviceName"], registeredAt: row["registeredAt"],
             lastSyncAt: row["lastSyncAt"], itemCursor: row["itemCursor"],
             failedPinAttempts: row["failedPinAttempts"], priority: row["priority"], keyProblem: keyProblem)
+        let withdrawn: String = try row["withdrawnCertificates"]
+        stored.withdrawnCertificates = Set(withdrawn.split(separator: " ").compactMap { UInt64($0) })
+        return stored
     }
 
     /// A key that opened is used only if it signs a fixed message and its public key verifies it.
@@ -296,11 +307,15 @@ extension AccessStore {
     /// frames (secure_delete overwrites only the database's pages) until a checkpoint: it
     /// stayed there for good after a SIGKILL (issue #32). Such a sync is checkpointed out of
     /// the log at once, as a deleted credential is.
+    /// `withdrawnCertificates`: the site's list as the page gave it (it replaces the one
+    /// stored); nil from a site that sends none, which leaves the stored list as it is.
     public func applyItemSync(
         credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
-        at time: Double
+        withdrawnCertificates: Set<UInt64>? = nil, at time: Double
     ) throws {
-        try writeItemSync(credential: credential, upserted: upserted, removed: removed, cursor: cursor, at: time)
+        try writeItemSync(
+            credential: credential, upserted: upserted, removed: removed, cursor: cursor,
+            withdrawnCertificates: withdrawnCertificates, at: time)
         if !removed.isEmpty || upserted.contains(where: { $0.aperioKey != nil }) {
             try database.writeWithoutTransaction { db in try db.checkpointTruncating() }
         }
@@ -308,7 +323,7 @@ extension AccessStore {
 
     private func writeItemSync(
         credential: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
-        at time: Double
+        withdrawnCertificates: Set<UInt64>?, at time: Double
     ) throws {
         let sealedKeys = try upserted.map { item in
             try item.aperioKey.map {
@@ -340,6 +355,14 @@ extension AccessStore {
             try db.execute(
                 sql: "UPDATE credential SET itemCursor = ?, lastSyncAt = ? WHERE id = ?",
                 arguments: [cursor, time, credential.description])
+            if let withdrawnCertificates {
+                try db.execute(
+                    sql: "UPDATE credential SET withdrawnCertificates = ? WHERE id = ?",
+                    arguments: [
+                        withdrawnCertificates.sorted().map(String.init).joined(separator: " "),
+                        credential.description,
+                    ])
+            }
         }
     }
 }

@@ -20,11 +20,13 @@ public struct ReaderProvisioningState: Sendable {
     public init() {}
 
     /// Applies one page, in full, and moves the cursor; refuses a page of another site (its
-    /// tag or key not the one stored): version 1 has no site key rotation, so a reader keeps
-    /// one site until its store is cleared, and a page naming another is a mistake or an attack.
+    /// tag or public key not the one stored): no site key rotation reaches readers yet (reader
+    /// protocol §1.2), so a reader keeps one site until its store is cleared, and a page naming
+    /// another is a mistake or an attack. A page with or without the site's private key is of
+    /// the same site: a site may stop allowing versions 1-2, or start again.
     public mutating func apply(_ page: ValidatedProvisioningPage) throws(ProvisioningPageError) {
         if let site,
-            site.tag != page.site.tag || site.signingKey.rawRepresentation != page.site.signingKey.rawRepresentation
+            site.tag != page.site.tag || site.publicKey.x963Representation != page.site.publicKey.x963Representation
         {
             throw ProvisioningPageError(
                 description: "the page is of another site (tag \(page.site.tag), or another key) than the one stored "

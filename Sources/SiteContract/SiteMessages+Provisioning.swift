@@ -35,18 +35,20 @@ public struct ProvisioningPage: Codable, Sendable, Equatable {
     }
 }
 
-/// The site as a reader needs it: its private signing key included, since a reader signs
-/// challenges and decisions for the site (reader protocol §1).
+/// The site as a reader needs it: its private signing key included only where the site
+/// allows versions 1-2 of the reader protocol, in which a reader signs for the site (reader
+/// protocol §1); in version 3 a reader signs with its own key under a certificate (§1.1).
 public struct ProvisionedSite: Codable, Sendable, Equatable {
     public var name: String
     /// 8 hex digits (either case).
     public var tag: String
     /// Base64 X9.63 P-256 public key.
     public var publicKey: String
-    /// Base64 of the 32-byte P-256 private scalar. A secret: a reader keeps it like its own key.
-    public var signingKey: String
+    /// Base64 of the 32-byte P-256 private scalar, only from a site that allows reader protocol
+    /// versions 1-2. A secret: a reader keeps it like its own key.
+    public var signingKey: String?
 
-    public init(name: String, tag: String, publicKey: String, signingKey: String) {
+    public init(name: String, tag: String, publicKey: String, signingKey: String? = nil) {
         self.name = name
         self.tag = tag
         self.publicKey = publicKey
@@ -114,7 +116,9 @@ public struct ValidatedProvisioningPage: Sendable {
     public struct Site: Sendable {
         public var name: String
         public var tag: SiteTag
-        public var signingKey: P256.Signing.PrivateKey
+        public var publicKey: P256.Signing.PublicKey
+        /// Only from a site that allows versions 1-2.
+        public var signingKey: P256.Signing.PrivateKey?
     }
 
     public struct Credential: Sendable {
@@ -170,11 +174,18 @@ extension ProvisioningPage {
         else { throw fail("more than \(Self.maximumRecords) records in one page") }
         guard !cursor.isEmpty, cursor.utf8.count <= 256 else { throw fail("cursor must be 1 to 256 bytes") }
         guard let tag = SiteText.siteTag(site.tag) else { throw fail("site.tag must be 8 hex digits") }
-        guard let scalar = Base64.decode(site.signingKey), scalar.count == 32,
-            let signingKey = try? P256.Signing.PrivateKey(rawRepresentation: scalar)
-        else { throw fail("site.signingKey must be a base64 32-byte P-256 private key") }
-        guard SiteText.publicKey(site.publicKey)?.x963Representation == signingKey.publicKey.x963Representation
-        else { throw fail("site.publicKey is not the public half of site.signingKey") }
+        guard let publicKey = SiteText.publicKey(site.publicKey) else {
+            throw fail("site.publicKey must be a base64 X9.63 P-256 public key")
+        }
+        var signingKey: P256.Signing.PrivateKey?
+        if let text = site.signingKey {
+            guard let scalar = Base64.decode(text), scalar.count == 32,
+                let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar)
+            else { throw fail("site.signingKey must be a base64 32-byte P-256 private key") }
+            guard publicKey.x963Representation == key.publicKey.x963Representation
+            else { throw fail("site.publicKey is not the public half of site.signingKey") }
+            signingKey = key
+        }
         var validCredentials: [ValidatedProvisioningPage.Credential] = []
         for (index, record) in credentials.enumerated() {
             guard let id = CredentialID(record.id) else {
@@ -225,9 +236,9 @@ extension ProvisioningPage {
             }
             removedCredentials.append(id)
         }
-        let validCertificates = try Self.certificates(certificates ?? [], tag: tag, siteKey: signingKey.publicKey)
+        let validCertificates = try Self.certificates(certificates ?? [], tag: tag, siteKey: publicKey)
         return ValidatedProvisioningPage(
-            site: .init(name: site.name, tag: tag, signingKey: signingKey), cursor: cursor,
+            site: .init(name: site.name, tag: tag, publicKey: publicKey, signingKey: signingKey), cursor: cursor,
             credentials: validCredentials,
             aperio: validAperio, removedCredentials: removedCredentials, removedAperio: removed.aperio, more: more,
             certificates: validCertificates)

@@ -68,12 +68,19 @@ public struct ItemPageAnswer: Codable, Sendable, Equatable {
     public var removed: [String]
     /// Absent means false.
     public var more: Bool?
+    /// Reader protocol §1.1: the serials (decimal) of every controller certificate the site has
+    /// withdrawn and that has not yet expired, in every page; absent from a site that issues
+    /// none. A holder replaces its list with each page's.
+    public var withdrawnCertificates: [String]?
 
-    public init(cursor: String, items: [SiteItem], removed: [String], more: Bool) {
+    public init(
+        cursor: String, items: [SiteItem], removed: [String], more: Bool, withdrawnCertificates: [String]? = nil
+    ) {
         self.cursor = cursor
         self.items = items
         self.removed = removed
         self.more = more
+        self.withdrawnCertificates = withdrawnCertificates
     }
 }
 

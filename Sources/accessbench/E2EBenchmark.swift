@@ -30,7 +30,11 @@ struct E2EBenchmark: AsyncParsableCommand {
         Double?
     @Option(help: "accessd's [range] median_window for this run (default: the filter's, 3).") var medianWindow: Int?
     @Option(
-        help: "The reader's protocol version: 2 keeps a challenge standing on the held link, 1 does not (default 2).")
+        help: """
+            The reader's protocol version: 3 signs with the controller's own certified key, 2 keeps a \
+            challenge standing on the held link, 1 does not (default 2; 1 and 2 need the site key in \
+            the reader, which the site then gives).
+            """)
     var readerVersion = 2
     @Option(help: "accessd's [access] selection_window in seconds for this run (default: accessd's, 0.2).")
     var selectionWindow: Double?
@@ -57,7 +61,7 @@ struct E2EBenchmark: AsyncParsableCommand {
         if let approachSmoothing, !(0.01...1).contains(approachSmoothing) {
             throw ValidationError("--approach-smoothing 0.01…1")
         }
-        guard (1...2).contains(readerVersion) else { throw ValidationError("--reader-version 1 or 2") }
+        guard (1...3).contains(readerVersion) else { throw ValidationError("--reader-version 1, 2 or 3") }
         if let medianWindow, !(1...5).contains(medianWindow) { throw ValidationError("--median-window 1…5") }
         if let selectionWindow, !(0...2).contains(selectionWindow) { throw ValidationError("--selection-window 0…2") }
         var access = ""

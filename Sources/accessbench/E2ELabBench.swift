@@ -35,8 +35,11 @@ final class LabBench: @unchecked Sendable {
         try radio.send("reset")
         try radio.off("*", "*")
         _ = try run([readersim, "site", "init", "--db", siteDatabase, "--tag", "5117e001"])
+        // A reader of version 1 or 2 signs with the site key, which only a site allowing
+        // those versions gives its readers (reader protocol §1.1).
         site = try ChildProcess(
-            [readersim, "site", "serve", "--db", siteDatabase, "--listen", "127.0.0.1:0"],
+            [readersim, "site", "serve", "--db", siteDatabase, "--listen", "127.0.0.1:0"]
+                + (readerVersion < 3 ? ["--legacy-readers"] : []),
             output: directory + "/site.out")
         siteURL = try await waitForLine(directory + "/site.out") { $0["url"] as? String }
         // The reader controller's key, enrolled at the site (docs/site-api.md §7).
@@ -46,7 +49,10 @@ final class LabBench: @unchecked Sendable {
             let key = (try JSONSerialization.jsonObject(with: Data(made.utf8)) as? [String: Any])?["publicKey"]
                 as? String
         else { throw ValidationError("readersim reader-key printed no key") }
-        _ = try run([readersim, "site", "reader", "add", "--db", siteDatabase, "--name", "bench", "--public-key", key])
+        _ = try run([
+            readersim, "site", "reader", "add", "--db", siteDatabase, "--name", "bench", "--public-key", key,
+            "--readers", "2A01",
+        ])
         try """
         [site]
         url = "\(siteURL)"

@@ -127,6 +127,29 @@ struct CertifiedExchangeTests {
         #expect(ControllerIdentity(key: Self.controllerKey, certificate: other) == nil)
     }
 
+    @Test func aReaderWithoutTheSiteKeySpeaksOnlyVersionThree() throws {
+        // The reader of a site that allows only version 3: no site key, its own certificate.
+        func withoutSiteKey(_ identity: ControllerIdentity?) -> ExchangeHarness {
+            var harness = Self.harness(identity)
+            var configuration = harness.reader.configuration
+            configuration.siteKey = nil
+            harness.reader = ReaderSession(configuration: configuration, mtu: 23)
+            return harness
+        }
+        var asked = withoutSiteKey(try Self.identity())
+        asked.run(certified: true)
+        #expect(asked.credentialOutcome == .decided(Self.granted))
+        // A holder that asked for less gets error unsupportedVersion (7F 0B) and nothing signed:
+        // the reader cannot prove it is the site's, and the holder reports it as such.
+        for (identity, certified) in [(try Self.identity(), false), (nil, true)] {
+            var refused = withoutSiteKey(identity)
+            refused.run(certified: certified)
+            #expect(refused.readerReport?.outcome == .refused(.unsupportedVersion))
+            #expect(refused.transcript.first { $0.0 == .toCredential }?.1 == [0xC0, 0x00, 0x02, 0x7F, 0x0B])
+            #expect(refused.credentialOutcome == .failed(.badReaderSignature))
+        }
+    }
+
     @Test func aStandingCertifiedChallengeHandsTheControllerKeyToTheDoor() throws {
         var configuration = ExchangeHarness.readerConfiguration()
         configuration.controller = try Self.identity()

@@ -1,6 +1,7 @@
 import AccessCore
 import AccessDaemon
 import AccessJSON
+import AccessStore
 import Crypto
 import Foundation
 import SiteContract
@@ -41,7 +42,7 @@ struct ControllerCertificateSiteTests {
         let now = Date().timeIntervalSince1970
         #expect(
             certificate.refusal(
-                siteTag: first.site.tag, siteKeys: [first.site.signingKey.publicKey], reader: ReaderID(0x2A02),
+                siteTag: first.site.tag, siteKeys: [first.site.publicKey], reader: ReaderID(0x2A02),
                 at: now) == nil)
         // The site's private key signed it, and is no part of it.
         #expect(ControllerIdentity(key: controller, certificate: certificate) != nil)
@@ -56,6 +57,44 @@ struct ControllerCertificateSiteTests {
         #expect(next.serial > certificate.serial)
         #expect(next.validFrom > certificate.validFrom)
         #expect(next.readers == certificate.readers)
+    }
+
+    @Test func aWithdrawnControllersCertificatesReachHoldersInItemSync() async throws {
+        let directory = NSTemporaryDirectory() + "withdrawn-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let site = try SiteHarness(directory: directory)
+        try await site.serve()
+        defer { site.stop() }
+        let client = try SiteClient(caFile: nil, timeout: .seconds(10))
+        let address = try SiteAddress.parseHost(site.url)
+        let credentialKey = P256.Signing.PrivateKey()
+        let registration = try await client.register(
+            site: address, code: try InvitationCode(try site.invite("Ada").code), deviceName: "kiosk",
+            credentialKey: credentialKey.publicKey, secondFactorKey: nil)
+        let holder = StoredCredential(
+            credential: Credential(
+                id: registration.credentialID, siteTag: registration.siteTag, cardholderName: "Ada",
+                kind: .mobile, state: .active, sitePublicKey: registration.sitePublicKey,
+                signingKey: credentialKey, sealedSecondFactor: nil, secondFactorEnabled: false),
+            siteName: registration.siteName, siteURL: site.url, deviceName: "kiosk", registeredAt: 0)
+        let controller = P256.Signing.PrivateKey()
+        try site.run([
+            "reader", "add", "--name", "lobby", "--public-key", SiteText.base64(controller.publicKey),
+            "--readers", "2A01",
+        ])
+        let page = try await client.provisioning(site: address, readerKey: controller, cursor: "0", wait: .zero)
+        let serial = try #require(page.certificates.first?.serial)
+        // Before: an empty list (a site that issues certificates says so), and a version.
+        #expect(try await client.items(of: holder, after: "0").withdrawnCertificates == [])
+        let before = try await client.changes(of: holder, since: nil, wait: .zero)
+        try site.run(["reader", "remove", ReaderKeyID(publicKey: controller.publicKey).description])
+        // After: the serial in every page, and the change channel moved so holders sync now.
+        let after = try await client.items(of: holder, after: "0")
+        #expect(after.withdrawnCertificates == [serial])
+        #expect(after.items.isEmpty)
+        #expect(try await client.changes(of: holder, since: nil, wait: .zero) != before)
+        await client.shutdown()
     }
 
     @Test func aPageWithAStrangersCertificateIsRefusedWhole() throws {

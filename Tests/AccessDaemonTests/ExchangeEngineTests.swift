@@ -61,6 +61,16 @@ struct ExchangeEngineTests {
         #expect(refused.failureData?["cause"]?.string == "badReaderSignature", "\(refused)")
         #expect(stale.certifiedCount == 1)
         await expired.stop()
+
+        // Serial 1 (the certificate's) withdrawn in the site's last item sync.
+        let withdrawn = try ShellHarness(withdrawnCertificates: [1])
+        try await withdrawn.start()
+        let removed = FakeReader(try withdrawn.certifiedReaderConfiguration(), protocolVersion: 3)
+        try await withdrawn.readerAdvertises(removed)
+        let refusedAgain = await withdrawn.call("access.request", ["reader": "2A01"])
+        #expect(refusedAgain.failureData?["cause"]?.string == "badReaderSignature", "\(refusedAgain)")
+        #expect(removed.certifiedCount == 1)
+        await withdrawn.stop()
     }
 
     /// Every device BlueZ forgets (phones, beacons: thousands a day in a lobby) passed through

@@ -230,11 +230,14 @@ struct LabEndToEndTests {
         #expect(completed <= 1, "hovering at the threshold gave \(completed) exchanges")
     }
 
-    /// With a version 3 reader (reader protocol §1.1): every exchange, the action list and
-    /// the decisions on actions included, is signed by the readers' controller key under the
-    /// certificate the site issued it, and accessd asks for that on the hold point.
+    /// With a version 3 reader (reader protocol §1.1) of a site that allows only version 3 (its
+    /// private key in no provisioning page): every exchange, the action list and the decisions
+    /// on actions included, is signed by the readers' controller key under the certificate the
+    /// site issued it, and accessd asks for that on the hold point. Once the site withdraws the
+    /// controller, the next item sync lists its certificate and accessd refuses the reader.
     @Test func manualAccessActionsAndDenial() async throws {
-        let lab = try await LabScenario(name: "manual", readers: Self.frontDoor + "\nprotocol_version = 3\n")
+        let lab = try await LabScenario(
+            name: "manual", readers: Self.frontDoor + "\nprotocol_version = 3\n", legacyReaders: false)
         defer { lab.tearDown() }
         let credential = try await lab.register()
         try lab.radio.rssi("hci1", "hci0", -90)  // heard, beyond auto range, within manual range
@@ -258,6 +261,24 @@ struct LabEndToEndTests {
         // Four exchanges, each asked for and run as version 3.
         let connected = lab.readers.lines.filter { $0["event"] == "connected" }
         #expect(connected.count >= 4 && connected.allSatisfy { $0["certified"] == true }, "\(connected)")
+
+        // The site withdraws the readers' controller: its certificate's serial reaches accessd in
+        // item sync, and the reader, still signing with it, is refused as not the site's.
+        let controller = try #require(
+            try JSONValue.parse(try lab.site.run(["reader", "list"]).split(separator: "\n")[0].description)["keyID"]?
+                .string)
+        try lab.site.run(["reader", "remove", controller])
+        _ = try lab.daemon.call("items.sync").get()
+        let withdrawn = try lab.daemon.call("access.request", ["reader": "2A01"])
+        guard case .failure(let refusal) = withdrawn else {
+            Issue.record("a withdrawn controller's reader was taken: \(withdrawn)")
+            return
+        }
+        #expect(refusal.data?["cause"] == "badReaderSignature", "\(refusal)")
+        let refusedLine = try await lab.readers.waitForLines {
+            $0.contains { $0["event"] == "exchange" && $0["error"] == "peer reported badSignature" }
+        }
+        #expect(refusedLine.last { $0["event"] == "connected" }?["certified"] == true)
 
         // The site suspends the credential: after the sync it is not presented at all.
         try lab.site.run(["suspend", credential])

@@ -9,17 +9,20 @@ import SuiteTraits
 import Testing
 
 /// docs/site-api.md §7 against readersim's real site over HTTP: only an enrolled reader
-/// controller is provisioned, it gets the site's signing key and every credential and Aperio
-/// change (a revocation within a held call), and a withdrawn controller is refused.
+/// controller is provisioned, it gets the site's public key (its private key only from a site
+/// allowing reader protocol versions 1-2) and every credential and Aperio change (a revocation
+/// within a held call), and a withdrawn controller is refused.
 @Suite(.threadOfItsOwn, .timeLimit(.minutes(5)))
 struct ReaderProvisioningTests {
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
-    private func withSite(_ body: (SiteHarness, SiteClient, SiteAddress) async throws -> Void) async throws {
+    private func withSite(
+        legacyReaders: Bool = false, _ body: (SiteHarness, SiteClient, SiteAddress) async throws -> Void
+    ) async throws {
         let directory = NSTemporaryDirectory() + "provisioning-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let site = try SiteHarness(directory: directory)
-        try await site.serve()
+        try await site.serve(extra: legacyReaders ? ["--legacy-readers"] : [])
         let client = try SiteClient(caFile: nil, timeout: .seconds(10))
         do {
             try await body(site, client, try SiteAddress.parseHost(site.url))
@@ -50,7 +53,7 @@ struct ReaderProvisioningTests {
         return (registration.credentialID, registration)
     }
 
-    @Test func onlyAnEnrolledReaderIsProvisionedAndGetsTheSiteKey() async throws {
+    @Test func onlyAnEnrolledReaderIsProvisionedAndTheSiteKeyStaysAtTheSite() async throws {
         try await withSite { site, client, address in
             let readerKey = P256.Signing.PrivateKey()
             // Not enrolled: refused, and nothing about the site leaks.
@@ -66,8 +69,9 @@ struct ReaderProvisioningTests {
             let secondFactor = P256.Signing.PrivateKey().publicKey
             let (id, registration) = try await registerHolder(site, client, address, secondFactor: secondFactor)
             let page = try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero)
-            // The signing key is the one holders verify challenges with.
-            #expect(page.site.signingKey.publicKey.x963Representation == registration.sitePublicKey.x963Representation)
+            // The public key is the one holders verify with; the private key is not in the page.
+            #expect(page.site.publicKey.x963Representation == registration.sitePublicKey.x963Representation)
+            #expect(page.site.signingKey == nil)
             #expect(page.site.tag == registration.siteTag)
             #expect(page.credentials.map(\.id) == [id])
             #expect(page.credentials.first?.state == .active)
@@ -77,6 +81,24 @@ struct ReaderProvisioningTests {
             let again = try await client.provisioning(
                 site: address, readerKey: readerKey, cursor: page.cursor, wait: .zero)
             #expect(again.cursor == page.cursor && again.credentials.isEmpty && again.aperio.isEmpty)
+        }
+    }
+
+    @Test func aSiteAllowingVersionsOneAndTwoGivesItsKey() async throws {
+        try await withSite(legacyReaders: true) { site, client, address in
+            let readerKey = P256.Signing.PrivateKey()
+            try enroll(site, readerKey)
+            let (_, registration) = try await registerHolder(site, client, address)
+            let page = try await client.provisioning(site: address, readerKey: readerKey, cursor: "0", wait: .zero)
+            let key = try #require(page.site.signingKey)
+            #expect(key.publicKey.x963Representation == registration.sitePublicKey.x963Representation)
+            // Either way the same site: a reader keeps its records when the site changes its mind.
+            var state = ReaderProvisioningState()
+            try state.apply(page)
+            var withoutKey = page
+            withoutKey.site.signingKey = nil
+            try state.apply(withoutKey)
+            #expect(state.site?.signingKey == nil && !state.credentials.isEmpty)
         }
     }
 

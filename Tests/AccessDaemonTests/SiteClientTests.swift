@@ -147,6 +147,30 @@ struct SiteClientTests {
         }
     }
 
+    /// docs/site-api.md §4.2: withdrawn certificate serials are decimal u64s, at most 1,024;
+    /// anything else refuses the whole page, so a site cannot make accessd keep garbage.
+    @Test func withdrawnCertificatesAreBoundedDecimalSerials() async throws {
+        func page(_ serials: [String]) -> ScriptedSite.Answer {
+            .init(
+                status: 200,
+                body: json(
+                    ItemPageAnswer(
+                        cursor: "1", items: [], removed: [], more: false, withdrawnCertificates: serials)))
+        }
+        let accepted = try await withSite([page(["7", "18446744073709551615", "7"])]) { client, address, _ in
+            try await client.items(of: stored(siteURL: address.description), after: "0")
+        }
+        #expect(accepted.withdrawnCertificates == [7, UInt64.max])
+        for refused in [["-1"], ["18446744073709551616"], ["0x10"], [" 7"], [""], (0...1_024).map(String.init)] {
+            let error = await #expect(throws: SiteError.self) {
+                try await withSite([page(refused)]) { client, address, _ in
+                    try await client.items(of: stored(siteURL: address.description), after: "0")
+                }
+            }
+            #expect({ if case .malformedAnswer? = error { true } else { false } }(), "\(refused.prefix(2))")
+        }
+    }
+
     /// Issue #17: a body dribbled a byte at a time kept a call open past 90 s with a 5 s
     /// timeout (the deadline covered the head only). The whole call now ends at the timeout.
     @Test func aDribbledAnswerEndsAtTheTimeout() async throws {

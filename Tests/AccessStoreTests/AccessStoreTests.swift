@@ -120,4 +120,23 @@ struct AccessStoreTests {
         }
         #expect(!onDisk())
     }
+
+    /// The site's withdrawn controller certificates (site API §4.2) are kept with the
+    /// credential across a restart; a page without the list leaves it, one with it replaces it.
+    @Test func withdrawnCertificatesSurviveReopeningAndFollowTheSite() throws {
+        let id: CredentialID
+        do {
+            let store = try AccessStore(directory: directory, dataKey: .success(.forTests))
+            id = try store.insertTestCredential(byte: 5)
+            #expect(try store.credentials().first?.withdrawnCertificates == [])
+            try store.applyItemSync(
+                credential: id, upserted: [], removed: [], cursor: "1", withdrawnCertificates: [3, UInt64.max], at: 0)
+            try store.applyItemSync(credential: id, upserted: [], removed: [], cursor: "2", at: 1)
+        }
+        let reopened = try AccessStore(directory: directory, dataKey: .success(.forTests))
+        #expect(try reopened.credentials().first?.withdrawnCertificates == [3, UInt64.max])
+        try reopened.applyItemSync(
+            credential: id, upserted: [], removed: [], cursor: "3", withdrawnCertificates: [], at: 2)
+        #expect(try reopened.credentials().first?.withdrawnCertificates == [])
+    }
 }

@@ -67,6 +67,8 @@ struct GRDBDatabaseTests {
         #expect(stored.credential.secondFactorEnabled == false && stored.credential.siteTag == SiteTag(42))
         #expect(stored.registeredAt == 12.5 && stored.lastSyncAt == 20.75 && stored.itemCursor == "7")
         #expect(stored.priority == 2 && stored.failedPinAttempts == 0)
+        // Migrations since GRDB ran on its database: nothing withdrawn yet.
+        #expect(stored.withdrawnCertificates.isEmpty)
         let item = try #require(try store.items().first)
         #expect(item.aperioKey == lockKey && item.aperioIdentifier == [1, 2, 3, 4])
         #expect(item.validFrom == 100 && item.validUntil == nil && item.siteTag == SiteTag(42))
@@ -76,7 +78,10 @@ struct GRDBDatabaseTests {
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier")
         }
         #expect(
-            migrations == ["v1", "v2-credentials", "v3-credential-priority", "v4-item-validity", "v5-audit-cursor"])
+            migrations == [
+                "v1", "v2-credentials", "v3-credential-priority", "v4-item-validity", "v5-audit-cursor",
+                "v6-withdrawn-certificates",
+            ])
     }
 
     /// GRDB stored an empty `Data` as a BLOB of no bytes, where SQLite binds NULL for a
@@ -107,6 +112,11 @@ struct GRDBDatabaseTests {
         try FileManager.default.createDirectory(atPath: grdbDirectory, withIntermediateDirectories: true)
         let pool = try DatabasePool(path: grdbDirectory + "/accessd.sqlite")
         try Self.migratorOfTheGRDBVersion().migrate(pool)
+        // And the migrations written since GRDB left, as the store runs them.
+        try pool.write { db in
+            try db.execute(
+                sql: #"ALTER TABLE "credential" ADD COLUMN "withdrawnCertificates" TEXT NOT NULL DEFAULT ''"#)
+        }
         func schema(_ reader: any DatabaseReader) throws -> [String] {
             try reader.read { db in
                 try String.fetchAll(

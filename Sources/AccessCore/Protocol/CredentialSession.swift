@@ -88,6 +88,10 @@ public struct CredentialSession: Sendable {
     }
 
     public var isFinished: Bool { if case .finished = state { true } else { false } }
+    /// Why the holder gave the exchange up, in the protocol's words (a certificate refused, and
+    /// which check; a signature that does not verify; the reader's error), for the journal: the
+    /// outcome names only the class.
+    public private(set) var abandonedWith: ProtocolError?
 
     public mutating func handle(_ input: Input, replayGuard: inout ChallengeReplayGuard) -> [Action] {
         if case .finished = state { return [] }
@@ -229,6 +233,7 @@ public struct CredentialSession: Sendable {
 
     private mutating func abandon(_ error: ProtocolError) -> [Action] {
         state = .finished
+        abandonedWith = error
         var actions: [Action] = [.cancelTimer]
         // Tell the reader why, unless it told us (answering an error with an error loops).
         if case .remoteError = error {} else { actions.append(send(.error(error.wireCode))) }
@@ -239,6 +244,9 @@ public struct CredentialSession: Sendable {
     static func failure(for error: ProtocolError) -> ExchangeFailure {
         switch error {
         case .badSignature, .wrongReader, .wrongSite, .replayedChallenge, .certificate: .badReaderSignature
+        // A reader with neither the site key nor a certificate naming it (§1.1): it cannot
+        // prove it is the site's, whatever the reason.
+        case .remoteError(.unsupportedVersion): .badReaderSignature
         case .timeout: .timedOut
         case .remoteError(.unknownCredential), .remoteError(.credentialRevoked): .invalidatedCredential
         case .remoteError(.busy): .readerBusy

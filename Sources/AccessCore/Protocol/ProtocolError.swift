@@ -95,6 +95,9 @@ public enum ProtocolErrorCode: UInt8, Hashable, Sendable, CaseIterable, CustomSt
     case credentialRevoked = 8
     case unsupportedOperation = 9
     case busy = 10
+    /// The holder asked for a version the reader does not speak: a reader of a site that
+    /// allows only version 3 (§1.1), asked for less or without a certificate naming it.
+    case unsupportedVersion = 11
 
     public var description: String {
         switch self {
@@ -108,6 +111,7 @@ public enum ProtocolErrorCode: UInt8, Hashable, Sendable, CaseIterable, CustomSt
         case .credentialRevoked: "credentialRevoked"
         case .unsupportedOperation: "unsupportedOperation"
         case .busy: "busy"
+        case .unsupportedVersion: "unsupportedVersion"
         }
     }
 }

@@ -36,7 +36,9 @@ extension ReaderSession {
         public var readerID: ReaderID
         public var siteTag: SiteTag
         public var kind: ReaderKind
-        public var siteKey: P256.Signing.PrivateKey
+        /// The site's private key, for versions 1-2; nil at a site that allows only version 3
+        /// (§1.1), where the reader answers a holder asking for less with `unsupportedVersion`.
+        public var siteKey: P256.Signing.PrivateKey?
         public var policy: DecisionPolicy
         public var mode: AccessMode
         public var secondFactorRequired: Bool
@@ -52,7 +54,7 @@ extension ReaderSession {
 
         public init(
             readerID: ReaderID, siteTag: SiteTag, kind: ReaderKind = .gallagherStyle,
-            siteKey: P256.Signing.PrivateKey, policy: DecisionPolicy = .fromSite, mode: AccessMode = .access,
+            siteKey: P256.Signing.PrivateKey?, policy: DecisionPolicy = .fromSite, mode: AccessMode = .access,
             secondFactorRequired: Bool = false, actions: [ReaderAction] = [],
             actionOutcomes: [Int8: AccessDecision] = [:], credentials: [CredentialRecord] = [],
             aperioCredentials: [AperioRecord] = [], timeouts: ProtocolTimeouts = ProtocolTimeouts(),

@@ -55,6 +55,10 @@ public struct ReaderSession: Sendable {
     private var operation: ExchangeOperation?
     /// The controller this exchange speaks as (version 3), chosen at `connected`.
     private var certifiedAs: ControllerIdentity?
+    /// The key every message of this exchange is signed with, chosen at `connected`: the
+    /// controller's in version 3, else the site's (which a site allowing only version 3 does
+    /// not give its readers).
+    private var signer: P256.Signing.PrivateKey?
 
     /// Whether the challenge stands, refreshed, until the holder answers (version 2).
     public var isStanding: Bool {
@@ -78,6 +82,10 @@ public struct ReaderSession: Sendable {
                 return fail(.invalidField("nonce"))
             }
             certifiedAs = certified ? configuration.controller : nil
+            // A reader of a site that allows only version 3 has no site key: it cannot speak
+            // versions 1-2, nor version 3 without a certificate naming it (§1.1).
+            guard let key = certifiedAs?.key ?? configuration.siteKey else { return refuse(.unsupportedVersion) }
+            signer = key
             state = .awaitingResponse(nonces: [nonce], secondNonce: secondNonce, standing: standing, refreshes: 0)
             return [
                 send(challenge(nonce)),
@@ -201,7 +209,7 @@ public struct ReaderSession: Sendable {
                     .secondFactorChallenge(
                         .init(
                             nonce: secondNonce,
-                            signature: ProtocolCrypto.sign(content, with: signingKey)))),
+                            signature: sign(content)))),
                 .startTimer(after: configuration.timeouts.secondFactor),
             ]
         }
@@ -223,7 +231,7 @@ public struct ReaderSession: Sendable {
                 credentialID: record.id, body: list.actionsBody)
             let signed = ProtocolMessage.ActionList(
                 actions: configuration.actions,
-                signature: ProtocolCrypto.sign(content, with: signingKey))
+                signature: sign(content))
             state = .finished
             return [
                 .cancelTimer, send(.actionList(signed)),
@@ -261,7 +269,7 @@ public struct ReaderSession: Sendable {
         let message = ProtocolMessage.decision(
             .init(
                 result: result, actionID: actionID,
-                signature: ProtocolCrypto.sign(content, with: signingKey)))
+                signature: sign(content)))
         state = .finished
         let outcome: Report.Outcome = actionID.map { .actionPerformed($0, result) } ?? .decided(result)
         return [
@@ -289,16 +297,17 @@ public struct ReaderSession: Sendable {
         .send(Fragmentation.fragments(of: message.encoded, mtu: mtu))
     }
 
-    /// The key every message of this exchange is signed with: the site's, or in version 3
-    /// the controller's.
-    private var signingKey: P256.Signing.PrivateKey { certifiedAs?.key ?? configuration.siteKey }
+    private func sign(_ content: [UInt8]) -> [UInt8] {
+        // Every message is signed after `connected`, which refuses when it has no key.
+        guard let signer else { preconditionFailure("a reader session signed before it was connected") }
+        return ProtocolCrypto.sign(content, with: signer)
+    }
 
     private func challenge(_ nonce: [UInt8]) -> ProtocolMessage {
         let c = configuration
-        let signature = ProtocolCrypto.sign(
+        let signature = sign(
             SignedContent.challenge(
-                readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, certified: certifiedAs != nil),
-            with: signingKey)
+                readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, certified: certifiedAs != nil))
         return .challenge(
             .init(
                 readerID: c.readerID, siteTag: c.siteTag, nonce: nonce, certificate: certifiedAs?.certificate,

@@ -165,6 +165,19 @@ public final class CredentialBook: Sendable {
         inputs.secondFactorLockedOut = usable.contains { $0.failedPinAttempts >= pinAttempts }
     }
 
+    /// The controller certificates a site has withdrawn (reader protocol §1.1), as the item
+    /// sync of any credential of that site (its tag and key) last listed them.
+    func withdrawnCertificates(siteTag: SiteTag, siteKey: P256.Signing.PublicKey) -> Set<UInt64> {
+        contents.withLockedValue { contents in
+            contents.credentials.reduce(into: Set<UInt64>()) { withdrawn, stored in
+                guard stored.credential.siteTag == siteTag,
+                    stored.credential.sitePublicKey.x963Representation == siteKey.x963Representation
+                else { return }
+                withdrawn.formUnion(stored.withdrawnCertificates)
+            }
+        }
+    }
+
     /// What is presented to this reader, the credential it belongs to, and the key its
     /// challenges must verify against.
     /// `only`: the credential asked for (`access.request {credential}`); nil when it cannot be
@@ -329,13 +342,19 @@ public final class CredentialBook: Sendable {
     }
 
     /// One page of item changes, stored atomically with its cursor.
-    func applyItemPage(credential id: CredentialID, upserted: [StoredItem], removed: [String], cursor: String) throws {
+    func applyItemPage(
+        credential id: CredentialID, upserted: [StoredItem], removed: [String], cursor: String,
+        withdrawnCertificates: Set<UInt64>? = nil
+    ) throws {
         let now = Clocks.wall()
-        try store.applyItemSync(credential: id, upserted: upserted, removed: removed, cursor: cursor, at: now)
+        try store.applyItemSync(
+            credential: id, upserted: upserted, removed: removed, cursor: cursor,
+            withdrawnCertificates: withdrawnCertificates, at: now)
         contents.withLockedValue { contents in
             guard let index = contents.credentials.firstIndex(where: { $0.credential.id == id }) else { return }
             contents.credentials[index].itemCursor = cursor
             contents.credentials[index].lastSyncAt = now
+            if let withdrawnCertificates { contents.credentials[index].withdrawnCertificates = withdrawnCertificates }
         }
         // A sync that reached the site lifts the offline limit at once.
         if refreshOffline(now: now) { changed() }

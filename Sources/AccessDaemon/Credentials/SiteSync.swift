@@ -204,7 +204,8 @@ actor SiteSync {
                 }
                 do {
                     try book.applyItemPage(
-                        credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor)
+                        credential: id, upserted: page.items, removed: page.removed, cursor: page.cursor,
+                        withdrawnCertificates: page.withdrawnCertificates)
                 } catch {
                     failure = .malformedAnswer("cannot store the items: \(error)")
                     break

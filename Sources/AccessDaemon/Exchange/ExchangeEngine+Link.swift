@@ -62,10 +62,12 @@ extension ExchangeEngine {
     }
 
     /// What a holder trusts of a version 3 reader of the site it registered with (reader
-    /// protocol §1.1): certificates signed by the site key, checked against the wall clock now.
-    nonisolated static func certificateTrust(siteKey: P256.Signing.PublicKey, siteTag: SiteTag) -> CertificateTrust {
+    /// protocol §1.1): certificates signed by the site key and not withdrawn in the site's
+    /// last item sync, checked against the wall clock now.
+    nonisolated func certificateTrust(siteKey: P256.Signing.PublicKey, siteTag: SiteTag) -> CertificateTrust {
         CertificateTrust(
-            chain: SiteKeyChain(registered: siteKey, siteTag: siteTag, statements: []), now: Clocks.wall())
+            chain: SiteKeyChain(registered: siteKey, siteTag: siteTag, statements: []),
+            withdrawn: book.withdrawnCertificates(siteTag: siteTag, siteKey: siteKey), now: Clocks.wall())
     }
 
     /// Writes what is yielded to the control point at `path`, in order, each write answered

@@ -34,7 +34,7 @@ extension ExchangeEngine {
             let notifications = try await central.notifications(characteristic: controlPoint.path)
             let challenge = StandingChallenge(
                 readerID: reader, siteTag: attributes.siteTag, sitePublicKey: siteKey,
-                certificates: Self.certificateTrust(siteKey: siteKey, siteTag: attributes.siteTag))
+                certificates: certificateTrust(siteKey: siteKey, siteTag: attributes.siteTag))
             await standing(
                 reader, link: link, controlPoint: controlPoint, challenge: challenge, notifications: notifications)
         } catch {

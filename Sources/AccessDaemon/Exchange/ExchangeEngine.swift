@@ -82,7 +82,7 @@ actor ExchangeEngine {
             readerID: reader, siteTag: order.reader.siteTag, sitePublicKey: siteKey, presentation: presentation,
             operation: order.operation,
             timeouts: ProtocolTimeouts(step: settings.stepTimeout, secondFactor: settings.secondFactorTimeout),
-            certificates: Self.certificateTrust(siteKey: siteKey, siteTag: order.reader.siteTag))
+            certificates: certificateTrust(siteKey: siteKey, siteTag: order.reader.siteTag))
         nextID += 1
         var run = ExchangeRun(
             id: nextID, session: session, origin: order.origin, credential: credential,
@@ -164,6 +164,9 @@ actor ExchangeEngine {
         ]
         if let decision = rendered.decision { metadata["decision"] = "\(decision)" }
         if let error = rendered.error { metadata["error"] = "\(error)" }
+        // Which check failed, where the outcome names only its class (a refused controller
+        // certificate is `badReaderSignature`: expired, withdrawn, another reader's...).
+        if let detail = run.session.abandonedWith { metadata["detail"] = "\(detail)" }
         logger.info("exchange ended", metadata: metadata)
         // Dropped in the background, after the last writes, so the decision is reported at
         // once. BlueZ reports the link going down after Disconnect returns, through the event

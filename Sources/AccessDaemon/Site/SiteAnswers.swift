@@ -19,6 +19,9 @@ public enum SiteAnswers {
     /// Deepest `data` an item may carry: deeper objects cost every later listing time for no
     /// use a site has shown (docs/site-api.md §4.2).
     static let maximumDataDepth = 16
+    /// Withdrawn certificate serials in one page: a week's withdrawals (certificates live a
+    /// week at most) at any site this kiosk is likely to serve.
+    static let maximumWithdrawnCertificates = 1_024
 
     /// A body as the decoder may see it: nil when empty; deep text costs the decoder
     /// milliseconds per level, so it is refused before it sees it.
@@ -76,8 +79,23 @@ public enum SiteAnswers {
         -> SiteClient.ItemPage
     {
         let items = try answer.items.map { item throws(SiteError) in try stored(item, credential: id) }
+        var withdrawn: Set<UInt64>?
+        if let serials = answer.withdrawnCertificates {
+            guard serials.count <= maximumWithdrawnCertificates else {
+                throw .malformedAnswer("more than \(maximumWithdrawnCertificates) withdrawn certificates")
+            }
+            var parsed: Set<UInt64> = []
+            for serial in serials {
+                guard serial.utf8.count <= 20, serial.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                    let value = UInt64(serial)
+                else { throw .malformedAnswer("a withdrawn certificate's serial is not a decimal number") }
+                parsed.insert(value)
+            }
+            withdrawn = parsed
+        }
         return SiteClient.ItemPage(
-            cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false)
+            cursor: answer.cursor, items: items, removed: answer.removed, more: answer.more ?? false,
+            withdrawnCertificates: withdrawn)
     }
 
     private static func stored(_ item: SiteItem, credential id: CredentialID) throws(SiteError) -> StoredItem {

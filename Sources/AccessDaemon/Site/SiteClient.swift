@@ -34,6 +34,9 @@ public final class SiteClient: Sendable {
         public var items: [StoredItem]
         public var removed: [String]
         public var more: Bool
+        /// The site's withdrawn controller certificates (reader protocol §1.1); nil when the
+        /// site sent no list.
+        public var withdrawnCertificates: Set<UInt64>?
     }
 
     static let maximumAnswer = 64 * 1024

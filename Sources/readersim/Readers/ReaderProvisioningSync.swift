@@ -92,6 +92,9 @@ final class ReaderProvisioningSync: Sendable {
             [
                 "cursor": after.cursor, "credentials": after.credentials.count,
                 "aperio": after.aperio.count, "site": page.site.tag.description,
+                // Whether the site allows versions 1-2 (it gave its private key): without it a
+                // reader speaks only version 3, with a certificate naming it.
+                "siteKey": page.site.signingKey != nil, "certificates": page.certificates.count,
             ])
     }
 }

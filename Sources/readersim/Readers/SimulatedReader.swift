@@ -65,6 +65,20 @@ actor SimulatedReader {
     /// Registers with BlueZ and serves until cancelled.
     func run() async throws {
         guard let siteData = provisioning.current.site else { throw ReaderProvisioningSync.NotProvisioned() }
+        if siteData.signingKey == nil {
+            let named = provisioning.current.certificates.contains { $0.readers.contains(configuration.id) }
+            if configuration.protocolVersion < 3 || !named {
+                // It will answer every holder unsupportedVersion: say why once, at the start.
+                line(
+                    "warning",
+                    [
+                        "detail": "the site allows only reader protocol version 3 (its pages carry no site key): "
+                            + (configuration.protocolVersion < 3
+                                ? "set protocol_version = 3, or start the site with --legacy-readers"
+                                : "no certificate names this reader; name it at the site (site reader add --readers)")
+                    ])
+            }
+        }
         let advertised = configuration.fault == .wrongSite ? SiteTag(siteData.tag.rawValue ^ 0x0000_0001) : siteData.tag
         let advertisement = configuration.advertisement(siteTag: advertised)
         let feed = self.feed

@@ -33,7 +33,7 @@ extension SiteAPI {
         let siteFields = ProvisionedSite(
             name: site.name, tag: site.tag.description,
             publicKey: SiteText.base64(site.key.publicKey),
-            signingKey: Base64.encode(Array(site.key.rawRepresentation)))
+            signingKey: givesSiteKey ? Base64.encode(Array(site.key.rawRepresentation)) : nil)
         // The controller's certificates as of this call (a held call keeps them: it ends
         // within a minute, long before half of any certificate's validity).
         let certificates = try database.certificates(

@@ -49,6 +49,9 @@ struct SiteAPI: Sendable {
     var churnsChanges = false
     /// How long each controller certificate the site issues is valid (§7.3).
     var certificateValidity: UInt32 = 86_400
+    /// Whether provisioning pages carry the site's private key, for readers of protocol
+    /// versions 1-2 (`--legacy-readers`); without it the key never leaves the site.
+    var givesSiteKey = false
 
     func handle(_ request: SiteRequest, now: Double) -> SiteResponse {
         do {
@@ -84,7 +87,7 @@ struct SiteAPI: Sendable {
             case ("GET", 4) where parts[3] == "changes":
                 return try changes(credential, target: request.target, now: now)
             case ("POST", 4) where parts[3] == "events": return try events(credential, body: request.body, now: now)
-            case ("GET", 4): return try items(credential, target: request.target)
+            case ("GET", 4): return try items(credential, target: request.target, now: now)
             default: return .error(405, "method.notAllowed", "\(request.method) is not allowed here")
             }
         default:
@@ -199,7 +202,7 @@ struct SiteAPI: Sendable {
                 secondFactor: credential.secondFactor))
     }
 
-    private func items(_ credential: SiteDatabase.CredentialRow, target: String) throws -> SiteResponse {
+    private func items(_ credential: SiteDatabase.CredentialRow, target: String, now: Double) throws -> SiteResponse {
         guard credential.state == .active else {
             return .error(
                 403, "credential.\(credential.state.rawValue)", "the credential is \(credential.state.rawValue)")
@@ -223,8 +226,12 @@ struct SiteAPI: Sendable {
             items.append(SiteItem(id: item.id, type: item.type, name: item.name, state: item.state, content: content))
         }
         let next = page.last?.sequence ?? cursor
+        let withdrawn = try database.withdrawnCertificates(now: now).map(String.init)
         return .json(
-            200, ItemPageAnswer(cursor: String(next), items: items, removed: removed, more: changes.count > pageSize))
+            200,
+            ItemPageAnswer(
+                cursor: String(next), items: items, removed: removed, more: changes.count > pageSize,
+                withdrawnCertificates: withdrawn))
     }
 
     /// §4.4: the version at once when it differs from `since` (or without `since`), else

@@ -65,6 +65,13 @@ struct SiteServeCommand: AsyncParsableCommand {
     @Flag(help: "Take no audit events (§4.5), as a site of the API before it.") var noEvents = false
     @Option(help: "Seconds each controller certificate is valid (reader protocol §1.1): 2 to 604800.")
     var certificateValidity: UInt32 = 86_400
+    @Flag(
+        help: """
+            Allow reader protocol versions 1-2: every provisioning page then carries the site's \
+            private key, so any reader controller can speak for every reader of the site (reader \
+            protocol §1.1). Without it readers get certificates only and speak version 3.
+            """)
+    var legacyReaders = false
 
     func run() async throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -98,7 +105,7 @@ struct SiteServeCommand: AsyncParsableCommand {
         try await SiteHTTPServer(
             api: SiteAPI(
                 database: store, servesChanges: !noChanges, servesEvents: !noEvents, churnsChanges: churnChanges,
-                certificateValidity: certificateValidity),
+                certificateValidity: certificateValidity, givesSiteKey: legacyReaders),
             fault: faultMode
         ).run(host: host, port: port, tls: tls)
     }

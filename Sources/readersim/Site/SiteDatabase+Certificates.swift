@@ -63,6 +63,20 @@ extension SiteDatabase {
         }
     }
 
+    /// The serials of withdrawn certificates a holder could still take at `now` (until five
+    /// minutes past their end, reader protocol §1.1's clock tolerance), for item sync (§4.2).
+    func withdrawnCertificates(now: Double) throws -> [UInt64] {
+        try database.read { db in
+            try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT serial FROM certificate WHERE withdrawn = 1 AND validUntil + ? > ?
+                    ORDER BY serial LIMIT 1024
+                    """, arguments: [Double(ControllerCertificate.clockTolerance), now]
+            ).map { UInt64($0) }
+        }
+    }
+
     static func readerList(_ readers: [ReaderID]) -> String {
         readers.map(\.description).joined(separator: ",")
     }

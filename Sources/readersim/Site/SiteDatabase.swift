@@ -295,8 +295,9 @@ final class SiteDatabase: Sendable {
         }
     }
 
-    /// What changes when anything a credential's holder syncs changes: its state and its
-    /// items' last change (the `changes` long poll compares it).
+    /// What changes when anything a credential's holder syncs changes: its state, its items'
+    /// last change and the site's last withdrawn certificate (the `changes` long poll compares
+    /// it, so a withdrawal reaches holders at once).
     func version(of credential: CredentialID) throws -> String? {
         try database.read { db in
             guard
@@ -308,7 +309,9 @@ final class SiteDatabase: Sendable {
                 try Int64.fetchOne(
                     db, sql: "SELECT MAX(sequence) FROM item WHERE credentialID = ?",
                     arguments: [credential.description]) ?? 0
-            return "\(row["state"] as String)-\(row["deleted"] as Bool ? 1 : 0)-\(items)"
+            let withdrawn =
+                try Int64.fetchOne(db, sql: "SELECT MAX(serial) FROM certificate WHERE withdrawn = 1") ?? 0
+            return "\(row["state"] as String)-\(row["deleted"] as Bool ? 1 : 0)-\(items)-\(withdrawn)"
         }
     }
 

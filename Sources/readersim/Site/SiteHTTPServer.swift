@@ -46,7 +46,17 @@ final class SiteHTTPServer: Sendable {
         let bound = channel.localAddress?.port ?? port
         let scheme = tls == nil ? "http" : "https"
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        SiteOutput.line(["event": "listening", "url": "\(scheme)://\(shownHost):\(bound)", "port": bound])
+        SiteOutput.line([
+            "event": "listening", "url": "\(scheme)://\(shownHost):\(bound)", "port": bound,
+            "readerVersions": api.givesSiteKey ? "1-3" : "3",
+        ])
+        if api.givesSiteKey {
+            SiteOutput.line([
+                "event": "warning",
+                "detail": "--legacy-readers: every provisioning page carries the site's private key; "
+                    + "one stolen reader controller can speak for every reader of this site",
+            ])
+        }
         try await channel.closeFuture.get()
     }
 }

@@ -358,9 +358,11 @@ final class LabScenario: @unchecked Sendable {
     let events: ControlConnection
 
     /// `adapters`: `[bluetooth] adapters` in place of `adapter` (several kiosk adapters).
+    /// `legacyReaders`: the site allows reader protocol versions 1-2 (`--legacy-readers`: its
+    /// pages carry the site key), which readers of version 1 or 2 need.
     init(
         name: String, adapter: String = "hci1", adapters: [String]? = nil, accessdConfig: String = "",
-        readers readerConfig: String
+        readers readerConfig: String, legacyReaders: Bool = true
     ) async throws {
         // Where a scenario's set-up time goes, in its output: under the lab's emulated CPU every
         // process started costs about a second.
@@ -383,7 +385,7 @@ final class LabScenario: @unchecked Sendable {
         try LabSiteTemplate.copy(into: directory)
         site = SiteHarness(existingIn: directory)
         step("site init")
-        try await site.serve()
+        try await site.serve(extra: legacyReaders ? ["--legacy-readers"] : [])
         step("site serve")
         daemon = try LabDaemon(
             directory: directory + "/accessd",

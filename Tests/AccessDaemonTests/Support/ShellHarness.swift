@@ -39,7 +39,8 @@ final class ShellHarness: @unchecked Sendable {
     init(
         secondFactor: Bool = false, pinSet: Bool = true, credentialState: CredentialState = .active,
         clock: any Clock<Duration> = ContinuousClock(),
-        siteURL: String = "http://127.0.0.1:9", configure: (inout AccessdConfiguration) -> Void = { _ in }
+        siteURL: String = "http://127.0.0.1:9", withdrawnCertificates: Set<UInt64> = [],
+        configure: (inout AccessdConfiguration) -> Void = { _ in }
     ) throws {
         directory = NSTemporaryDirectory() + "accessd-shell-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -68,6 +69,12 @@ final class ShellHarness: @unchecked Sendable {
             StoredCredential(
                 credential: credential, siteName: "Head office",
                 siteURL: siteURL, deviceName: "kiosk", registeredAt: 0))
+        if !withdrawnCertificates.isEmpty {
+            // As an item sync that listed them left the store.
+            try store.applyItemSync(
+                credential: Self.credentialID, upserted: [], removed: [], cursor: "0",
+                withdrawnCertificates: withdrawnCertificates, at: 0)
+        }
         site = try SiteClient(caFile: nil, timeout: .seconds(5))
         var logger = Logger(label: "shell-test")
         logger.logLevel = .critical
