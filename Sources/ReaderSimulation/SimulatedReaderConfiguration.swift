@@ -21,7 +21,8 @@ public struct SimulatedReaderConfiguration: Sendable {
         case drop
         /// A malformed frame instead of the challenge.
         case malformed
-        /// Challenges and decisions signed with a key that is not the site's (a spoofed reader).
+        /// Challenges and decisions signed with a key that is not the site's, and no certificate
+        /// (a spoofed reader: it cannot have one).
         case wrongKey = "wrong-key"
         /// Advertising stops `fault_delay` seconds after start.
         case silent
@@ -51,9 +52,12 @@ public struct SimulatedReaderConfiguration: Sendable {
     public var secondFactorWait: Duration = .seconds(30)
     /// Presence advertisements while a central is connected (docs/reader-protocol.md §2).
     public var presence = true
-    /// The highest protocol version it speaks: 2 offers standing challenges through the hold
-    /// point (docs/reader-protocol.md §6); 1 is a version 1 reader, without a hold point.
-    public var protocolVersion: UInt8 = 2
+    /// The highest protocol version it speaks: 3 signs, for a holder that asks, with the
+    /// controller's own key under the site's certificate (docs/reader-protocol.md §1.1) and
+    /// stands its challenges as 2 does; 2 offers standing challenges through the hold point
+    /// (§6) and signs with the site key; 1 is a version 1 reader, without a hold point. 1 and
+    /// 2 work only at a site that gives readers its key (`site serve --legacy-readers`).
+    public var protocolVersion: UInt8 = 3
     public var actions: [ReaderAction] = []
     public var actionOutcomes: [Int8: AccessDecision] = [:]
     public var decision: Decision = .site

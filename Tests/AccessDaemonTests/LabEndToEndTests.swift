@@ -114,15 +114,16 @@ struct LabEndToEndTests {
 
     /// `connect_early`, on by default: accessd connects while the person is still in manual
     /// range; the reader goes on sending presence advertisements, so accessd sees the walk-up
-    /// over the held link and at the door runs the exchange over it. A version 2 reader (the
-    /// default) keeps its challenge standing on that link (reader protocol §6): accessd asks
-    /// through the hold point and subscribes in manual range, the reader refreshes the
-    /// challenge every 4 s, and at the door the exchange answers the newest at once. A version
-    /// 1 reader has no hold point: the exchange subscribes at the door, as before.
-    @Test(arguments: [2, 1]) func connectingEarlyHoldsTheLinkUntilTheDoor(version: Int) async throws {
+    /// over the held link and at the door runs the exchange over it. A version 2 or 3 reader
+    /// (3, the default: certified, reader protocol §1.1) keeps its challenge standing on that
+    /// link (§6): accessd asks through the hold point and subscribes in manual range, the
+    /// reader refreshes the challenge every 4 s, and at the door the exchange answers the
+    /// newest at once. A version 1 reader has no hold point: the exchange subscribes at the
+    /// door, as before. Versions 1 and 2 need a site that gives readers its key.
+    @Test(arguments: [3, 2, 1]) func connectingEarlyHoldsTheLinkUntilTheDoor(version: Int) async throws {
         let lab = try await LabScenario(
             name: "early-v\(version)", accessdConfig: Self.quickRange,
-            readers: Self.frontDoor + "\nprotocol_version = \(version)\n")
+            readers: Self.frontDoor + "\nprotocol_version = \(version)\n", legacyReaders: version < 3)
         defer { lab.tearDown() }
         _ = try await lab.register()
         _ = try lab.daemon.call("automaticAccess.set", ["enabled": true]).get()
@@ -136,7 +137,7 @@ struct LabEndToEndTests {
         // its standing challenge at least once.
         #expect(try lab.event("reader.unavailable", timeout: .seconds(6)) == nil)
         var beforeTheDoor = lab.readers.lines
-        if version == 2 {
+        if version >= 2 {
             // The reader refreshes 4 s after its challenge began standing, and the hold comes
             // some time after the first presence line (slower on a loaded machine): wait for
             // the refresh rather than assume it fell inside the 6 s above.
@@ -147,6 +148,9 @@ struct LabEndToEndTests {
                 beforeTheDoor.contains { $0["event"] == "hold" && $0["standing"] == true },
                 "\(beforeTheDoor.map(\.jsonText))")
             #expect(beforeTheDoor.contains { $0["event"] == "connected" && $0["standing"] == true })
+            #expect(
+                beforeTheDoor.contains { $0["event"] == "connected" && $0["certified"] == .bool(version == 3) },
+                "\(beforeTheDoor.map(\.jsonText))")
             #expect(lab.daemon.log.contains("challenge standing on the early link"))
         } else {
             #expect(
@@ -171,7 +175,7 @@ struct LabEndToEndTests {
             "\(lines.map(\.jsonText))")
         #expect(lines.filter { $0["event"] == "connected" }.count == 1)
         #expect(lab.readers.exchanges.count == 1)
-        if version == 2 {
+        if version >= 2 {
             #expect(lab.daemon.log.contains("exchange over the standing link"), "\(lab.daemon.log)")
         }
     }

@@ -26,7 +26,8 @@ extension SimulatedReader {
             credentials: provisioned.credentialRecords,
             aperioCredentials: provisioned.aperioRecords(at: Int64(Date().timeIntervalSince1970)),
             timeouts: ProtocolTimeouts(secondFactor: configuration.secondFactorWait),
-            controller: configuration.protocolVersion >= 3
+            // A spoofed reader (`wrong-key`) has no certificate: it signs everything with its key.
+            controller: configuration.protocolVersion >= 3 && configuration.fault != .wrongKey
                 ? provisioned.controllerIdentity(key: provisioning.key, reader: configuration.id) : nil)
     }
 }

@@ -359,10 +359,12 @@ final class LabScenario: @unchecked Sendable {
 
     /// `adapters`: `[bluetooth] adapters` in place of `adapter` (several kiosk adapters).
     /// `legacyReaders`: the site allows reader protocol versions 1-2 (`--legacy-readers`: its
-    /// pages carry the site key), which readers of version 1 or 2 need.
+    /// pages carry the site key), which readers of version 1 or 2 need; without it (as
+    /// readersim's site by default) the readers, of version 3 unless told otherwise, sign with
+    /// their controller's key under the site's certificate.
     init(
         name: String, adapter: String = "hci1", adapters: [String]? = nil, accessdConfig: String = "",
-        readers readerConfig: String, legacyReaders: Bool = true
+        readers readerConfig: String, legacyReaders: Bool = false
     ) async throws {
         // Where a scenario's set-up time goes, in its output: under the lab's emulated CPU every
         // process started costs about a second.
